@@ -1,0 +1,1 @@
+"""Exact log-linear contextual bandits that test the paper's theory (Theorem 1)."""

@@ -1,0 +1,25 @@
+"""Sphinx configuration for the astarpo docs (built with -W: warnings are errors)."""
+
+project = "astarpo"
+author = "astarpo developers"
+copyright = "2026, astarpo developers"
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build"]
+html_theme = "furo"
+html_title = "astarpo"
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": False}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+nitpicky = False
+suppress_warnings = ["myst.header"]
