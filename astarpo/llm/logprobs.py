@@ -135,6 +135,7 @@ def sequence_logprobs(
     pad_token_id: int = 0,
     *,
     entropy: bool = False,
+    entropy_grad: bool = True,
     layout: Layout = "left",
 ) -> SequenceLogprobs:
     """Log-probabilities of responses given prompts, from one forward pass of ``model``.
@@ -150,6 +151,8 @@ def sequence_logprobs(
         response_ids: Unpadded response ids ``[B][*]`` (EOS included when generated).
         pad_token_id: Id used for padding (never scored: padding is masked by position).
         entropy: Also return per-token entropies.
+        entropy_grad: Let gradients flow through the entropies (for an entropy bonus); when
+            False they are computed without a graph, saving a ``[B, T, V]`` buffer.
         layout: Packing layout when lists are given (``"left"`` or ``"right"``; same values).
 
     Returns:
@@ -188,8 +191,9 @@ def sequence_logprobs(
     token_logp = torch.cat([token_logp[:, :first], tok], dim=1)
     ent_full = None
     if entropy:
-        logp_all = logits - lse.unsqueeze(-1)
-        ent = -(logp_all.exp() * logp_all).sum(-1)
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            logp_all = logits - lse.unsqueeze(-1)
+            ent = -(logp_all.exp() * logp_all).sum(-1)
         ent = torch.where(sub_mask, ent, torch.zeros_like(ent))
         ent_full = torch.cat([torch.zeros_like(token_logp[:, :first]), ent], dim=1)
     return SequenceLogprobs(token_logp.sum(-1), token_logp, mask, ent_full)
