@@ -117,6 +117,8 @@ class MathVerifyReward:
         from astarpo.llm.timeout import KillablePool
 
         with self._lock:
+            if self._pool is not None and self._pool.owner_pid != os.getpid():
+                self._pool = None  # forked child: the parent's workers are not ours
             if self._pool is None:
                 self._pool = KillablePool(
                     "astarpo.llm._math_verify_worker:score",
@@ -125,6 +127,16 @@ class MathVerifyReward:
                     skip_package_init=True,
                 )
             return self._pool
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings only (a copy starts its own pool)."""
+        state = dict(self.__dict__)
+        state["_pool"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         """Kill the worker processes (a later call starts new ones)."""

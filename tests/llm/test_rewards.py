@@ -172,3 +172,38 @@ def test_killable_pool_errors_and_crashes():
         pool.map([1])
     with pytest.raises(RuntimeError, match="before it was ready"):
         KillablePool("no_such_module_xyz:f", n_workers=1).map([1])
+
+
+def test_killable_pool_from_many_threads_at_once():
+    with KillablePool("json:loads", n_workers=2, timeout=30) as pool:
+        out: dict[int, list] = {}
+
+        def work(t: int) -> None:
+            out[t] = [r.value for r in pool.map([f"[{t}, {i}]" for i in range(20)])]
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=120)
+        assert out == {t: [[t, i] for i in range(20)] for t in range(4)}
+
+
+def test_math_verify_reward_pickles_without_its_pool(mv):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(mv))
+    assert copy._pool is None and copy.timeout == mv.timeout
+    assert copy(["p"], [r"\boxed{2}"], ["2"]) == [1.0]
+    copy.close()
+
+
+def test_workers_outlive_the_thread_that_started_them():
+    with KillablePool("json:loads", n_workers=1, timeout=30) as pool:
+        th = threading.Thread(target=pool.map, args=(["1"],))
+        th.start()
+        th.join(timeout=120)
+        pid = pool._workers[0].proc.pid
+        time.sleep(0.5)
+        assert pool.map(["2"])[0].value == 2
+        assert pool._workers[0].proc.pid == pid  # same worker, not a restarted one
