@@ -161,21 +161,21 @@ def test_compute_rewards_bad_input():
 
 
 def test_killable_pool_errors_and_crashes():
-    with KillablePool("json:loads", n_workers=1, timeout=20) as pool:
+    with KillablePool("json:loads", n_workers=1, timeout=20, skip_package_init=True) as pool:
         res = pool.map(["[1, 2]", "not json"])
         assert res[0].status == "ok" and res[0].value == [1, 2]
         assert res[1].status == "error" and "JSONDecodeError" in res[1].error
-    with KillablePool("os:_exit", n_workers=1, timeout=20) as pool:
+    with KillablePool("os:_exit", n_workers=1, timeout=20, skip_package_init=True) as pool:
         res = pool.map([3])
         assert res[0].status == "error" and "exited" in res[0].error
     with pytest.raises(RuntimeError, match="closed"):
         pool.map([1])
     with pytest.raises(RuntimeError, match="before it was ready"):
-        KillablePool("no_such_module_xyz:f", n_workers=1).map([1])
+        KillablePool("no_such_module_xyz:f", n_workers=1, skip_package_init=True).map([1])
 
 
 def test_killable_pool_from_many_threads_at_once():
-    with KillablePool("json:loads", n_workers=2, timeout=30) as pool:
+    with KillablePool("json:loads", n_workers=2, timeout=30, skip_package_init=True) as pool:
         out: dict[int, list] = {}
 
         def work(t: int) -> None:
@@ -199,7 +199,7 @@ def test_math_verify_reward_pickles_without_its_pool(mv):
 
 
 def test_workers_outlive_the_thread_that_started_them():
-    with KillablePool("json:loads", n_workers=1, timeout=30) as pool:
+    with KillablePool("json:loads", n_workers=1, timeout=30, skip_package_init=True) as pool:
         th = threading.Thread(target=pool.map, args=(["1"],))
         th.start()
         th.join(timeout=120)
