@@ -104,3 +104,15 @@ def test_exact_match_data_file(tmp_path):
     rows = [{"prompt": "1+1=", "answer": "2"}]
     res = evaluate(_gen_for(rows), rows, [exact_match_reward], progress=False)
     assert res["accuracy"] == 0.0  # the fake answers "\\boxed{2}", not "2"
+
+
+def test_cli_eval_local_model_dir(tmp_path, capsys, tokenizer, tiny_model):
+    model_dir = tmp_path / "model"
+    tiny_model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    data = tmp_path / "add.jsonl"
+    data.write_text(json.dumps({"problem": "1+2=", "answer": "3"}) + "\n")
+    args = ["eval", "--model", str(model_dir), "--data", str(data), "--template", "none"]
+    args += ["--reward", "exact_match", "--max-new-tokens", "2", "--avg", "2", "--no-progress"]
+    assert main(args) == 0
+    assert "| add | avg@2 | 1 |" in capsys.readouterr().out
