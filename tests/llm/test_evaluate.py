@@ -93,11 +93,23 @@ def test_cli_eval_toy(tmp_path, capsys):
     assert res["model"] == "toy" and res["results"]["aime24"]["n_prompts"] == 2
 
 
+def test_cli_avg_spec():
+    from astarpo.commands.eval import parse_avg
+
+    assert parse_avg("8") == (8, {})
+    assert parse_avg("amc23=4,aime24=2") == (None, {"amc23": 4, "aime24": 2})
+    assert parse_avg(None) == (None, {})
+    with pytest.raises(SystemExit, match="name=k"):
+        parse_avg("amc23")
+
+
 def test_cli_eval_errors(tmp_path):
     with pytest.raises(SystemExit, match="not a local model directory"):
         main(["eval", "--model", str(tmp_path), "--data", "x.jsonl"])
     with pytest.raises(SystemExit, match="--data FILE or --benchmarks"):
         main(["eval", "--model", "toy"])
+    with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
+        main(["eval", "--model", "toy", "--benchmarks", "math500", "--avg", "gsm=2"])
 
 
 def test_exact_match_data_file(tmp_path):
