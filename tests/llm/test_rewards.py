@@ -207,3 +207,10 @@ def test_workers_outlive_the_thread_that_started_them():
         time.sleep(0.5)
         assert pool.map(["2"])[0].value == 2
         assert pool._workers[0].proc.pid == pid  # same worker, not a restarted one
+
+
+def test_conversational_completions(mv):
+    chat = [[{"role": "assistant", "content": "#### 7"}], [{"role": "assistant", "content": "6"}]]
+    assert gsm8k_reward(["p", "p"], chat, ["7", "7"]) == [1.0, None]
+    assert exact_match_reward(["p"], chat[1:], ["6"]) == [1.0]
+    assert mv(["p"], [[{"role": "assistant", "content": r"\boxed{7}"}]], ["7"]) == [1.0]
