@@ -16,7 +16,8 @@ r"""Algorithm 1 (A*-PO) on a :class:`~astarpo.theory.bandit.LogLinearBandit`, an
   is, because :math:`E_{y\sim\pi_\theta}\nabla\log\pi_\theta(y|x) = 0`.
 
 Seeds are a batch axis: parameters ``[S, d]``, one OGD over the last axis. Seed ``s`` uses its
-own generator ``numpy.random.default_rng([seed, s])``, so its results do not depend on S.
+own generator ``numpy.random.default_rng([seed, s])``, so its samples do not depend on S (its
+results, up to floating-point rounding); the same seed and S give bitwise identical results.
 """
 
 from __future__ import annotations

@@ -213,8 +213,20 @@ class LogLinearBandit:
         Returns:
             ``[...]``, clipped at 0 from below (rounding).
         """
-        kl = self._kl(policy, self.log_optimal_policy(beta))
-        return np.maximum(beta * (kl @ self.context_probs), 0.0)  # type: ignore[no-any-return]
+        per_x = self.context_suboptimality(policy, beta)
+        return np.maximum(per_x @ self.context_probs, 0.0)  # type: ignore[no-any-return]
+
+    def context_suboptimality(self, policy: np.ndarray, beta: float) -> np.ndarray:
+        r"""Per-context gap :math:`V^*_\beta(x) - J_\beta(\pi; x) = \beta KL(\pi(\cdot|x)\|\pi^*_\beta(\cdot|x))`.
+
+        Args:
+            policy: Probabilities ``[..., X, Y]``.
+            beta: KL strength > 0.
+
+        Returns:
+            ``[..., X]``.
+        """
+        return beta * self._kl(policy, self.log_optimal_policy(beta))
 
     def solve_rate(self) -> np.ndarray:
         """``p(x) = P_{y ~ pi_ref}(r(x, y) = 1)``, shape ``[X]``; needs rewards in {0, 1}."""
