@@ -66,14 +66,22 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if args.name != "all":
         res = run_one(args.name, out, seeds, args.quick, args.seed, progress)
-        print(f"{args.name}: {res['runtime_s']} s -> {out / 'results.json'}, "
-              f"{out / (args.name + '.png')}")
+        print(
+            f"{args.name}: {res['runtime_s']} s -> {out / 'results.json'}, "
+            f"{out / (args.name + '.png')}"
+        )
         return 0
     from astarpo import __version__
 
     start = time.perf_counter()
-    summary: dict[str, Any] = {"experiment": "all", "version": __version__, "quick": args.quick,
-                               "n_seeds": seeds, "base_seed": args.seed, "results": {}}
+    summary: dict[str, Any] = {
+        "experiment": "all",
+        "version": __version__,
+        "quick": args.quick,
+        "n_seeds": seeds,
+        "base_seed": args.seed,
+        "results": {},
+    }
     for name in NAMES:
         res = run_one(name, out / name, seeds, args.quick, args.seed, progress)
         summary["results"][name] = {"dir": name, **_summary(res)}

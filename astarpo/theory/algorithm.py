@@ -317,7 +317,9 @@ def policy_gradient_baseline(
         seed: Base seed.
     """
     if group_size < 2:
-        raise ValueError(f"group_size (G) must be >= 2 for a group-mean baseline, got {group_size}.")
+        raise ValueError(
+            f"group_size (G) must be >= 2 for a group-mean baseline, got {group_size}."
+        )
     arrays = bandit.torch_arrays()
     rngs = seed_generators(seed + 7919, n_seeds)
 

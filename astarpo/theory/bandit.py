@@ -124,7 +124,9 @@ class LogLinearBandit:
         """``log pi_theta(y|x)`` for ``theta`` of shape ``[..., d]``; returns ``[..., X, Y]``."""
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape[-1:] != (self.dim,):
-            raise ValueError(f"theta must have shape [..., d] with d = {self.dim}, got {theta.shape}.")
+            raise ValueError(
+                f"theta must have shape [..., d] with d = {self.dim}, got {theta.shape}."
+            )
         logits = self.log_ref + np.einsum("xyd,...d->...xy", self.features, theta)
         return logits - logsumexp(logits, axis=-1, keepdims=True)  # type: ignore[no-any-return]
 
@@ -133,7 +135,7 @@ class LogLinearBandit:
         return np.exp(self.log_policy(theta))
 
     def log_optimal_policy(self, beta: float) -> np.ndarray:
-        r"""``log pi*_beta(y|x) = log pi_ref + r/beta - log Z(x)`` via ``astarpo.optimal_policy``."""
+        """``log pi*_beta = log pi_ref + r/beta - log Z(x)`` via ``astarpo.optimal_policy``."""
         return np.asarray(_optimal_log_policy(self.log_ref, self.rewards, beta))
 
     def optimal_policy(self, beta: float) -> np.ndarray:
@@ -201,7 +203,7 @@ class LogLinearBandit:
         return per_x @ self.context_probs  # type: ignore[no-any-return]
 
     def suboptimality(self, policy: np.ndarray, beta: float) -> np.ndarray:
-        r""":math:`J_\beta(\pi^*_\beta) - J_\beta(\pi) = \beta\, E_{x\sim\rho} KL(\pi\|\pi^*_\beta)`.
+        r"""The gap :math:`J_\beta(\pi^*_\beta) - J_\beta(\pi) = \beta E_{x} KL(\pi\|\pi^*_\beta)`.
 
         Computed from the right-hand side (exact identity), so it is >= 0, exactly 0 at
         :math:`\pi^*` up to rounding, and keeps its relative precision when it is tiny.
@@ -217,7 +219,7 @@ class LogLinearBandit:
         return np.maximum(per_x @ self.context_probs, 0.0)  # type: ignore[no-any-return]
 
     def context_suboptimality(self, policy: np.ndarray, beta: float) -> np.ndarray:
-        r"""Per-context gap :math:`V^*_\beta(x) - J_\beta(\pi; x) = \beta KL(\pi(\cdot|x)\|\pi^*_\beta(\cdot|x))`.
+        r"""Per-context gap :math:`V^*_\beta(x) - J_\beta(\pi; x) = \beta KL(\pi\|\pi^*_\beta)(x)`.
 
         Args:
             policy: Probabilities ``[..., X, Y]``.
@@ -235,9 +237,7 @@ class LogLinearBandit:
         return (self.ref_probs * self.rewards).sum(-1)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ sampling
-    def sample(
-        self, policy: np.ndarray, rng: np.random.Generator, n: int = 1
-    ) -> np.ndarray:
+    def sample(self, policy: np.ndarray, rng: np.random.Generator, n: int = 1) -> np.ndarray:
         """Draw ``n`` actions per context from ``policy`` (inverse CDF, one uniform per draw).
 
         Args:

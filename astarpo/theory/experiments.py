@@ -44,7 +44,9 @@ def _progress(items: Iterable[Any], desc: str, show: bool) -> Iterable[Any]:
     return tqdm(list(items), desc=desc, leave=False)
 
 
-def _header(name: str, seeds: int, seed: int, quick: bool, config: dict[str, Any]) -> dict[str, Any]:
+def _header(
+    name: str, seeds: int, seed: int, quick: bool, config: dict[str, Any]
+) -> dict[str, Any]:
     from astarpo import __version__
 
     return {
@@ -79,10 +81,17 @@ def mean_ci(values: np.ndarray) -> dict[str, list[float] | float]:
     v = np.asarray(values, dtype=np.float64)
     mean, half = _t_interval(v)
     lmean, lhalf = _t_interval(np.log10(np.maximum(v, 1e-300)))
+
+    def exp10(z: np.ndarray) -> list[float] | float:
+        return _list(10 ** np.clip(z, -300, 300))
+
     return {
-        "mean": _list(mean), "lo": _list(mean - half), "hi": _list(mean + half),
-        "gmean": _list(10**lmean), "glo": _list(10 ** (lmean - lhalf)),
-        "ghi": _list(10 ** (lmean + lhalf)),
+        "mean": _list(mean),
+        "lo": _list(mean - half),
+        "hi": _list(mean + half),
+        "gmean": exp10(lmean),
+        "glo": exp10(lmean - lhalf),
+        "ghi": exp10(lmean + lhalf),
     }
 
 
@@ -116,8 +125,15 @@ def fit_slope(x: np.ndarray, y: np.ndarray, x_min: float = 0.0) -> dict[str, Any
     return out
 
 
-def _cfg(beta2: float, t: int, schedule: str, mode: str = "stochastic") -> Stage2Config:
-    c = STEP_C[schedule]
+#: two-beta: c per beta2 for c/sqrt(t) steps. With c = 1 at beta2 = 1e-3 the stochastic run
+#: collapses onto greedy policies (see ``step_sweep`` in its results), so it uses 0.01.
+TWO_BETA_C = {1e-3: 0.01, 0.1: 1.0, 1.0: 1.0}
+
+
+def _cfg(
+    beta2: float, t: int, schedule: str, mode: str = "stochastic", c: float | None = None
+) -> Stage2Config:
+    c = STEP_C[schedule] if c is None else c
     return Stage2Config(beta2, t, c / beta2**2, schedule, mode=mode)  # type: ignore[arg-type]
 
 
@@ -131,10 +147,22 @@ def horizon(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool =
     t_max, beta, n, group = (1000, 0.1, 16, 4) if quick else (10_000, 0.1, 16, 4)
     x_min = 10.0 if quick else t_max / 100
     bandit = LogLinearBandit.random(**INSTANCE)
-    res = _header("horizon", seeds, seed, quick, {
-        "T": t_max, "n_samples": n, "beta1": beta, "beta2": beta, "step_c": STEP_C,
-        "learning_rate": "c / beta2**2", "slope_fit_t_min": x_min, "pg_group_size": group,
-    })
+    res = _header(
+        "horizon",
+        seeds,
+        seed,
+        quick,
+        {
+            "T": t_max,
+            "n_samples": n,
+            "beta1": beta,
+            "beta2": beta,
+            "step_c": STEP_C,
+            "learning_rate": "c / beta2**2",
+            "slope_fit_t_min": x_min,
+            "pg_group_size": group,
+        },
+    )
     v_hat, _ = estimate_values(bandit, n, beta, seed_generators(seed * 1000, seeds))
     res["curves"], res["slopes"] = {}, {}
     for sched in _progress(STEP_C, "horizon", progress):
@@ -172,15 +200,28 @@ def samples(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool =
     t_max, beta2, beta1s = (300 if quick else 2000), 0.1, [0.1, 0.5]
     bandit = LogLinearBandit.random(**INSTANCE)
     p, rho = bandit.solve_rate(), bandit.context_probs
-    res = _header("samples", seeds, seed, quick, {
-        "n_samples": ns, "T": t_max, "beta2": beta2, "beta1": beta1s, "schedule": "inverse_sqrt",
-        "step_c": STEP_C["inverse_sqrt"],
-    })
+    res = _header(
+        "samples",
+        seeds,
+        seed,
+        quick,
+        {
+            "n_samples": ns,
+            "T": t_max,
+            "beta2": beta2,
+            "beta1": beta1s,
+            "schedule": "inverse_sqrt",
+            "step_c": STEP_C["inverse_sqrt"],
+        },
+    )
     res["settings"] = {}
     for b1 in _progress(beta1s, "samples", progress):
-        rows = [estimate_values(bandit, n, b1, seed_generators(seed * 1000 + n, seeds))[0] for n in ns]
-        out = run_stage2(bandit, np.concatenate(rows), _cfg(beta2, t_max, "inverse_sqrt"),
-                         seed=seed * 1000 + 1)
+        rows = [
+            estimate_values(bandit, n, b1, seed_generators(seed * 1000 + n, seeds))[0] for n in ns
+        ]
+        out = run_stage2(
+            bandit, np.concatenate(rows), _cfg(beta2, t_max, "inverse_sqrt"), seed=seed * 1000 + 1
+        )
         last = out.last[:, -1].reshape(len(ns), seeds).T  # [S, len(ns)]
         avg = out.average[:, -1].reshape(len(ns), seeds).T
         err: dict[str, dict[str, list[float]]] = {}
@@ -194,7 +235,9 @@ def samples(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool =
             }
         mse2 = np.array(err["vs_beta2"]["mse"])
         res["settings"][f"beta1={b1}"] = {
-            "beta1": b1, "final_last": mean_ci(last), "final_average": mean_ci(avg),
+            "beta1": b1,
+            "final_last": mean_ci(last),
+            "final_average": mean_ci(avg),
             "value_error": err,
             "slopes": {
                 "final_last": fit_slope(np.array(ns), last),
@@ -216,12 +259,32 @@ def coverage(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool 
     """
     v_refs = [0.5, 0.1, 0.01, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
     t_max, beta, n = (300 if quick else 2000), 0.1, 16
-    res = _header("coverage", seeds, seed, quick, {
-        "v_ref": v_refs, "T": t_max, "beta1": beta, "beta2": beta, "n_samples": n,
-        "schedule": "inverse_sqrt", "step_c": STEP_C["inverse_sqrt"],
-    })
-    keys = ("bias_mean", "bias_worst", "mse_mean", "dropped", "gap_nofilter", "gap_filter",
-            "gap_hard_nofilter", "gap_hard_filter", "reference_gap")
+    res = _header(
+        "coverage",
+        seeds,
+        seed,
+        quick,
+        {
+            "v_ref": v_refs,
+            "T": t_max,
+            "beta1": beta,
+            "beta2": beta,
+            "n_samples": n,
+            "schedule": "inverse_sqrt",
+            "step_c": STEP_C["inverse_sqrt"],
+        },
+    )
+    keys = (
+        "bias_mean",
+        "bias_worst",
+        "mse_mean",
+        "dropped",
+        "gap_nofilter",
+        "gap_filter",
+        "gap_hard_nofilter",
+        "gap_hard_filter",
+        "reference_gap",
+    )
     rows: dict[str, list[Any]] = {k: [] for k in keys}
     for v_ref in _progress(v_refs, "coverage", progress):
         bandit = LogLinearBandit.random(**{**INSTANCE, "v_ref": v_ref})
@@ -229,8 +292,13 @@ def coverage(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool 
         bias, mse = value_estimate_error(p, n, beta, bandit.optimal_value(beta))
         v_hat, solved = estimate_values(bandit, n, beta, seed_generators(seed * 1000, seeds))
         weights = np.concatenate([np.ones_like(v_hat), solved.astype(float)])
-        out = run_stage2(bandit, np.concatenate([v_hat, v_hat]), _cfg(beta, t_max, "inverse_sqrt"),
-                         seed=seed * 1000 + 1, weights=weights)
+        out = run_stage2(
+            bandit,
+            np.concatenate([v_hat, v_hat]),
+            _cfg(beta, t_max, "inverse_sqrt"),
+            seed=seed * 1000 + 1,
+            weights=weights,
+        )
         hard = p <= p.min()
         # per-context gap of the final last iterates on the hardest contexts
         gap_hard = bandit.context_suboptimality(bandit.policy(out.theta), beta)[:, hard].mean(-1)
@@ -260,17 +328,33 @@ def two_beta(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool 
     beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
     t_max, n = (300 if quick else 3000), 16
     bandit = LogLinearBandit.random(**INSTANCE)
-    res = _header("two-beta", seeds, seed, quick, {
-        "beta1": beta1s, "beta2": beta2s, "T": t_max, "n_samples": n,
-        "schedule": "inverse_sqrt", "step_c": STEP_C["inverse_sqrt"],
-    })
+    res = _header(
+        "two-beta",
+        seeds,
+        seed,
+        quick,
+        {
+            "beta1": beta1s,
+            "beta2": beta2s,
+            "T": t_max,
+            "n_samples": n,
+            "schedule": "inverse_sqrt",
+            "step_c": {str(k): v for k, v in TWO_BETA_C.items()},
+        },
+    )
     grid: list[dict[str, Any]] = []
     for b2 in _progress(beta2s, "two-beta", progress):
-        v_rows = [estimate_values(bandit, n, b1, seed_generators(seed * 1000, seeds))[0]
-                  for b1 in beta1s]
+        v_rows = [
+            estimate_values(bandit, n, b1, seed_generators(seed * 1000, seeds))[0] for b1 in beta1s
+        ]
         v_all = np.concatenate(v_rows)
-        out = run_stage2(bandit, v_all, _cfg(b2, t_max, "inverse_sqrt"), seed=seed * 1000 + 1)
-        det = run_stage2(bandit, v_all[::seeds], _cfg(b2, t_max, "inverse_sqrt", "deterministic"))
+        cfg = _cfg(b2, t_max, "inverse_sqrt", c=TWO_BETA_C[b2])
+        out = run_stage2(bandit, v_all, cfg, seed=seed * 1000 + 1)
+        det = run_stage2(
+            bandit,
+            v_all[::seeds],
+            _cfg(b2, t_max, "inverse_sqrt", "deterministic", c=TWO_BETA_C[b2]),
+        )
         v2 = bandit.optimal_value(b2)
         half = out.steps >= t_max / 2
         for i, b1 in enumerate(beta1s):
@@ -294,9 +378,32 @@ def two_beta(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool 
             }
             grid.append(cell)
     res["grid"] = grid
+    # step-size sweep at the paper's beta2 = 1e-3: with V̂*_{beta1=0.5} and with the exact V*
+    b2, sweep = 1e-3, []
+    v_hat = estimate_values(bandit, n, 0.5, seed_generators(seed * 1000, seeds))[0]
+    v_exact = np.tile(bandit.optimal_value(b2), (seeds, 1))
+    for c in (1.0, 0.1, 0.01):
+        out = run_stage2(
+            bandit,
+            np.concatenate([v_hat, v_exact]),
+            _cfg(b2, t_max, "inverse_sqrt", c=c),
+            seed=seed * 1000 + 1,
+        )
+        sweep.append(
+            {
+                "c": c,
+                "gap_vhat_beta1_0.5": mean_ci(out.last[:seeds, -1:]),
+                "gap_exact_v": mean_ci(out.last[seeds:, -1:]),
+            }
+        )
+    res["step_sweep_beta2_1e-3"] = sweep
+    res["reference_gap"] = {
+        str(b): float(bandit.suboptimality(bandit.ref_probs, b)) for b in beta2s
+    }
     res["kl_between_optima"] = {
         f"{b1},{b2}": float(bandit.suboptimality(bandit.optimal_policy(b2), b1) / b1)
-        for b1 in beta1s for b2 in beta2s
+        for b1 in beta1s
+        for b2 in beta2s
     }
     return res
 

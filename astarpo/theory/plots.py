@@ -35,9 +35,9 @@ def _band(ax: Any, x: Any, ci: dict[str, Any], label: str, **kw: Any) -> None:
     ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
 
 
-def _save(fig: Any, path: str | Path, title: str) -> Path:
-    fig.suptitle(title + " (log axes: geometric mean, 95% interval of the mean log)",
-                 fontsize=10)
+def _save(fig: Any, path: str | Path, title: str, log_note: bool = True) -> Path:
+    note = " (log axes: geometric mean, 95% interval of the mean log)" if log_note else ""
+    fig.suptitle(title + note, fontsize=10)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
@@ -51,7 +51,7 @@ def plot_horizon(res: dict[str, Any], path: str | Path) -> Path:
     """Suboptimality vs T per schedule (last and average iterate), and A*-PO vs PG by samples."""
     fig, axes = _figure(4)
     steps = res["steps"]
-    for ax, (sched, curves) in zip(axes, res["curves"].items()):
+    for ax, (sched, curves) in zip(axes, res["curves"].items(), strict=False):
         for kind in ("last", "average"):
             s = res["slopes"][sched][kind]
             _band(ax, steps, curves[kind], f"{kind} iterate (slope {s['slope']:.2f})")
@@ -81,10 +81,20 @@ def plot_samples(res: dict[str, Any], path: str | Path) -> Path:
         for target, ls in (("vs_beta1", "-"), ("vs_beta2", "--")):
             mse = np.maximum(err[target]["mse"], _TINY)
             axes[1].plot(ns, mse, ls, marker=".", label=f"{name}: MSE {target}")
-    axes[0].set(xscale="log", yscale="log", xlabel="N (Stage 1 samples per context)",
-                ylabel="final gap J(pi*) - J(pi_T)", title="final suboptimality (last iterate)")
-    axes[1].set(xscale="log", yscale="log", xlabel="N", ylabel="E (V̂* - V*)^2",
-                title="exact error of V̂* (binomial)")
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="N (Stage 1 samples per context)",
+        ylabel="final gap J(pi*) - J(pi_T)",
+        title="final suboptimality (last iterate)",
+    )
+    axes[1].set(
+        xscale="log",
+        yscale="log",
+        xlabel="N",
+        ylabel="E (V̂* - V*)^2",
+        title="exact error of V̂* (binomial)",
+    )
     for ax in axes:
         ax.legend(fontsize=7)
     return _save(fig, path, f"samples: {res['n_seeds']} seeds, mean and 95% interval")
@@ -98,12 +108,24 @@ def plot_coverage(res: dict[str, Any], path: str | Path) -> Path:
     axes[0].plot(v, np.abs(r["bias_mean"]), "o-", label="|bias|, mean over contexts")
     axes[0].plot(v, np.abs(r["bias_worst"]), "s-", label="|bias|, worst context")
     axes[0].set(ylabel="|E V̂* - V*|", title="bias of V̂* (exact)")
-    for ax, key, title in ((axes[1], "gap", "final gap, all contexts"),
-                           (axes[2], "gap_hard", "final gap, contexts with p(x) = v_ref")):
-        _band(ax, v, {k: [c[k][0] for c in r[f"{key}_nofilter"]] for k in ("gmean", "glo", "ghi")},
-              "no filter", marker="o")
-        _band(ax, v, {k: [c[k][0] for c in r[f"{key}_filter"]] for k in ("gmean", "glo", "ghi")},
-              "filter (drop all-wrong contexts)", marker="s")
+    for ax, key, title in (
+        (axes[1], "gap", "final gap, all contexts"),
+        (axes[2], "gap_hard", "final gap, contexts with p(x) = v_ref"),
+    ):
+        _band(
+            ax,
+            v,
+            {k: [c[k][0] for c in r[f"{key}_nofilter"]] for k in ("gmean", "glo", "ghi")},
+            "no filter",
+            marker="o",
+        )
+        _band(
+            ax,
+            v,
+            {k: [c[k][0] for c in r[f"{key}_filter"]] for k in ("gmean", "glo", "ghi")},
+            "filter (drop all-wrong contexts)",
+            marker="s",
+        )
         ax.set(yscale="log", title=title, ylabel="J(pi*) - J(pi_T)")
     for ax in axes:
         ax.set_xscale("symlog", linthresh=1e-4)
@@ -118,24 +140,46 @@ def plot_two_beta(res: dict[str, Any], path: str | Path) -> Path:
     fig, axes = _figure(3, width=4.0, height=3.2)
     b1s, b2s = res["config"]["beta1"], res["config"]["beta2"]
     cells = {(c["beta1"], c["beta2"]): c for c in res["grid"]}
-    panels = (("kl_to_opt_beta2", "KL(pi_T || pi*_beta2)"), ("kl_to_opt_beta1",
-              "KL(pi_T || pi*_beta1)"), ("gap_beta2", "gap under J_beta2"))
-    for ax, (key, title) in zip(axes, panels):
+    panels = (
+        ("kl_to_opt_beta2", "KL(pi_T || pi*_beta2)"),
+        ("kl_to_opt_beta1", "KL(pi_T || pi*_beta1)"),
+        ("gap_beta2", "gap under J_beta2"),
+    )
+    for ax, (key, title) in zip(axes, panels, strict=True):
         m = np.array([[cells[(b1, b2)]["last"][key]["mean"][0] for b1 in b1s] for b2 in b2s])
         img = ax.imshow(np.log10(np.maximum(m, _TINY)), cmap="viridis", aspect="auto")
         for i in range(len(b2s)):
             for j in range(len(b1s)):
-                ax.text(j, i, f"{m[i, j]:.2g}", ha="center", va="center", fontsize=7, color="w")
+                bright = np.log10(max(m[i, j], _TINY)) > np.log10(np.maximum(m, _TINY)).mean()
+                ax.text(
+                    j,
+                    i,
+                    f"{m[i, j]:.2g}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="k" if bright else "w",
+                )
         ax.set_xticks(range(len(b1s)), [str(b) for b in b1s])
         ax.set_yticks(range(len(b2s)), [str(b) for b in b2s])
         ax.set(xlabel="beta1 (Stage 1)", ylabel="beta2 (Stage 2)", title=title + " (log10 colour)")
         fig.colorbar(img, ax=ax, shrink=0.8)
-    return _save(fig, path, f"two-beta: last iterate after T = {res['config']['T']}, "
-                 f"mean of {res['n_seeds']} seeds")
+    c = res["config"]["step_c"]
+    return _save(
+        fig,
+        path,
+        f"two-beta: last iterate after T = {res['config']['T']}, "
+        f"mean of {res['n_seeds']} seeds; c/sqrt(t) steps, c/beta2^2 with c = {c}",
+        log_note=False,
+    )
 
 
-_PLOTS = {"horizon": plot_horizon, "samples": plot_samples, "coverage": plot_coverage,
-          "two-beta": plot_two_beta}
+_PLOTS = {
+    "horizon": plot_horizon,
+    "samples": plot_samples,
+    "coverage": plot_coverage,
+    "two-beta": plot_two_beta,
+}
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:

@@ -29,8 +29,13 @@ def brute_value(bandit: LogLinearBandit, beta: float) -> np.ndarray:
     """V*(x) = beta log sum_y pi_ref e^{r/beta}, summed naively (moderate beta only)."""
     return np.array(
         [
-            beta * math.log(sum(bandit.ref_probs[x, y] * math.exp(bandit.rewards[x, y] / beta)
-                                for y in range(bandit.n_actions)))
+            beta
+            * math.log(
+                sum(
+                    bandit.ref_probs[x, y] * math.exp(bandit.rewards[x, y] / beta)
+                    for y in range(bandit.n_actions)
+                )
+            )
             for x in range(bandit.n_contexts)
         ]
     )
@@ -45,13 +50,19 @@ def small() -> LogLinearBandit:
 
 
 @pytest.mark.parametrize("beta", [0.3, 1.0, 5.0])
-def test_objective_of_optimum_is_expected_optimal_value(small: LogLinearBandit, beta: float) -> None:
+def test_objective_of_optimum_is_expected_optimal_value(
+    small: LogLinearBandit, beta: float
+) -> None:
     pi_star = small.optimal_policy(beta)
     np.testing.assert_allclose(pi_star.sum(-1), 1.0, atol=1e-12)
     v = small.optimal_value(beta)
     np.testing.assert_allclose(v, brute_value(small, beta), rtol=1e-12)
-    assert brute_objective(small, pi_star, beta) == pytest.approx(v @ small.context_probs, rel=1e-12)
-    assert float(small.objective(pi_star, beta)) == pytest.approx(v @ small.context_probs, rel=1e-12)
+    assert brute_objective(small, pi_star, beta) == pytest.approx(
+        v @ small.context_probs, rel=1e-12
+    )
+    assert float(small.objective(pi_star, beta)) == pytest.approx(
+        v @ small.context_probs, rel=1e-12
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -59,7 +70,8 @@ def test_objective_of_optimum_is_expected_optimal_value(small: LogLinearBandit, 
 def test_suboptimality_is_the_gap_and_nonnegative(seed: int, beta: float) -> None:
     rng = np.random.default_rng(seed)
     bandit = LogLinearBandit(
-        rng.normal(size=(3, 4, 2)), rng.integers(0, 2, (3, 4)).astype(float),
+        rng.normal(size=(3, 4, 2)),
+        rng.integers(0, 2, (3, 4)).astype(float),
         rng.dirichlet(np.ones(4), size=3),
     )
     pi = rng.dirichlet(np.ones(4), size=3)
