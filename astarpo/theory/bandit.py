@@ -127,7 +127,9 @@ class LogLinearBandit:
             raise ValueError(
                 f"theta must have shape [..., d] with d = {self.dim}, got {theta.shape}."
             )
-        logits = self.log_ref + np.einsum("xyd,...d->...xy", self.features, theta)
+        flat = theta.reshape(-1, self.dim)  # one BLAS matmul for all leading axes
+        scores = (self.features.reshape(-1, self.dim) @ flat.T).T
+        logits = self.log_ref + scores.reshape(*theta.shape[:-1], *self.log_ref.shape)
         return logits - logsumexp(logits, axis=-1, keepdims=True)  # type: ignore[no-any-return]
 
     def policy(self, theta: np.ndarray) -> np.ndarray:
