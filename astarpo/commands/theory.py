@@ -72,6 +72,15 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         print("--threads must be >= 1.", file=sys.stderr)
         return 2
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(
+            "astarpo theory draws its figures with matplotlib, which is not installed; "
+            "install it with: pip install 'astarpo[theory]'",
+            file=sys.stderr,
+        )
+        return 2
     import torch
 
     torch.set_num_threads(args.threads)
