@@ -255,7 +255,8 @@ def coverage(seeds: int = 8, quick: bool = False, seed: int = 0, progress: bool 
     One instance per v_ref (same seed); 1/8 of the contexts have p(x) = v_ref exactly (with
     v_ref = 0 their correct answers have zero reference mass). beta1 = beta2 = 0.1, N = 16,
     c/sqrt(t) OGD for T = 2000 rounds. The filter drops the contexts whose N samples all
-    have reward 0 from Stage 2 (per seed); the gap is always measured on every context.
+    have reward 0 from Stage 2 (per seed; the loss becomes the mean over the kept contexts, as
+    when prompts are removed from the training set); the gap is measured on every context.
     """
     v_refs = [0.5, 0.1, 0.01, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
     t_max, beta, n = (300 if quick else 2000), 0.1, 16
