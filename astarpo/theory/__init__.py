@@ -3,6 +3,7 @@
 * :mod:`astarpo.theory.bandit` -- :class:`LogLinearBandit`, exact pi*, V*, J, gaps, sampling.
 * :mod:`astarpo.theory.algorithm` -- Algorithm 1 (Stage 1 + OGD Stage 2) and a PG baseline.
 * :mod:`astarpo.theory.experiments` -- horizon, samples, coverage, two-beta (plain dicts).
+* :mod:`astarpo.theory.stats` -- means with 95% intervals over seeds, fitted log-log slopes.
 * :mod:`astarpo.theory.plots` -- the figures (matplotlib, imported lazily).
 """
 

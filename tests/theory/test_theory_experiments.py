@@ -11,7 +11,7 @@ import pytest
 
 from astarpo import __version__
 from astarpo.cli import main
-from astarpo.theory.experiments import fit_slope, mean_ci
+from astarpo.theory.stats import fit_slope, mean_ci
 
 # The band stated in docs/theory.md for the quick c/sqrt(t) last-iterate slope (4 seeds,
 # t from 10 to 1000): theory for a strongly convex loss gives -1/2; the quick fit still contains
