@@ -100,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
             template=args.template,
             progress=not args.no_progress,
+            prompt_options={
+                "tokenizer": tokenizer,
+                "chat_template": args.chat_template,
+                "system_prompt": args.system_prompt,
+                "max_prompt_tokens": args.max_prompt_tokens,
+            },
         )
     else:
         results = {}

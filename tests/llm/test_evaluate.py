@@ -128,3 +128,24 @@ def test_cli_eval_local_model_dir(tmp_path, capsys, tokenizer, tiny_model):
     args += ["--reward", "exact_match", "--max-new-tokens", "2", "--avg", "2", "--no-progress"]
     assert main(args) == 0
     assert "| add | avg@2 | 1 |" in capsys.readouterr().out
+
+
+def test_benchmarks_with_chat_template(mv):
+    class Tok:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            assert not tokenize and add_generation_prompt
+            return "<user>" + messages[-1]["content"] + "<assistant>"
+
+    rows = load_prompts(DATA / "benchmarks" / "aime24.jsonl", limit=2)
+    gen = FakeGenerator({f"<user>{r['prompt']}<assistant>": r["answer"] for r in rows})
+    res = evaluate_benchmarks(
+        gen,
+        resolve_benchmarks("aime24"),
+        [mv],
+        data_dir=DATA,
+        limit=2,
+        progress=False,
+        prompt_options={"tokenizer": Tok(), "chat_template": True},
+    )
+    assert res["aime24"]["accuracy"] == 1.0
+    assert all(p.startswith("<user>") for p in gen.calls[0][0])
