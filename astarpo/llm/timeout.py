@@ -266,7 +266,14 @@ class KillablePool:
         if not items:
             return []
         with self._checkout(min(self.n_workers, len(items))) as workers:
-            self._run(workers, items, limit, results, on_result)
+            try:
+                self._run(workers, items, limit, results, on_result)
+            except BaseException:
+                # An item may still be in flight (e.g. on KeyboardInterrupt): its late answer must
+                # never be read as the answer to a later item, so these workers are replaced.
+                for w in workers:
+                    w.kill()
+                raise
         return [r if r is not None else TaskResult("error", error="lost") for r in results]
 
     def _run(

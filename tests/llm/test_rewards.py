@@ -214,3 +214,17 @@ def test_conversational_completions(mv):
     assert gsm8k_reward(["p", "p"], chat, ["7", "7"]) == [1.0, None]
     assert exact_match_reward(["p"], chat[1:], ["6"]) == [1.0]
     assert mv(["p"], [[{"role": "assistant", "content": r"\boxed{7}"}]], ["7"]) == [1.0]
+
+
+def test_interrupted_map_leaves_no_stale_answers():
+    slow = "(__import__('time').sleep(1.5), 'slow')[1]"
+
+    def stop(i, res):
+        raise KeyboardInterrupt
+
+    with KillablePool("builtins:eval", n_workers=2, timeout=30, skip_package_init=True) as pool:
+        pool.map(["1", "2"])  # both workers started and ready
+        with pytest.raises(KeyboardInterrupt):
+            pool.map([slow, "'fast'"], on_result=stop)
+        time.sleep(2.0)  # the slow item would have answered by now
+        assert [r.value for r in pool.map(["'x'", "'y'"])] == ["x", "y"]
