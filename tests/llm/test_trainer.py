@@ -192,3 +192,35 @@ def test_rollout_batch_select_keeps_rows_aligned():
 def test_config_validation(kw, msg):
     with pytest.raises(ValueError, match=msg):
         AStarPOConfig(**kw)
+
+
+def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
+    from astarpo.cli import main
+
+    data = tmp_path / "p.jsonl"
+    rows = addition_task(6, seed=0, zero_pad=True)
+    data.write_text("".join(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n"
+                            for r in rows))  # fmt: skip
+    common = ["--model", "toy", "--data", str(data), "--template", "none", "--reward",
+              "exact_match", "--max-new-tokens", "3", "--device", "cpu"]  # fmt: skip
+    v = tmp_path / "v.jsonl"
+    assert main(["value", *common, "--out", str(v), "--n-samples", "2", "--no-progress"]) == 0
+    out = tmp_path / "run"
+    train = ["train", *common, "--v-star", str(v), "--out", str(out), "--batch-size", "3",
+             "--progress", "false", "--tensorboard", "false", "--save-steps", "1"]  # fmt: skip
+    assert main([*train, "--max-steps", "2"]) == 0
+    assert (out / "final" / "config.json").exists()
+    assert main([*train, "--max-steps", "3", "--resume"]) == 0
+    steps = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["step"] == 3
+    # A V* table that lacks a training prompt: a clear error naming it.
+    data2 = tmp_path / "p2.jsonl"
+    extra = {"problem": "99+99=", "answer": "198"}
+    data2.write_text(data.read_text() + json.dumps(extra) + "\n")
+    with pytest.raises(KeyError, match=r"99\+99="):
+        main(["train", *common[:2], "--data", str(data2), *common[4:], "--v-star", str(v),
+              "--out", str(tmp_path / "r2"), "--max-steps", "1"])  # fmt: skip
+    with pytest.raises(SystemExit, match="beta2"):
+        main([*train, "--beta2", "-1"])
