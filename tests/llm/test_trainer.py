@@ -224,3 +224,20 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
               "--out", str(tmp_path / "r2"), "--max-steps", "1"])  # fmt: skip
     with pytest.raises(SystemExit, match="beta2"):
         main([*train, "--beta2", "-1"])
+
+
+def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
+    coef = 0.5
+    tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_grad_norm=0.0, entropy_coef=coef)
+    start = copy.deepcopy(tr.model)
+    captured = []
+    tr.optimizer.step = lambda *a, **k: captured.append(  # type: ignore[method-assign]
+        [p.grad.clone() for p in tr.model.parameters()]
+    )
+    tr.step()
+    b = tr.last_batch
+    out = sequence_logprobs(start, b.packed, entropy=True)
+    loss = advantage_regression_loss(out.logp, b.logp_ref, b.rewards, b.v_star, 1e-3, "mean")
+    (loss - coef * out.entropy_mean()).backward()
+    for g, p in zip(captured[0], start.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad, atol=1e-7, rtol=1e-4)
