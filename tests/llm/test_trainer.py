@@ -241,3 +241,64 @@ def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
     (loss - coef * out.entropy_mean()).backward()
     for g, p in zip(captured[0], start.parameters(), strict=True):
         torch.testing.assert_close(g, p.grad, atol=1e-7, rtol=1e-4)
+
+
+class GroupAlgo:
+    """A GRPO-shaped test algorithm: G = 2 samples, old log-probs, a trainable critic."""
+
+    name = "group-test"
+    samples_per_prompt = 2
+    needs_reference = True
+    needs_v_star = False
+    needs_old_logprobs = True
+
+    def __init__(self):
+        self.critic = torch.nn.Linear(1, 1)
+        self.seen_groups = []
+        self.ratios = []
+
+    def modules(self):
+        return [self.critic]
+
+    def prepare(self, batch):
+        g = batch.rewards.view(-1, 2)
+        batch.extra["advantage"] = (g - g.mean(1, keepdim=True)).flatten()
+        return {"advantage/mean": float(batch.extra["advantage"].mean())}
+
+    def loss(self, out, mb):
+        self.seen_groups.append(mb.group.tolist())
+        ratio = torch.exp(out.logp - mb.logp_old)
+        self.ratios.append(float(ratio.detach().mean()))
+        value = self.critic(torch.ones(len(mb), 1)).squeeze(-1)
+        loss = -(ratio * mb.extra["advantage"]).mean() + ((value - mb.rewards) ** 2).mean()
+        return loss, {"ratio/mean": float(ratio.detach().mean())}
+
+
+def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
+    from astarpo.llm.config import TrainConfig
+    from astarpo.llm.trainer import Trainer
+
+    algo = GroupAlgo()
+    assert isinstance(algo, Algorithm)
+    cfg = TrainConfig(output_dir=str(tmp_path), max_steps=2, batch_size=4, minibatches=2,
+                      update_epochs=2, max_new_tokens=3, learning_rate=1e-2, progress=False,
+                      tensorboard=False)  # fmt: skip
+    model = make_toy_model(tokenizer, **TINY)
+    ref = make_toy_model(tokenizer, **TINY)
+    w0 = algo.critic.weight.detach().clone()
+    tr = Trainer(model, ref, [first_digit_reward], algo, cfg, ROWS, None, tokenizer)
+    hist = tr.train()
+    b = tr.last_batch
+    assert len(b) == 8 and b.group.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert b.prompts[0] == b.prompts[1] and b.logp_old is not None
+    # Every minibatch holds whole groups: 2 prompts x 2 samples; 2 epochs x 2 minibatches.
+    assert len(algo.seen_groups) == 2 * 2 * 2
+    for groups in algo.seen_groups:
+        assert len(groups) == 4 and groups[0] == groups[1] and groups[2] == groups[3]
+    # The first minibatch of each step sees ratio 1 (old = current before any update).
+    assert algo.ratios[0] == pytest.approx(1.0, abs=1e-5)
+    assert algo.ratios[4] == pytest.approx(1.0, abs=1e-5)
+    assert algo.ratios[3] != pytest.approx(1.0, abs=1e-5)
+    assert "ratio/mean" in hist[-1] and not torch.equal(w0, algo.critic.weight)
+    state = torch.load(tmp_path / "checkpoint-2" / "trainer_state.pt", weights_only=False)
+    torch.testing.assert_close(state["modules"][0]["weight"], algo.critic.weight)
