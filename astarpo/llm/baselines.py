@@ -88,6 +88,11 @@ class GRPO:
         self.needs_old_logprobs = not _single_update(config)
         self.clip_high = config.clip_eps_high or config.clip_eps
 
+    @classmethod
+    def from_config(cls, config: GroupConfig) -> GRPO:
+        """The algorithm of a config (the factory used by ``astarpo train``)."""
+        return cls(config)
+
     def modules(self) -> list[torch.nn.Module]:
         """No trainable module besides the policy."""
         return []
@@ -171,6 +176,11 @@ class REBEL:
         self.config = config
         self.needs_old_logprobs = not _single_update(config)
 
+    @classmethod
+    def from_config(cls, config: REBELConfig) -> REBEL:
+        """The algorithm of a config (the factory used by ``astarpo train``)."""
+        return cls(config)
+
     def modules(self) -> list[torch.nn.Module]:
         """No trainable module besides the policy."""
         return []
@@ -208,18 +218,40 @@ class PPO:
 
     Args:
         config: A :class:`~astarpo.llm.baseline_config.PPOConfig`.
-        critic: The value model (e.g. ``ValueModel.from_causal_lm(ref_model)``).
+        critic: The value model (e.g. ``ValueModel.from_causal_lm(ref_model)``); when ``None``,
+            call :meth:`attach_critic` before training.
     """
 
     name = "ppo"
     samples_per_prompt = 1
     needs_v_star = False
 
-    def __init__(self, config: PPOConfig, critic: torch.nn.Module) -> None:
+    def __init__(self, config: PPOConfig, critic: torch.nn.Module | None = None) -> None:
         self.config = config
-        self.critic = critic
+        self._critic = critic
         self.needs_reference = config.kl_coef > 0
         self.needs_old_logprobs = config.kl_coef > 0 or not _single_update(config)
+
+    @classmethod
+    def from_config(cls, config: PPOConfig) -> PPO:
+        """PPO without a critic yet (the factory used by ``astarpo train``, which then calls
+        :meth:`attach_critic` with the loaded reference)."""
+        return cls(config)
+
+    def attach_critic(self, model: Any) -> None:
+        """Use ``ValueModel.from_causal_lm(model)`` (a trainable copy of ``model``'s
+        transformer with a zero value head) as the critic."""
+        self._critic = ValueModel.from_causal_lm(model)
+
+    @property
+    def critic(self) -> torch.nn.Module:
+        """The value model."""
+        if self._critic is None:
+            raise ValueError(
+                "PPO has no critic: pass PPO(config, critic) or call attach_critic(model) (e.g. "
+                "with the reference model) before training."
+            )
+        return self._critic
 
     def modules(self) -> list[torch.nn.Module]:
         """The critic (optimized with the policy)."""

@@ -193,3 +193,14 @@ def test_trainers_reject_wrong_config(tokenizer):
     model = make_toy_model(tokenizer, seed=0, **TINY)
     with pytest.raises(TypeError, match="GRPOConfig"):
         GRPOTrainer(model, None, [digit_fraction_reward], args=PPOConfig(), train_dataset=ROWS)
+
+
+def test_from_config_factories(tokenizer):
+    assert type(GRPO.from_config(GRPOConfig())) is GRPO
+    assert type(RLOO.from_config(RLOOConfig())) is RLOO
+    assert type(REBEL.from_config(REBELConfig())) is REBEL
+    ppo = PPO.from_config(PPOConfig())
+    with pytest.raises(ValueError, match="attach_critic"):
+        ppo.modules()
+    ppo.attach_critic(make_toy_model(tokenizer, seed=0, **TINY))
+    assert isinstance(ppo.modules()[0], ValueModel)
