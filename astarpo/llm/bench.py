@@ -41,12 +41,12 @@ class BenchConfig:
         out_dir: Output directory (reference, values, runs, bench.json/md/png).
         algos: Algorithms to compare; must include ``"astarpo"`` (the ratio baseline).
         seeds: Number of seeds (0 .. seeds-1) per algorithm. Default 2.
-        steps: Training steps per run. Default 24.
-        batch_size: Prompts per step (prompt budget = steps * batch_size). Default 16.
-        eval_every: Steps between held-out evaluations. Default 4.
-        eval_size: Held-out prompts, disjoint from training. Default 200.
-        learning_rate: AdamW learning rate of every algorithm. Default 1e-4.
-        max_new_tokens: Token budget per response. Default 6.
+        steps: Training steps per run. Default 20.
+        batch_size: Prompts per step (prompt budget = steps * batch_size). Default 32.
+        eval_every: Steps between held-out evaluations. Default 5.
+        eval_size: Held-out prompts, disjoint from training. Default 300.
+        learning_rate: AdamW learning rate of every algorithm. Default 3e-4.
+        max_new_tokens: Token budget per response. Default 5 (as in the demo).
         n_samples: Stage 1 reference samples per prompt (N). Default 8.
         beta1: Stage 1 KL strength. Default 0.5.
         beta2: A*-PO regression strength. Default 1e-3 (as in the paper).
@@ -55,7 +55,7 @@ class BenchConfig:
         target_accuracy: Held-out accuracy whose first crossing is timed; 0 (default) picks
             ``ref + 0.8 * (min_algo mean final - ref)``, reachable by every algorithm that
             improves on the reference.
-        sft_steps: SFT steps of the reference (cached across runs). Default 600.
+        sft_steps: SFT steps of the reference (cached; 1000 = the full demo's reference).
         model_overrides: ``Qwen2Config`` fields for a larger model (empty: the toy default).
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``. Default ``"cpu"``.
         mixed_precision: ``"auto"`` (bf16 autocast on CUDA), ``"bf16"`` or ``"no"``.
@@ -67,19 +67,19 @@ class BenchConfig:
     out_dir: str = "runs/bench"
     algos: tuple[str, ...] = ALGORITHMS
     seeds: int = 2
-    steps: int = 24
-    batch_size: int = 16
-    eval_every: int = 4
-    eval_size: int = 200
-    learning_rate: float = 1e-4
-    max_new_tokens: int = 6
+    steps: int = 20
+    batch_size: int = 32
+    eval_every: int = 5
+    eval_size: int = 300
+    learning_rate: float = 3e-4
+    max_new_tokens: int = 5
     n_samples: int = 8
     beta1: float = 0.5
     beta2: float = 1e-3
     group_size: int = 8
     eta: float = 1e3
     target_accuracy: float = 0.0
-    sft_steps: int = 600
+    sft_steps: int = 1000
     model_overrides: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
     mixed_precision: str = "auto"
@@ -203,7 +203,8 @@ def _algorithm_config(name: str, cfg: BenchConfig, seed: int, out: Path) -> Any:
 def _greedy_accuracy_and_kl(
     model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: BenchConfig, seed: int
 ) -> dict[str, float]:
-    """Greedy exact-match accuracy on ``rows`` and the sampled sequence KL to ``ref``."""
+    """Greedy and sampled (temperature 1, one sample) exact-match accuracy on ``rows``, and the
+    sequence KL to ``ref`` estimated on the sampled responses (mean of log pi - log pi_ref)."""
     import torch
 
     from astarpo.llm.generation import HFGenerator, SamplingConfig
@@ -213,14 +214,17 @@ def _greedy_accuracy_and_kl(
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
     prompts = [r["prompt"] for r in rows]
     greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
-    correct = exact_match_reward(prompts, greedy.completions, [r["answer"] for r in rows])
+    answers = [r["answer"] for r in rows]
+    correct = exact_match_reward(prompts, greedy.completions, answers)
     sampled = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 1.0), seed + 1)
+    sampled_ok = exact_match_reward(prompts, sampled.completions, answers)
     pad = int(tokenizer.pad_token_id)
     with torch.no_grad():
         logp = sequence_logprobs(model, sampled.prompt_ids, sampled.response_ids, pad).logp
         logp_ref = sequence_logprobs(ref, sampled.prompt_ids, sampled.response_ids, pad).logp
     return {
         "accuracy": float(sum(c or 0.0 for c in correct) / len(rows)),
+        "sampled_accuracy": float(sum(c or 0.0 for c in sampled_ok) / len(rows)),
         "kl": float((logp - logp_ref).mean()),
     }
 
@@ -306,6 +310,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             "time": r["time/train_total"],
             "cpu_time": r["eval/cpu_time"],
             "accuracy": r["eval/accuracy"],
+            "sampled_accuracy": r["eval/sampled_accuracy"],
             "kl": r["eval/kl"],
         }
         for r in history
@@ -339,20 +344,32 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _reference(cfg: BenchConfig, out: Path) -> tuple[Path, dict[str, Any]]:
-    """Fine-tune (or load from the cache) the reference and save it to ``out/reference``."""
+#: The reference is the CPU demo's (same problems, split and SFT settings as the full demo,
+#: ``astarpo.llm.demo.DemoConfig.make()``), so the two share the SFT cache.
+DEMO_N_TEST, DEMO_N_SFT, DEMO_SFT_BATCH, DEMO_SFT_LR = 1000, 8000, 128, 5e-3
+
+
+def _reference(
+    cfg: BenchConfig, out: Path
+) -> tuple[Path, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Fine-tune (or load from the cache) the reference and save it to ``out/reference``.
+
+    Returns:
+        ``(path, sft_info, sft_rows, held_out_rows)``; training prompts are drawn from the SFT
+        problems (as in the demo), held-out problems are disjoint from them.
+    """
     from astarpo.llm.sft import SFTConfig, cached_sft
     from astarpo.llm.toy import addition_task, make_char_tokenizer, make_toy_model
 
     tokenizer = make_char_tokenizer()
     model = make_toy_model(tokenizer, seed=0, **cfg.model_overrides)
-    sft_rows = addition_task(4000, seed=123)
-    model, info = cached_sft(
-        model, tokenizer, sft_rows, SFTConfig(steps=cfg.sft_steps), cfg.cache_dir, progress=False
-    )
+    problems = addition_task(DEMO_N_TEST + DEMO_N_SFT, seed=0)
+    held_out, sft_rows = problems[:DEMO_N_TEST], problems[DEMO_N_TEST:]
+    sft_cfg = SFTConfig(steps=cfg.sft_steps, batch_size=DEMO_SFT_BATCH, learning_rate=DEMO_SFT_LR)
+    model, info = cached_sft(model, tokenizer, sft_rows, sft_cfg, cfg.cache_dir, progress=False)
     path = out / "reference"
     model.save_pretrained(path)
-    return path, info
+    return path, info, sft_rows, held_out
 
 
 def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
@@ -366,7 +383,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     from astarpo.llm import bench_report
     from astarpo.llm.generation import HFGenerator, SamplingConfig
     from astarpo.llm.rewards import exact_match_reward
-    from astarpo.llm.toy import addition_task, make_char_tokenizer
+    from astarpo.llm.toy import make_char_tokenizer
     from astarpo.llm.trainer import resolve_device
     from astarpo.llm.value import estimate_values
 
@@ -374,11 +391,15 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     say = print if progress else (lambda *a, **k: None)
     torch.set_num_threads(cfg.threads)
-    budget = cfg.steps * cfg.batch_size  # every training prompt is seen exactly once
-    rows = addition_task(budget + cfg.eval_size, seed=2024)
-    train, held_out = rows[:budget], rows[budget:]
     say(f"[bench] reference (SFT, cached) -> {out / 'reference'}")
-    ref_path, sft_info = _reference(cfg, out)
+    ref_path, sft_info, sft_rows, test_rows = _reference(cfg, out)
+    budget = cfg.steps * cfg.batch_size  # every training prompt is seen exactly once
+    if budget > len(sft_rows) or cfg.eval_size > len(test_rows):
+        raise ValueError(
+            f"steps x batch_size = {budget} must be <= {len(sft_rows)} and eval_size <= "
+            f"{len(test_rows)}."
+        )
+    train, held_out = sft_rows[:budget], test_rows[: cfg.eval_size]
 
     from transformers import AutoModelForCausalLM
 
