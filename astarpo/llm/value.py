@@ -235,7 +235,8 @@ def merge_shards(
     Args:
         out_path: The final table (the parts are :func:`part_path` ``(out_path, i, k)``).
         k: Number of shards.
-        rows: The dataset; when given, every prompt must be in the merged table.
+        rows: The dataset; when given, every prompt must be in the merged table, and the
+            merged rows follow the dataset's order (else the parts' order).
 
     Raises:
         ValueTableError: if a part is missing, parts disagree on settings or on a prompt, or
@@ -263,6 +264,8 @@ def merge_shards(
                 f"merged table lacks {len(missing)} prompts (first: {missing[0][:60]!r}); "
                 "a shard did not finish: rerun it (it resumes)."
             )
+        order = list(dict.fromkeys(prompt_key(r["prompt"]) for r in rows))
+        merged = {k: merged[k] for k in order} | merged  # dataset order first
     table = ValueTable(merged.values())
     table.save(out_path)
     return table

@@ -221,3 +221,83 @@ def test_exact_match_end_to_end(tmp_path):
     )
     # "\\boxed{2}" is not an exact match of "2": all rewards 0, V* = 0.
     assert table.get("1+1=").rewards == (0.0,) * 4 and table.get("1+1=").v_star == 0.0
+
+
+def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
+    from astarpo.llm.generation import HFGenerator
+    from astarpo.llm.toy import addition_task
+
+    rows = [{"prompt": r["problem"], "answer": r["answer"]} for r in addition_task(6, seed=0)]
+    gen = HFGenerator(tiny_model, tokenizer, batch_size=16)
+    kw = dict(n_samples=3, beta1=0.5, sampling=SamplingConfig(3, 1.0), batch_size=2)
+    kw["progress"] = False
+    full = estimate_values(gen, rows, [exact_match_reward], out_path=tmp_path / "a.jsonl", **kw)
+
+    class Killed(HFGenerator):
+        calls = 0
+
+        def generate(self, *a, **k):
+            Killed.calls += 1
+            if Killed.calls > 1:
+                raise RuntimeError("killed")
+            return super().generate(*a, **k)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        estimate_values(
+            Killed(tiny_model, tokenizer),
+            rows,
+            [exact_match_reward],
+            out_path=tmp_path / "b.jsonl",
+            **kw,
+        )
+    assert len(ValueTable.load(tmp_path / "b.jsonl")) == 2
+    estimate_values(gen, rows, [exact_match_reward], out_path=tmp_path / "b.jsonl", **kw)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert len(full) == 6
+
+
+def test_cli_value_shards_merge_and_import(tmp_path, capsys):
+    from astarpo.cli import main
+    from astarpo.llm.toy import addition_task
+
+    data = tmp_path / "add.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in addition_task(6, seed=1)))
+    out = tmp_path / "v.jsonl"
+    base = ["value", "--model", "toy", "--data", str(data), "--out", str(out), "--template", "none"]
+    base += ["--n-samples", "2", "--max-new-tokens", "3", "--reward", "exact_match"]
+    base += ["--device", "cpu", "--no-progress", "--batch-size", "2"]
+    assert main(base) == 0
+    assert "6 prompts" in capsys.readouterr().out
+    for i in range(2):
+        assert main([*base, "--shard", f"{i}/2"]) == 0
+    with pytest.raises(ValueTableError, match="part 0 of 2 is missing"):
+        main(["value", "--out", str(tmp_path / "m.jsonl"), "--merge", "2"])
+    merged = tmp_path / "merged.jsonl"
+    for i in range(2):
+        part_path(out, i, 2).rename(part_path(merged, i, 2))
+    assert (
+        main(
+            [
+                "value",
+                "--out",
+                str(merged),
+                "--merge",
+                "2",
+                "--data",
+                str(data),
+                "--template",
+                "none",
+            ]
+        )
+        == 0
+    )
+    # Sharded batches differ from unsharded ones, so compare prompts (in dataset order).
+    assert [r.key for r in ValueTable.load(merged)] == [r.key for r in ValueTable.load(out)]
+    rec = {"prompt": "1+1=", "answer": "2", "eval_0": 1, "eval_1": 0}
+    (tmp_path / "off.jsonl").write_text(json.dumps(rec) + "\n")
+    off_out = tmp_path / "off_v.jsonl"
+    assert (
+        main(["value", "--out", str(off_out), "--import-official", str(tmp_path / "off.jsonl")])
+        == 0
+    )
+    assert ValueTable.load(off_out).get("1+1=").rewards == (1.0, 0.0)
