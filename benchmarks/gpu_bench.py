@@ -73,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
             num_key_value_heads=1,
         )
         sizes = dict(
-            steps=2, batch_size=4, eval_every=1, eval_size=8, sft_steps=5, generation_batch_size=64
+            steps=2,
+            batch_size=4,
+            eval_every=1,
+            eval_size=8,
+            sft_steps=5,
+            quick_reference=True,
+            generation_batch_size=64,
         )
     cfg = BenchConfig(
         out_dir=args.out,

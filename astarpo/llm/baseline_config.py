@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from astarpo.llm.config import TrainConfig
-from astarpo.llm.losses import Aggregation, KLKind
+
+if TYPE_CHECKING:  # only for annotations: importing this module must not load torch
+    from astarpo.llm.losses import Aggregation, KLKind
 
 __all__ = ["GRPOConfig", "GroupConfig", "PPOConfig", "REBELConfig", "RLOOConfig"]
 

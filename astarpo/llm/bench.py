@@ -55,7 +55,9 @@ class BenchConfig:
         target_accuracy: Held-out accuracy whose first crossing is timed; 0 (default) picks
             ``ref + 0.8 * (min_algo mean final - ref)``, reachable by every algorithm that
             improves on the reference.
-        sft_steps: SFT steps of the reference (cached; 1000 = the full demo's reference).
+        quick_reference: Use the quick demo's problem split (and so its cached reference)
+            instead of the full demo's. Default False.
+        sft_steps: SFT steps of the reference; 0 (default) keeps the demo's.
         model_overrides: ``Qwen2Config`` fields for a larger model (empty: the toy default).
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``. Default ``"cpu"``.
         mixed_precision: ``"auto"`` (bf16 autocast on CUDA), ``"bf16"`` or ``"no"``.
@@ -79,7 +81,8 @@ class BenchConfig:
     group_size: int = 8
     eta: float = 1e3
     target_accuracy: float = 0.0
-    sft_steps: int = 1000
+    quick_reference: bool = False
+    sft_steps: int = 0
     model_overrides: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
     mixed_precision: str = "auto"
@@ -94,6 +97,8 @@ class BenchConfig:
                 f"algos must be drawn from {ALGORITHMS} and include 'astarpo' (the baseline of "
                 f"the ratios); got {self.algos}."
             )
+        if self.sft_steps < 0:
+            raise ValueError(f"sft_steps must be >= 0 (0 = the demo's), got {self.sft_steps}.")
         for name in (
             "seeds",
             "steps",
@@ -102,7 +107,6 @@ class BenchConfig:
             "eval_size",
             "max_new_tokens",
             "n_samples",
-            "sft_steps",
             "threads",
         ):
             v = getattr(self, name)
@@ -344,28 +348,29 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-#: The reference is the CPU demo's (same problems, split and SFT settings as the full demo,
-#: ``astarpo.llm.demo.DemoConfig.make()``), so the two share the SFT cache.
-DEMO_N_TEST, DEMO_N_SFT, DEMO_SFT_BATCH, DEMO_SFT_LR = 1000, 8000, 128, 5e-3
-
-
 def _reference(
     cfg: BenchConfig, out: Path
 ) -> tuple[Path, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Fine-tune (or load from the cache) the reference and save it to ``out/reference``.
+    """The demo's SFT reference (same problems, split and SFT settings as
+    :meth:`astarpo.llm.demo.DemoConfig.make`, so the two share the SFT cache), saved to
+    ``out/reference``.
 
     Returns:
         ``(path, sft_info, sft_rows, held_out_rows)``; training prompts are drawn from the SFT
         problems (as in the demo), held-out problems are disjoint from them.
     """
-    from astarpo.llm.sft import SFTConfig, cached_sft
+    import dataclasses
+
+    from astarpo.llm.demo import DemoConfig
+    from astarpo.llm.sft import cached_sft
     from astarpo.llm.toy import addition_task, make_char_tokenizer, make_toy_model
 
+    demo = DemoConfig.make(quick=cfg.quick_reference)
+    sft_cfg = demo.sft if not cfg.sft_steps else dataclasses.replace(demo.sft, steps=cfg.sft_steps)
     tokenizer = make_char_tokenizer()
-    model = make_toy_model(tokenizer, seed=0, **cfg.model_overrides)
-    problems = addition_task(DEMO_N_TEST + DEMO_N_SFT, seed=0)
-    held_out, sft_rows = problems[:DEMO_N_TEST], problems[DEMO_N_TEST:]
-    sft_cfg = SFTConfig(steps=cfg.sft_steps, batch_size=DEMO_SFT_BATCH, learning_rate=DEMO_SFT_LR)
+    model = make_toy_model(tokenizer, seed=demo.seed, **{**demo.model, **cfg.model_overrides})
+    problems = addition_task(demo.n_test + demo.n_sft, seed=demo.seed, zero_pad=True)
+    held_out, sft_rows = problems[: demo.n_test], problems[demo.n_test :]
     model, info = cached_sft(model, tokenizer, sft_rows, sft_cfg, cfg.cache_dir, progress=False)
     path = out / "reference"
     model.save_pretrained(path)

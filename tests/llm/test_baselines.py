@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import math
 
 import pytest
 import torch
@@ -204,3 +206,36 @@ def test_from_config_factories(tokenizer):
         ppo.modules()
     ppo.attach_critic(make_toy_model(tokenizer, seed=0, **TINY))
     assert isinstance(ppo.modules()[0], ValueModel)
+
+
+@pytest.mark.parametrize(
+    ("algo", "flags"),
+    [
+        ("grpo", ["--group-size", "2", "--scale-rewards", "false"]),
+        ("ppo", ["--kl-coef", "0.1"]),
+        ("rebel", ["--eta", "10"]),
+        ("rloo", ["--group-size", "2"]),
+    ],
+)
+def test_train_cli_runs_each_baseline(tmp_path, algo, flags):
+    from astarpo.cli import main
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:4]))
+    out = tmp_path / algo
+    argv = ["train", "--algo", algo, "--model", "toy", "--data", str(data), "--out", str(out)]
+    argv += ["--template", "none", "--reward", "exact_match", "--device", "cpu"]
+    argv += ["--max-steps", "1", "--batch-size", "2", "--max-new-tokens", "3"]
+    argv += ["--learning-rate", "1e-3", "--tensorboard", "false", "--progress", "false"]
+    assert main(argv + flags) == 0
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["step"] == 1 and math.isfinite(records[-1]["loss"])
+    assert (out / "final" / "config.json").exists()
+
+
+def test_train_cli_rejects_flags_of_other_algorithms(tmp_path):
+    from astarpo.cli import main
+
+    with pytest.raises(SystemExit, match="does not apply"):
+        main(["train", "--algo", "astarpo", "--model", "toy", "--out", str(tmp_path),
+              "--group-size", "4"])  # fmt: skip
