@@ -337,10 +337,15 @@ class GRPOTrainer(Trainer):
         >>> trainer.train()  # doctest: +SKIP
 
     Args:
-        model, ref_model, reward_funcs, train_dataset, tokenizer, generator, eval_fn,
-        eval_steps: As in :class:`~astarpo.llm.trainer.Trainer` (``ref_model`` may be ``None``
-            when ``kl_coef == 0``).
+        model: The policy, trained in place.
+        ref_model: The frozen reference; may be ``None`` when ``kl_coef == 0``.
+        reward_funcs: Reward functions (TRL's signature).
         args: A :class:`~astarpo.llm.baseline_config.GRPOConfig`.
+        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
+        tokenizer: The policy's tokenizer.
+        generator: Optional generator (default: Hugging Face ``generate``).
+        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
+        eval_steps: Steps between evaluations.
     """
 
     def __init__(
@@ -375,9 +380,15 @@ class RLOOTrainer(Trainer):
     """The :class:`~astarpo.llm.trainer.Trainer` with :class:`RLOO`.
 
     Args:
-        model, ref_model, reward_funcs, train_dataset, tokenizer, generator, eval_fn,
-        eval_steps: As in :class:`~astarpo.llm.trainer.Trainer`.
+        model: The policy, trained in place.
+        ref_model: The frozen reference; may be ``None`` when ``kl_coef == 0``.
+        reward_funcs: Reward functions (TRL's signature).
         args: A :class:`~astarpo.llm.baseline_config.RLOOConfig`.
+        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
+        tokenizer: The policy's tokenizer.
+        generator: Optional generator (default: Hugging Face ``generate``).
+        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
+        eval_steps: Steps between evaluations.
     """
 
     def __init__(
@@ -412,9 +423,15 @@ class REBELTrainer(Trainer):
     """The :class:`~astarpo.llm.trainer.Trainer` with :class:`REBEL`.
 
     Args:
-        model, ref_model, reward_funcs, train_dataset, tokenizer, generator, eval_fn,
-        eval_steps: As in :class:`~astarpo.llm.trainer.Trainer` (``ref_model`` is unused).
+        model: The policy, trained in place.
+        ref_model: Unused by REBEL (may be ``None``).
+        reward_funcs: Reward functions (TRL's signature).
         args: A :class:`~astarpo.llm.baseline_config.REBELConfig`.
+        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
+        tokenizer: The policy's tokenizer.
+        generator: Optional generator (default: Hugging Face ``generate``).
+        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
+        eval_steps: Steps between evaluations.
     """
 
     def __init__(
@@ -449,9 +466,16 @@ class PPOTrainer(Trainer):
     """The :class:`~astarpo.llm.trainer.Trainer` with :class:`PPO`.
 
     Args:
-        model, ref_model, reward_funcs, train_dataset, tokenizer, generator, eval_fn,
-        eval_steps: As in :class:`~astarpo.llm.trainer.Trainer`.
+        model: The policy, trained in place.
+        ref_model: The frozen reference (the critic's initialization); may be ``None`` when
+            ``kl_coef == 0`` (the critic then copies ``model``).
+        reward_funcs: Reward functions (TRL's signature).
         args: A :class:`~astarpo.llm.baseline_config.PPOConfig`.
+        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
+        tokenizer: The policy's tokenizer.
+        generator: Optional generator (default: Hugging Face ``generate``).
+        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
+        eval_steps: Steps between evaluations.
         critic: The value model; default ``ValueModel.from_causal_lm(ref_model or model)`` (a
             trainable copy of the reference's transformer with a zero-initialized value head).
     """

@@ -237,12 +237,14 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     """One training run of the benchmark (normally in its own process; see the module doc).
 
     Args:
-        spec: ``{"algo", "seed", "config": asdict(BenchConfig), "reference": path,
-            "values": path, "train": rows, "eval": rows, "out": dir}``.
+        spec: The run: keys ``algo``, ``seed``, ``config`` (a :class:`BenchConfig` as a dict),
+            ``reference`` (model directory), ``values`` (V* table file), ``train`` and ``eval``
+            (rows) and ``out`` (run directory).
 
     Returns:
-        ``{"algo", "seed", "evals": [{"step", "time", "cpu_time", "accuracy", "kl"}],
-        "train_s", "cpu_train_s", "prompts", "phases": {...}, "memory": {...}}``.
+        The run's record: ``algo``, ``seed``, ``evals`` (one dict per evaluation with ``step``,
+        ``time``, ``cpu_time``, ``accuracy``, ``sampled_accuracy``, ``kl``), ``train_s``,
+        ``cpu_train_s``, ``prompts``, ``samples_per_prompt``, ``phases`` and ``memory``.
     """
     import torch
     from transformers import AutoModelForCausalLM
