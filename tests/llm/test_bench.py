@@ -136,3 +136,22 @@ def test_bench_config_rejects_bad_values():
         BenchConfig(steps=0)
     with pytest.raises(ValueError, match="target_accuracy"):
         BenchConfig(target_accuracy=1.5)
+
+
+def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
+    import astarpo.llm.bench as bench_mod
+    from astarpo.cli import main
+
+    seen = {}
+
+    def fake_run_bench(cfg):
+        seen["cfg"] = cfg
+        (tmp_path / "bench.md").write_text("table\n")
+        return {}
+
+    monkeypatch.setattr(bench_mod, "run_bench", fake_run_bench)
+    argv = ["bench", "--out", str(tmp_path), "--quick", "--seeds", "3", "--lr", "1e-3"]
+    assert main([*argv, "--algos", "astarpo,ppo", "--steps", "7"]) == 0
+    cfg = seen["cfg"]
+    assert (cfg.seeds, cfg.learning_rate, cfg.algos, cfg.steps) == (3, 1e-3, ("astarpo", "ppo"), 7)
+    assert cfg.quick_reference and cfg.batch_size == 8  # --quick sizes, explicit flags win
