@@ -370,7 +370,10 @@ def _reference(
     demo = DemoConfig.make(quick=cfg.quick_reference)
     sft_cfg = demo.sft if not cfg.sft_steps else dataclasses.replace(demo.sft, steps=cfg.sft_steps)
     tokenizer = make_char_tokenizer()
+    from astarpo.llm.trainer import resolve_device
+
     model = make_toy_model(tokenizer, seed=demo.seed, **{**demo.model, **cfg.model_overrides})
+    model = model.to(resolve_device(cfg.device))  # SFT on the benchmark's device
     problems = addition_task(demo.n_test + demo.n_sft, seed=demo.seed, zero_pad=True)
     held_out, sft_rows = problems[: demo.n_test], problems[demo.n_test :]
     model, info = cached_sft(model, tokenizer, sft_rows, sft_cfg, cfg.cache_dir, progress=False)
