@@ -43,7 +43,7 @@ class BenchConfig:
         seeds: Number of seeds (0 .. seeds-1) per algorithm. Default 2.
         steps: Training steps per run. Default 20.
         batch_size: Prompts per step (prompt budget = steps * batch_size). Default 32.
-        eval_every: Steps between held-out evaluations. Default 5.
+        eval_every: Steps between held-out evaluations. Default 2.
         eval_size: Held-out prompts, disjoint from training. Default 300.
         learning_rate: AdamW learning rate of every algorithm. Default 3e-4.
         max_new_tokens: Token budget per response. Default 5 (as in the demo).
@@ -71,7 +71,7 @@ class BenchConfig:
     seeds: int = 2
     steps: int = 20
     batch_size: int = 32
-    eval_every: int = 5
+    eval_every: int = 2
     eval_size: int = 300
     learning_rate: float = 3e-4
     max_new_tokens: int = 5

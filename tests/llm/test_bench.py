@@ -62,6 +62,9 @@ def test_summary_hand_computed():
     assert g["ratio_total_vs_astarpo_total"] == pytest.approx(22.0 / 14.0)
     assert g["final_accuracy"] == pytest.approx(0.6)
     assert a["final_kl"] == pytest.approx(0.2)
+    # A*-PO's mean train time is 11: grpo's last evals by then are at 10 (0.4) and 0 (0.2).
+    assert g["accuracy_at_astarpo_time"] == pytest.approx(0.3)
+    assert a["accuracy_at_astarpo_time"] == pytest.approx((0.8 + 0.7) / 2)
 
 
 def test_summary_target_not_reached_is_reported():
