@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     final = Path(args.out) / "final"
     model.save_pretrained(final)
     tokenizer.save_pretrained(final)
-    last = next((r for r in reversed(history) if "loss" in r), {})
+    last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
     print(json.dumps({k: last.get(k) for k in keys} | {"final_model": str(final)}))
     return 0
