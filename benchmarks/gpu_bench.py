@@ -78,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
             eval_every=1,
             eval_size=8,
             sft_steps=5,
-            quick_reference=True,
             generation_batch_size=64,
         )
     cfg = BenchConfig(

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     fields: dict[str, object] = {}
     if args.quick:
-        fields.update(steps=4, batch_size=8, eval_every=2, eval_size=64, quick_reference=True)
+        fields.update(steps=4, batch_size=8, eval_every=2, eval_size=64, sft_steps=200)
     given = {
         "steps": args.steps,
         "batch_size": args.batch_size,

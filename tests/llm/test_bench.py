@@ -157,4 +157,4 @@ def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
     assert main([*argv, "--algos", "astarpo,ppo", "--steps", "7"]) == 0
     cfg = seen["cfg"]
     assert (cfg.seeds, cfg.learning_rate, cfg.algos, cfg.steps) == (3, 1e-3, ("astarpo", "ppo"), 7)
-    assert cfg.quick_reference and cfg.batch_size == 8  # --quick sizes, explicit flags win
+    assert cfg.sft_steps == 200 and cfg.batch_size == 8  # --quick sizes, explicit flags win
