@@ -27,6 +27,13 @@ from astarpo.commands._model import add_data_arguments, add_model_arguments, add
 #: Algorithm name -> (config class, factory building the algorithm from the config).
 ALGORITHMS: dict[str, tuple[str, str]] = {
     "astarpo": ("astarpo.llm.config:AStarPOConfig", "astarpo.llm.algorithm:AStarPO.from_config"),
+    "grpo": ("astarpo.llm.baseline_config:GRPOConfig", "astarpo.llm.baselines:GRPO.from_config"),
+    "rloo": ("astarpo.llm.baseline_config:RLOOConfig", "astarpo.llm.baselines:RLOO.from_config"),
+    "ppo": ("astarpo.llm.baseline_config:PPOConfig", "astarpo.llm.baselines:PPO.from_config"),
+    "rebel": (
+        "astarpo.llm.baseline_config:REBELConfig",
+        "astarpo.llm.baselines:REBEL.from_config",
+    ),
 }
 
 # Config fields set by other flags of the command.
@@ -129,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     ref = None
     if algorithm.needs_reference:
         ref, _ = load_model(args.ref_model or args.model, args.device, args.dtype)
+    if hasattr(algorithm, "attach_critic"):  # PPO: the critic starts as a copy of the reference
+        algorithm.attach_critic(ref if ref is not None else model)
     rows = load_prompts(
         args.data,
         template=args.template,
