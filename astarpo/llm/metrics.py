@@ -1,0 +1,110 @@
+"""Step metrics: a JSONL + TensorBoard logger, phase timers and peak memory.
+
+Every record is one JSON object per line in ``metrics.jsonl`` (keys like ``reward/mean``,
+``time/generate``, ``memory/rss_peak_mb``) and the same scalars in TensorBoard under ``tb/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
+
+
+def peak_memory(device: torch.device) -> dict[str, float]:
+    """Peak memory so far: process RSS on CPU, torch peak allocated/reserved on CUDA.
+
+    Returns:
+        ``{"memory/rss_peak_mb": ...}`` always, plus ``memory/cuda_peak_allocated_mb`` and
+        ``memory/cuda_peak_reserved_mb`` on a CUDA device.
+    """
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_mb = rss / 2**20 if sys.platform == "darwin" else rss / 1024  # bytes on macOS, KiB else
+    out = {"memory/rss_peak_mb": float(rss_mb)}
+    if device.type == "cuda":
+        out["memory/cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+        out["memory/cuda_peak_reserved_mb"] = torch.cuda.max_memory_reserved(device) / 2**20
+    return out
+
+
+@contextmanager
+def timed(times: dict[str, float], name: str, device: torch.device | None = None) -> Iterator[None]:
+    """Add the wall time of the block to ``times["time/" + name]`` (synchronizing CUDA)."""
+    if device is not None and device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if device is not None and device.type == "cuda":
+            torch.cuda.synchronize(device)
+        key = f"time/{name}"
+        times[key] = times.get(key, 0.0) + time.perf_counter() - t0
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file (empty list when it does not exist)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+class MetricsLogger:
+    """Append step records to ``out_dir/metrics.jsonl`` and TensorBoard ``out_dir/tb``.
+
+    Args:
+        out_dir: Output directory (created).
+        tensorboard: Also write TensorBoard scalars.
+        resume_step: When resuming, records with ``step > resume_step`` (written after the
+            checkpoint by the interrupted run) are dropped so the file matches an uninterrupted
+            run.
+    """
+
+    def __init__(
+        self, out_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None
+    ) -> None:
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "metrics.jsonl"
+        if resume_step is None:
+            self.path.write_text("")
+        else:
+            kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= resume_step]
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        self.writer: Any = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            purge = None if resume_step is None else resume_step + 1
+            self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge)
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Write one record (must hold ``step``); non-finite floats are written as null."""
+        step = int(record["step"])
+        clean = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in record.items()
+        }
+        with self.path.open("a") as f:
+            f.write(json.dumps(clean) + "\n")
+        if self.writer is not None:
+            for k, v in record.items():
+                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self.writer.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        """Flush and close TensorBoard."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

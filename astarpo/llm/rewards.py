@@ -1,0 +1,350 @@
+"""Rule-based rewards with TRL's signature, and their sum over a batch.
+
+Every reward function here has the signature of TRL's ``reward_funcs``::
+
+    fn(prompts: list[str], completions: list[str], **columns) -> list[float | None]
+
+where ``columns`` are the dataset's other columns, one value per completion (``answer`` holds the
+gold answer). ``None`` means "could not be scored" (no answer found, a timeout, an error):
+:func:`compute_rewards` scores it 0 and counts it.
+
+Why an item was not scored travels through an explicit side channel: a function that declares a
+keyword parameter ``report`` receives a fresh :class:`RewardReport` from :func:`compute_rewards`
+and counts reasons in it (``"timeout"``, ``"unparsable"``, ...). There is no global counter: two
+threads scoring at once each get their own report.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MathVerifyReward",
+    "RewardFunc",
+    "RewardReport",
+    "compute_rewards",
+    "exact_match_reward",
+    "gsm8k_reward",
+    "load_reward",
+    "math_verify_reward",
+    "reward_name",
+]
+
+RewardFunc = Callable[..., list[Any]]
+
+
+@dataclass
+class RewardReport:
+    """Counts of why items were not scored, filled by a reward function during one call.
+
+    Attributes:
+        counts: Reason -> number of items, e.g. ``{"timeout": 1, "unparsable": 3}``.
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` items for ``reason``."""
+        self.counts[reason] = self.counts.get(reason, 0) + n
+
+
+def _check_batch(prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any]) -> None:
+    if len(completions) != len(answer) or len(prompts) != len(completions):
+        raise ValueError(
+            f"prompts ({len(prompts)}), completions ({len(completions)}) and answer "
+            f"({len(answer)}) must have one entry per completion."
+        )
+
+
+class MathVerifyReward:
+    r"""math-verify correctness: 1.0 if the completion's final answer equals the gold, else 0.0.
+
+    The completion's answer is extracted with ``\boxed{}`` first (then "final answer is ..."
+    patterns, then plain expressions) and compared with the gold answer by math-verify's
+    ``verify`` (symbolic and numeric equality: ``\boxed{1/2}``, ``\boxed{0.5}`` and
+    ``\frac{1}{2}`` all match). A bare gold answer is read as LaTeX math (``$...$``).
+
+    Each item runs in a :class:`~astarpo.llm.timeout.KillablePool` worker process under a hard
+    wall-clock ``timeout``; a worker still busy at the deadline is killed, so no completion can
+    hang the caller, and the call works from any thread. The pool starts on the first call, is
+    reused by later calls, and is closed by :meth:`close` or at interpreter exit.
+
+    Items not scored return ``None`` and are counted in ``report``: ``"unparsable"`` (no answer
+    found in the completion), ``"unparsable_gold"``, ``"timeout"``, ``"error"``.
+
+    Args:
+        timeout: Hard per-item deadline in seconds. Default 5.0.
+        n_workers: Worker processes (default: ``min(4, os.cpu_count())``).
+        float_rounding: Decimal places floats are rounded to before comparing. Default 6.
+        numeric_precision: Significant digits for numeric comparison. Default 15.
+        strict: math-verify's strict mode (variables must match, sets differ from tuples).
+            Default True.
+    """
+
+    __name__ = "math_verify_reward"
+
+    def __init__(
+        self,
+        timeout: float = 5.0,
+        n_workers: int | None = None,
+        float_rounding: int = 6,
+        numeric_precision: int = 15,
+        strict: bool = True,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
+        self.timeout = float(timeout)
+        self.n_workers = n_workers or min(4, os.cpu_count() or 1)
+        self.options = {
+            "float_rounding": float_rounding,
+            "numeric_precision": numeric_precision,
+            "strict": strict,
+        }
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    def _get_pool(self) -> Any:
+        from astarpo.llm.timeout import KillablePool
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = KillablePool(
+                    "astarpo.llm._math_verify_worker:score",
+                    n_workers=self.n_workers,
+                    timeout=self.timeout,
+                    skip_package_init=True,
+                )
+            return self._pool
+
+    def close(self) -> None:
+        """Kill the worker processes (a later call starts new ones)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        completions: Sequence[str],
+        answer: Sequence[Any],
+        report: RewardReport | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        """Score ``completions`` ``[B]`` against ``answer`` ``[B]``; see the class docstring."""
+        _check_batch(prompts, completions, answer)
+        report = report if report is not None else RewardReport()
+        for reason in ("timeout", "unparsable", "error"):
+            report.add(reason, 0)
+        items = [
+            {"completion": str(c), "gold": str(a), **self.options}
+            for c, a in zip(completions, answer, strict=True)
+        ]
+        scores: list[float | None] = []
+        for res in self._get_pool().map(items, timeout=self.timeout):
+            if res.status == "ok" and "score" in res.value:
+                scores.append(float(res.value["score"]))
+                continue
+            scores.append(None)
+            report.add(res.value["reason"] if res.status == "ok" else res.status)
+        return scores
+
+
+math_verify_reward = MathVerifyReward()
+"""The default :class:`MathVerifyReward` (5 s timeout); its pool starts on first use."""
+
+_GSM8K_RE = re.compile(r"####\s*\$?\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?|-?\.[0-9]+)")
+
+
+def _gsm8k_number(text: str) -> float | None:
+    matches = _GSM8K_RE.findall(text)
+    if not matches:
+        return None
+    try:
+        return float(matches[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def gsm8k_reward(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    answer: Sequence[Any],
+    report: RewardReport | None = None,
+    **columns: Any,
+) -> list[float | None]:
+    """GSM8K correctness: the last ``#### number`` of the completion equals the gold number.
+
+    Commas are stripped (``#### 1,000`` is 1000) and numbers are compared as floats
+    (``#### 18.0`` matches ``18``). The gold may be a bare number or a full GSM8K solution
+    ending in ``#### n``. A completion without ``#### number`` scores ``None`` (reason
+    ``"unparsable"``); an unreadable gold gives ``None`` (``"unparsable_gold"``).
+
+    Args:
+        prompts: Prompt of each completion, ``[B]`` (unused).
+        completions: Model responses, ``[B]``.
+        answer: Gold answers, ``[B]``.
+        report: Optional :class:`RewardReport` that receives the reasons.
+
+    Returns:
+        1.0, 0.0 or None per completion, ``[B]``.
+    """
+    _check_batch(prompts, completions, answer)
+    scores: list[float | None] = []
+    for completion, gold in zip(completions, answer, strict=True):
+        gold_s = str(gold)
+        g = _gsm8k_number(gold_s) if "####" in gold_s else _gsm8k_number("#### " + gold_s.strip())
+        p = _gsm8k_number(str(completion))
+        if g is None or p is None:
+            scores.append(None)
+            if report is not None:
+                report.add("unparsable_gold" if g is None else "unparsable")
+            continue
+        scores.append(1.0 if math.isclose(p, g, rel_tol=1e-9, abs_tol=1e-9) else 0.0)
+    return scores
+
+
+def exact_match_reward(
+    prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any], **columns: Any
+) -> list[float | None]:
+    """Exact match after stripping whitespace: ``completion.strip() == answer.strip()``.
+
+    The reward of the toy addition task (``"12+34="`` -> ``"46"``), where the completion is the
+    decoded response without special tokens.
+
+    Returns:
+        1.0 or 0.0 per completion, ``[B]``.
+    """
+    _check_batch(prompts, completions, answer)
+    return [
+        1.0 if str(c).strip() == str(a).strip() else 0.0
+        for c, a in zip(completions, answer, strict=True)
+    ]
+
+
+BUILTIN_REWARDS: dict[str, str] = {
+    "math_verify": "astarpo.llm.rewards:math_verify_reward",
+    "gsm8k": "astarpo.llm.rewards:gsm8k_reward",
+    "exact_match": "astarpo.llm.rewards:exact_match_reward",
+}
+
+
+def load_reward(spec: str) -> RewardFunc:
+    """The reward function named by ``"package.module:function"`` (or a built-in short name).
+
+    Short names: ``math_verify``, ``gsm8k``, ``exact_match``.
+
+    Raises:
+        ValueError: if ``spec`` has no ``:`` or the attribute is not callable.
+        ImportError: if the module cannot be imported (the cause is chained).
+        AttributeError: if the module has no such function.
+    """
+    spec = BUILTIN_REWARDS.get(spec, spec)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(
+            f"reward {spec!r} must be 'package.module:function' or one of "
+            f"{sorted(BUILTIN_REWARDS)}."
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError(
+            f"cannot import module {module_name!r} of reward {spec!r}: {e}. Is it on PYTHONPATH?"
+        ) from e
+    fn = module
+    for part in attr.split("."):
+        if not hasattr(fn, part):
+            raise AttributeError(f"module {module_name!r} has no {attr!r} (reward {spec!r}).")
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise ValueError(f"reward {spec!r} is not callable (got {type(fn).__name__}).")
+    return fn  # type: ignore[return-value]
+
+
+def reward_name(fn: RewardFunc) -> str:
+    """The name used in metrics: the function's ``__name__`` (or its class name)."""
+    return str(getattr(fn, "__name__", type(fn).__name__))
+
+
+def _accepts_report(fn: RewardFunc) -> bool:
+    try:
+        return "report" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def compute_rewards(
+    reward_funcs: Sequence[RewardFunc],
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    columns: Mapping[str, Sequence[Any]],
+    weights: Sequence[float] | None = None,
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Sum of the reward functions over a batch, with ``None`` scored as 0 and counted.
+
+    .. math:: r_b = \\sum_f w_f \\, r_f(x_b, y_b), \\qquad r_f = 0 \\text{ where it is None}
+
+    Each function is called as ``fn(prompts=..., completions=..., **columns)``, plus
+    ``report=RewardReport()`` when it declares a ``report`` parameter.
+
+    Args:
+        reward_funcs: Reward functions (TRL signature).
+        prompts: ``[B]`` prompt texts.
+        completions: ``[B]`` completion texts.
+        columns: Other columns, each ``[B]`` (e.g. ``{"answer": [...]}``).
+        weights: Weight of each function (default all 1).
+
+    Returns:
+        ``(rewards, metrics)``: rewards float64 ``[B]``; metrics ``reward/mean``, ``reward/std``
+        and per function ``rewards/<name>/mean``, ``rewards/<name>/none`` (count of unscored
+        items) and ``rewards/<name>/<reason>`` (counts from its report: ``timeout``,
+        ``unparsable``, ...).
+
+    Raises:
+        ValueError: on length mismatches, no functions, or a function returning the wrong
+            number of values or a non-finite value.
+    """
+    b = len(completions)
+    if not reward_funcs:
+        raise ValueError("reward_funcs is empty; give at least one reward function.")
+    if len(prompts) != b:
+        raise ValueError(f"prompts has {len(prompts)} entries but completions has {b}.")
+    for name, col in columns.items():
+        if len(col) != b:
+            raise ValueError(f"column {name!r} has {len(col)} entries, expected {b}.")
+    w = [1.0] * len(reward_funcs) if weights is None else [float(x) for x in weights]
+    if len(w) != len(reward_funcs):
+        raise ValueError(f"{len(w)} weights for {len(reward_funcs)} reward functions.")
+    total = np.zeros(b, dtype=np.float64)
+    metrics: dict[str, float] = {}
+    for fn, wf in zip(reward_funcs, w, strict=True):
+        name = reward_name(fn)
+        kwargs: dict[str, Any] = dict(columns)
+        report = RewardReport()
+        if _accepts_report(fn):
+            kwargs["report"] = report
+        out = list(fn(prompts=list(prompts), completions=list(completions), **kwargs))
+        if len(out) != b:
+            raise ValueError(f"reward {name!r} returned {len(out)} values for {b} completions.")
+        values = np.array([0.0 if v is None else float(v) for v in out], dtype=np.float64)
+        if not np.isfinite(values).all():
+            raise ValueError(f"reward {name!r} returned NaN or infinite values.")
+        total += wf * values
+        metrics[f"rewards/{name}/mean"] = float(values.mean()) if b else 0.0
+        metrics[f"rewards/{name}/none"] = float(sum(v is None for v in out))
+        for reason, count in report.counts.items():
+            metrics[f"rewards/{name}/{reason}"] = float(count)
+    metrics["reward/mean"] = float(total.mean()) if b else 0.0
+    metrics["reward/std"] = float(total.std()) if b else 0.0
+    return total, metrics

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from astarpo.llm.toy import TOY_CHARS, addition_task, make_toy_model
+
+
+def test_tokenizer_roundtrip_and_specials(tokenizer):
+    text = "12+34=46 what?"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(text)
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.pad_token_id == 0 and tokenizer.eos_token_id == 1
+    assert len(tokenizer) == 3 + len(TOY_CHARS)
+    # Special tokens are dropped on request.
+    assert tokenizer.decode([*ids, tokenizer.eos_token_id], skip_special_tokens=True) == text
+
+
+def test_default_model_is_about_one_million_parameters(tokenizer):
+    model = make_toy_model(tokenizer)
+    n = sum(p.numel() for p in model.parameters())
+    assert 0.8e6 < n < 1.2e6
+    assert model.config.model_type == "qwen2"
+
+
+def test_model_seed_is_deterministic_and_leaves_global_rng(tokenizer):
+    state = torch.random.get_rng_state()
+    a = make_toy_model(tokenizer, seed=3, hidden_size=32, num_hidden_layers=1)
+    b = make_toy_model(tokenizer, seed=3, hidden_size=32, num_hidden_layers=1)
+    c = make_toy_model(tokenizer, seed=4, hidden_size=32, num_hidden_layers=1)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    pa, pb, pc = (next(m.parameters()) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+
+
+def test_addition_task_answers_and_disjoint_split():
+    rows = addition_task(500, seed=1)
+    for r in rows:
+        a, b = r["problem"].rstrip("=").split("+")
+        assert int(r["answer"]) == int(a) + int(b)
+        assert 0 <= int(a) < 100 and 0 <= int(b) < 100
+        assert r["prompt"] == r["problem"]
+    assert len({r["problem"] for r in rows}) == 500
+    assert rows == addition_task(500, seed=1)
+    assert rows != addition_task(500, seed=2)
+    with pytest.raises(ValueError, match="n must be"):
+        addition_task(10_001, seed=0)

@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from astarpo.llm import AStarPOConfig, AStarPOTrainer
+from astarpo.llm.algorithm import Algorithm, AStarPO, RolloutBatch
+from astarpo.llm.logprobs import sequence_logprobs
+from astarpo.llm.rewards import exact_match_reward
+from astarpo.llm.toy import addition_task, make_toy_model
+from astarpo.llm.trainer import lookup_v_star
+from astarpo.objective import advantage_regression_loss
+
+TINY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+}
+
+ROWS = addition_task(24, seed=0)
+TABLE = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(ROWS)}
+
+
+def first_digit_reward(prompts, completions, answer, **_):
+    """Dense enough for a random model: 1 when the first character is right."""
+    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+
+def make_trainer(tokenizer, tmp_path, **overrides):
+    cfg = {
+        "output_dir": str(tmp_path),
+        "max_steps": 4,
+        "batch_size": 8,
+        "minibatches": 2,
+        "max_new_tokens": 4,
+        "learning_rate": 3e-3,
+        "save_steps": 2,
+        "progress": False,
+        "tensorboard": False,
+        "seed": 1,
+    }
+    cfg.update(overrides)
+    model = make_toy_model(tokenizer, seed=0, **TINY)
+    ref = make_toy_model(tokenizer, seed=0, **TINY)
+    return AStarPOTrainer(
+        model,
+        ref,
+        [first_digit_reward, exact_match_reward],
+        args=AStarPOConfig(**cfg),
+        train_dataset=ROWS,
+        v_star_table=TABLE,
+        tokenizer=tokenizer,
+    )
+
+
+def test_astarpo_satisfies_protocol():
+    assert isinstance(AStarPO(), Algorithm)
+    assert AStarPO().samples_per_prompt == 1
+
+
+def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
+    tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1, beta2=0.05)
+    before = copy.deepcopy(tr.model)
+    rec = tr.step()
+    b = tr.last_batch
+    assert b is not None and len(b) == 8
+    with torch.no_grad():
+        logp = sequence_logprobs(before, b.packed).logp
+        logp_ref = sequence_logprobs(tr.ref_model, b.packed).logp
+    torch.testing.assert_close(b.logp_ref, logp_ref)
+    # Rewards are the sum of both functions on the decoded completions.
+    by_prompt = {r["prompt"]: r["answer"] for r in ROWS}
+    answers = [by_prompt[p] for p in b.prompts]
+    expected_r = np.add(
+        first_digit_reward(b.prompts, b.completions, answers),
+        exact_match_reward(b.prompts, b.completions, answers),
+    )
+    np.testing.assert_allclose(b.rewards.numpy(), expected_r)
+    np.testing.assert_allclose(b.v_star.numpy(), [TABLE[p] for p in b.prompts], rtol=1e-6)
+    core = advantage_regression_loss(logp, logp_ref, b.rewards, b.v_star, 0.05, "mean")
+    assert rec["loss"] == pytest.approx(float(core), rel=1e-6)
+    assert rec["kl"] == pytest.approx(float((logp - logp_ref).mean()), abs=1e-6)
+    adv = b.rewards - b.v_star
+    assert rec["advantage/mean"] == pytest.approx(float(adv.mean()), abs=1e-6)
+    # The update moved the policy but never the reference.
+    assert not torch.equal(before.lm_head.weight, tr.model.lm_head.weight)
+    assert all(not p.requires_grad for p in tr.ref_model.parameters())
+
+
+def test_micro_batches_accumulate_to_the_full_minibatch(tokenizer, tmp_path):
+    a = make_trainer(tokenizer, tmp_path / "a", max_steps=1, minibatches=1)
+    b = make_trainer(tokenizer, tmp_path / "b", max_steps=1, minibatches=1, micro_batch_size=3)
+    ra, rb = a.step(), b.step()
+    assert ra["loss"] == pytest.approx(rb["loss"], rel=1e-5)
+    assert ra["grad_norm"] == pytest.approx(rb["grad_norm"], rel=1e-4)
+    for pa, pb in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, atol=1e-6, rtol=1e-5)
+
+
+def test_resume_reproduces_uninterrupted_run(tokenizer, tmp_path):
+    full = make_trainer(tokenizer, tmp_path / "full", entropy_coef=0.01)
+    full_hist = full.train()
+    part = make_trainer(tokenizer, tmp_path / "part", max_steps=2, entropy_coef=0.01)
+    part.train()
+    resumed = make_trainer(tokenizer, tmp_path / "part", entropy_coef=0.01)
+    resumed.train(resume=True)
+    assert resumed.step_count == 4
+    lines = [json.loads(x) for x in (tmp_path / "part" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [1, 2, 3, 4]
+    for a, b in zip(full_hist, lines, strict=True):
+        assert a["loss"] == b["loss"] and a["reward/mean"] == b["reward/mean"]
+    for pa, pb in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+    assert (full.data_epoch, full.data_index) == (resumed.data_epoch, resumed.data_index)
+
+
+def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
+    tr = make_trainer(tokenizer, tmp_path, max_steps=2, tensorboard=True)
+    calls = []
+    tr.eval_fn = lambda model: calls.append(model.training) or {"acc": 0.5}
+    tr.eval_steps = 1
+    hist = tr.train()
+    steps = [r for r in hist if "loss" in r]
+    evals = [r for r in hist if "eval/acc" in r]
+    assert len(steps) == 2 and len(evals) == 3  # before, after step 1, at the end
+    needed = [
+        "reward/mean", "v_star/mean", "advantage/mean", "advantage/std", "loss", "kl",
+        "entropy", "response_length/mean", "truncation_rate", "time/generate", "time/reward",
+        "time/ref_logprobs", "time/update", "memory/rss_peak_mb", "grad_norm",
+    ]  # fmt: skip
+    for key in needed:
+        assert all(np.isfinite(r[key]) for r in steps), key
+    assert 0 <= steps[0]["truncation_rate"] <= 1
+    assert (tmp_path / "checkpoint-2" / "model.pt").exists()
+    assert any((tmp_path / "tb").iterdir())
+
+
+def test_data_order_covers_each_prompt_once_per_epoch(tokenizer, tmp_path):
+    tr = make_trainer(tokenizer, tmp_path)
+    seen = [i for _ in range(3) for i in tr._next_indices()]
+    assert sorted(seen) == list(range(24))
+    assert seen != list(range(24))
+    tr2 = make_trainer(tokenizer, tmp_path)
+    assert [i for _ in range(3) for i in tr2._next_indices()] == seen
+
+
+def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
+    table = dict(TABLE)
+    missing = ROWS[5]["prompt"]
+    del table[missing]
+    with pytest.raises(KeyError, match=missing.replace("+", r"\+")):
+        lookup_v_star(table, [r["prompt"] for r in ROWS])
+    model = make_toy_model(tokenizer, **TINY)
+    with pytest.raises(KeyError, match="missing"):
+        AStarPOTrainer(model, model, [exact_match_reward], AStarPOConfig(), ROWS, table, tokenizer)
+    with pytest.raises(ValueError, match="V\\* table"):
+        AStarPOTrainer(model, model, [exact_match_reward], AStarPOConfig(), ROWS, None, tokenizer)
+
+
+def test_rollout_batch_select_keeps_rows_aligned():
+    from astarpo.llm.generation import Rollout
+
+    r = Rollout(["a", "a", "b", "b"], [[3], [3], [4, 5], [4, 5]], [[6, 1], [7], [8], []],
+                ["x", "y", "z", ""], [False, True, True, False], n=2)  # fmt: skip
+    b = RolloutBatch.from_rollout(r, [1.0, 2.0, 3.0, 4.0], 0, v_star=[0.1, 0.1, 0.2, 0.2])
+    assert b.group.tolist() == [0, 0, 1, 1]
+    b.extra["advantage"] = b.rewards - b.v_star
+    s = b.select(torch.tensor([2, 3]))
+    assert s.prompts == ["b", "b"] and s.completions == ["z", ""]
+    assert s.rewards.tolist() == [3.0, 4.0] and s.response_lengths.tolist() == [1, 0]
+    torch.testing.assert_close(s.extra["advantage"], torch.tensor([2.8, 3.8]))
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"batch_size": 10, "minibatches": 3}, "divisible"),
+        ({"beta2": 0.0}, "beta2"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+        ({"mixed_precision": "fp16"}, "mixed_precision"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"max_steps": 0}, "max_steps"),
+        ({"device": "tpu"}, "device"),
+    ],
+)
+def test_config_validation(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        AStarPOConfig(**kw)
