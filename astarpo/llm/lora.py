@@ -137,9 +137,10 @@ def adapters_disabled(model: nn.Module) -> Iterator[nn.Module]:
 class AdapterDisabledReference(nn.Module):
     """The reference policy as a view of a LoRA policy with its adapters disabled.
 
-    It registers neither the policy nor its parameters, so ``parameters()`` is empty,
-    ``requires_grad_(False)``, ``eval()`` or ``.to()`` on it never touch the policy, and no
-    weights are copied. ``forward`` runs the policy's forward inside
+    It does not register the policy as a submodule and copies no weights. ``parameters()``
+    yields the policy's *frozen* parameters (the base weights, which are the reference's
+    weights), never the adapters, so ``requires_grad_(False)``, ``eval()`` or ``.to()`` on the
+    reference never touch what is trained. ``forward`` runs the policy's forward inside
     :func:`adapters_disabled`; run it under ``torch.no_grad()`` as for any reference.
 
     Args:
@@ -166,10 +167,17 @@ class AdapterDisabledReference(nn.Module):
         """The base model's config (as on a Hugging Face model)."""
         return getattr(_inner(self.policy), "config", None)
 
-    @property
-    def device(self) -> torch.device:
-        """Device of the policy's first parameter."""
-        return next(self.policy.parameters()).device
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]:
+        """The policy's frozen (base) parameters: the weights of the reference."""
+        return (p for p in self.policy.parameters() if not p.requires_grad)
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, nn.Parameter]]:
+        """Names and frozen (base) parameters of the policy (see :meth:`parameters`)."""
+        for name, p in self.policy.named_parameters(prefix, recurse, remove_duplicate):
+            if not p.requires_grad:
+                yield name, p
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The base model's forward: the policy's with adapters disabled."""

@@ -72,14 +72,20 @@ def test_disabled_adapter_logprobs_equal_base_before_and_after_training() -> Non
         torch.testing.assert_close(response_logp(policy), trained, rtol=0, atol=0)
 
 
-def test_reference_holds_no_parameters_and_cannot_freeze_policy() -> None:
+def test_reference_exposes_only_frozen_weights_and_cannot_freeze_policy() -> None:
     policy = apply_lora(tiny_qwen(), r=2, seed=0)
     ref = AdapterDisabledReference(policy)
-    assert list(ref.parameters()) == [] and ref.policy is policy
+    assert ref.policy is policy and not list(ref.children())
+    frozen = [p for p in policy.parameters() if not p.requires_grad]
+    assert list(ref.parameters()) == frozen and frozen
+    assert all("lora_" not in n for n, _ in ref.named_parameters())
+    adapters = [p for p in policy.parameters() if p.requires_grad]
+    policy.train()
     ref.requires_grad_(False)
     ref.eval()
-    assert any(p.requires_grad for p in policy.parameters())
-    assert ref.config is not None and ref.device == torch.device("cpu")
+    assert adapters and all(p.requires_grad for p in adapters)
+    assert policy.training
+    assert ref.config is not None and next(ref.parameters()).device == torch.device("cpu")
     assert is_lora_model(policy) and not is_lora_model(tiny_qwen())
 
 
