@@ -33,6 +33,7 @@ __all__ = [
     "adapters_disabled",
     "apply_lora",
     "is_lora_model",
+    "maybe_apply_lora",
     "parameter_bytes",
 ]
 
@@ -101,6 +102,22 @@ def apply_lora(
         if seed is not None:
             torch.manual_seed(seed)
         return get_peft_model(model, config)  # type: ignore[arg-type]
+
+
+def maybe_apply_lora(
+    model: Any, ref_model: Any, lora_r: int, lora_alpha: int = 32, seed: int = 0
+) -> tuple[Any, Any]:
+    """The trainer's LoRA hook: ``(policy, reference)`` for ``lora_r`` (0 = unchanged).
+
+    With ``lora_r > 0`` the policy gets adapters (:func:`apply_lora`, unless it already has
+    them) and the reference becomes :class:`AdapterDisabledReference` of it; a separate
+    ``ref_model`` passed in is then not used (pass ``None`` to avoid building it).
+    """
+    if lora_r <= 0:
+        return model, ref_model
+    if not is_lora_model(model):
+        model = apply_lora(model, r=lora_r, alpha=lora_alpha, seed=seed)
+    return model, AdapterDisabledReference(model)
 
 
 def _inner(model: nn.Module) -> nn.Module:

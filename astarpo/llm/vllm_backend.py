@@ -54,6 +54,7 @@ from astarpo.llm.generation import Rollout, SamplingConfig
 
 __all__ = [
     "VLLMGenerator",
+    "build_generator",
     "prompt_seeds",
     "to_vllm_sampling_kwargs",
     "vllm_available",
@@ -235,7 +236,12 @@ class VLLMGenerator:
 
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        unwrap_model(model).save_pretrained(workdir)  # type: ignore[operator]
+        inner = unwrap_model(model)
+        if hasattr(inner, "get_base_model"):  # peft: save the merged base weights
+            state = dict(weights_for_vllm(inner))
+            inner.get_base_model().save_pretrained(workdir, state_dict=state)  # type: ignore[operator]
+        else:
+            inner.save_pretrained(workdir)  # type: ignore[operator]
         tokenizer.save_pretrained(workdir)
         return cls(workdir, tokenizer, **kwargs)
 
@@ -311,3 +317,28 @@ class VLLMGenerator:
             load(self.llm.llm_engine.model_executor.driver_worker.model_runner.model)
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
+
+
+def build_generator(args: Any, model: torch.nn.Module, tokenizer: Any) -> Any:
+    """The trainer's default generator for ``args.generation_backend``.
+
+    ``"hf"``: :class:`~astarpo.llm.generation.HFGenerator` on the policy (shared weights).
+    ``"vllm"``: a :class:`VLLMGenerator` started from the policy saved under
+    ``args.output_dir/vllm_init`` (``args.vllm_gpu_memory_utilization``), synced every step.
+    """
+    backend = getattr(args, "generation_backend", "hf")
+    if backend == "vllm":
+        from astarpo.llm.distributed import dist_info_from_env
+
+        rank = dist_info_from_env().rank
+        workdir = Path(args.output_dir) / "vllm_init" / f"rank{rank}"
+        return VLLMGenerator.from_model(
+            model,
+            tokenizer,
+            workdir,
+            gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+            seed=args.seed,
+        )
+    from astarpo.llm.generation import HFGenerator
+
+    return HFGenerator(model, tokenizer, args.generation_batch_size)
