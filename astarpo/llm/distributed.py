@@ -265,11 +265,17 @@ def wrap_model(
         return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     from torch.distributed.fsdp import fully_shard
 
-    layers = getattr(getattr(model, "model", None), "layers", None)
+    base: Any = model.get_base_model() if hasattr(model, "get_base_model") else model  # type: ignore[operator]
+    layers = getattr(getattr(base, "model", None), "layers", None)
     if isinstance(layers, nn.ModuleList):
         for layer in layers:
             fully_shard(layer)
     fully_shard(model)
+    # transformers' generate() then keeps every rank stepping until all ranks are done
+    # (``synced_gpus``), which sharded forwards need.
+    for module in model.modules():
+        if hasattr(module, "generate"):
+            module._is_fsdp_managed_module = True  # type: ignore[assignment]
     return model
 
 
