@@ -1,0 +1,123 @@
+"""Shared CLI helpers of ``astarpo value`` and ``astarpo eval``: model, rewards, sampling.
+
+Models are loaded from a local directory only (``local_files_only=True``): the command line
+never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm.toy`
+(randomly initialized; for smoke tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--device``, ``--dtype``, ``--gen-batch-size``."""
+    p.add_argument(
+        "--model",
+        help="a local directory with a saved Hugging Face causal LM and tokenizer, or 'toy' "
+        "(the embedded random tiny model). Nothing is downloaded.",
+    )
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: auto)")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="weights dtype (default auto: bfloat16 on GPU, float32 on CPU)",
+    )
+    p.add_argument(
+        "--gen-batch-size",
+        type=int,
+        default=64,
+        help="most rows (prompt x sample) per generate call (default 64)",
+    )
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """Prompt-file options of :func:`astarpo.llm.data.load_prompts`."""
+    p.add_argument(
+        "--template",
+        default="auto",
+        help="prompt template: auto, math, gsm8k, none, or a string with {problem} (default auto)",
+    )
+    p.add_argument("--problem-key", help="column of the problem (default: auto-detected)")
+    p.add_argument("--answer-key", help="column of the gold answer (default: auto-detected)")
+    p.add_argument(
+        "--chat-template",
+        action="store_true",
+        help="wrap prompts with the tokenizer's chat template",
+    )
+    p.add_argument("--system-prompt", help="system message for --chat-template")
+    p.add_argument("--max-prompt-tokens", type=int, help="drop longer prompts (default: keep all)")
+    p.add_argument("--limit", type=int, help="use only the first N rows of each file")
+
+
+def add_reward_arguments(p: argparse.ArgumentParser, default: str = "math_verify") -> None:
+    """``--reward`` (repeatable) and ``--reward-timeout``."""
+    p.add_argument(
+        "--reward",
+        action="append",
+        help="reward function: math_verify, gsm8k, exact_match or package.module:function; "
+        f"repeat to sum several (default {default})",
+    )
+    p.add_argument(
+        "--reward-timeout",
+        type=float,
+        default=5.0,
+        help="hard per-item timeout of math_verify in seconds (default 5)",
+    )
+
+
+def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:
+    """Reward functions from CLI names (math_verify gets its own pool with ``timeout``)."""
+    from astarpo.llm.rewards import MathVerifyReward, load_reward
+
+    out = []
+    for name in names or [default]:
+        out.append(
+            MathVerifyReward(timeout=timeout) if name == "math_verify" else load_reward(name)
+        )
+    return out
+
+
+def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from ``spec`` (``toy`` or a local directory).
+
+    Raises:
+        SystemExit: with a clear message when the directory is missing or lacks a model.
+    """
+    import torch
+
+    if not spec:
+        raise SystemExit("error: --model is required (a local model directory or 'toy').")
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    if spec == "toy":
+        from astarpo.llm.toy import make_char_tokenizer, make_toy_model
+
+        tokenizer = make_char_tokenizer()
+        return make_toy_model(tokenizer, seed=0).to(dev), tokenizer
+    path = Path(spec)
+    if not (path / "config.json").is_file():
+        raise SystemExit(
+            f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
+            "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
+        )
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype == "auto":
+        torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
+    else:
+        torch_dtype = getattr(torch, dtype)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        path, local_files_only=True, dtype=torch_dtype
+    )
+    return model.to(dev), tokenizer
+
+
+def make_generator(model: Any, tokenizer: Any, batch_size: int) -> Any:
+    """The Hugging Face generator of :mod:`astarpo.llm.generation`."""
+    from astarpo.llm.generation import HFGenerator
+
+    return HFGenerator(model, tokenizer, batch_size=batch_size)

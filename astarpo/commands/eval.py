@@ -1,0 +1,137 @@
+"""``astarpo eval``: accuracy of a model on benchmark files (greedy pass@1, sampled avg@k).
+
+``astarpo eval --model DIR --benchmarks math500,amc2023`` prints the paper-style table;
+``--data FILE`` evaluates any prompt file; ``--out results.json`` also writes the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from astarpo.commands._model import (
+    add_data_arguments,
+    add_model_arguments,
+    add_reward_arguments,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``astarpo eval``."""
+    add_model_arguments(parser)
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--data", action="append", help="a prompt file to evaluate (repeatable)")
+    src.add_argument(
+        "--benchmarks",
+        help="comma-separated shared benchmarks: math500, minerva, olympiadbench, amc2023, "
+        "aime24, aime25, hmmt25_feb, hmmt25_nov, or 'all'",
+    )
+    parser.add_argument(
+        "--data-dir", help="shared data folder (default: ../shared/data or $ASTARPO_DATA_DIR)"
+    )
+    add_data_arguments(parser)
+    add_reward_arguments(parser)
+    parser.add_argument(
+        "--avg",
+        help="responses per prompt: an int for all, or name=k,... per benchmark (default: "
+        "amc2023=32, others 1 = greedy pass@1)",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
+    parser.add_argument("--temperature", type=float, default=0.6, help="for avg@k, k > 1 (0.6)")
+    parser.add_argument("--top-p", type=float, default=0.95, help="for avg@k, k > 1 (0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of sampled responses (0)")
+    parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call")
+    parser.add_argument("--out", help="also write the results as JSON here")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
+    """``"8"`` -> ``(8, {})``; ``"amc2023=32,aime24=8"`` -> ``(None, {...})``."""
+    if not spec:
+        return None, {}
+    if spec.isdigit():
+        return int(spec), {}
+    out = {}
+    for part in spec.split(","):
+        name, _, k = part.partition("=")
+        if not k.isdigit():
+            raise SystemExit(f"error: --avg {spec!r}: expected an int or name=k,...")
+        out[name.strip()] = int(k)
+    return None, out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate, print the table, optionally write JSON."""
+    import json
+    from pathlib import Path
+
+    from astarpo.commands._model import build_rewards, load_model, make_generator
+    from astarpo.llm.data import load_prompts
+    from astarpo.llm.evaluate import (
+        BENCHMARKS,
+        evaluate,
+        evaluate_benchmarks,
+        format_table,
+        resolve_benchmarks,
+    )
+    from astarpo.llm.generation import SamplingConfig
+
+    if not args.data and not args.benchmarks:
+        raise SystemExit("error: give --data FILE or --benchmarks LIST.")
+    every, per_name = parse_avg(args.avg)
+    benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
+    for name in per_name:
+        if args.benchmarks and name not in BENCHMARKS:
+            resolve_benchmarks([name])  # raises a clear error
+    model, tokenizer = load_model(args.model, args.device, args.dtype)
+    gen = make_generator(model, tokenizer, args.gen_batch_size)
+    rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+    greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
+    sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)
+    if benchmarks:
+        ks = {b.name: every for b in benchmarks} if every else per_name
+        results = evaluate_benchmarks(
+            gen,
+            benchmarks,
+            rewards,
+            data_dir=args.data_dir,
+            k=ks,
+            greedy=greedy,
+            sampled=sampled,
+            seed=args.seed,
+            batch_size=args.batch_size,
+            limit=args.limit,
+            template=args.template,
+            progress=not args.no_progress,
+        )
+    else:
+        results = {}
+        for path in args.data:
+            rows = load_prompts(
+                path,
+                template=args.template,
+                problem_key=args.problem_key,
+                answer_key=args.answer_key,
+                tokenizer=tokenizer,
+                chat_template=args.chat_template,
+                system_prompt=args.system_prompt,
+                max_prompt_tokens=args.max_prompt_tokens,
+                limit=args.limit,
+            )
+            k = every or per_name.get(Path(path).stem, 1)
+            res = evaluate(
+                gen,
+                rows,
+                rewards,
+                k=k,
+                sampling=greedy if k == 1 else sampled,
+                seed=args.seed,
+                batch_size=args.batch_size,
+                progress=not args.no_progress,
+            )
+            results[Path(path).stem] = {"title": Path(path).stem, **res}
+    print(format_table(results))
+    if args.out:
+        Path(args.out).write_text(
+            json.dumps({"model": args.model, "results": results}, indent=2) + "\n"
+        )
+    return 0

@@ -1,0 +1,121 @@
+"""``astarpo value``: Stage 1 (sample N reference responses per prompt, write the V* table).
+
+Three modes:
+
+* ``astarpo value --model DIR --data FILE --out values.jsonl``: estimate (resumable; with
+  ``--shard i/k`` only shard i, written to ``values.part-i-of-k.jsonl``);
+* ``astarpo value --merge K --out values.jsonl [--data FILE]``: merge the K part files;
+* ``astarpo value --import-official FILE --out values.jsonl``: convert an official A*-PO
+  dataset (columns ``eval_0`` .. ``eval_{N-1}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from astarpo.commands._model import (
+    add_data_arguments,
+    add_model_arguments,
+    add_reward_arguments,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``astarpo value``."""
+    parser.add_argument("--out", required=True, help="the V* table file (.jsonl; or .parquet)")
+    parser.add_argument("--data", help="prompt file (.jsonl, .json or .parquet)")
+    add_model_arguments(parser)
+    add_data_arguments(parser)
+    add_reward_arguments(parser)
+    parser.add_argument("--n-samples", type=int, default=8, help="N responses per prompt (8)")
+    parser.add_argument("--beta1", type=float, default=0.5, help="KL strength of V* (0.5)")
+    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
+    parser.add_argument(
+        "--batch-size", type=int, default=8, help="prompts per generate call; keep it when resuming"
+    )
+    parser.add_argument("--shard", help="'i/k': only shard i of k; 'auto': RANK/WORLD_SIZE")
+    parser.add_argument("--merge", type=int, metavar="K", help="merge the K part files of --out")
+    parser.add_argument(
+        "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run Stage 1, a merge or an import; print a one-line summary."""
+    import numpy as np
+
+    from astarpo.llm.data import load_prompts
+    from astarpo.llm.value import ValueTable, estimate_values, merge_shards, parse_shard
+
+    def rows_of_data() -> list[dict] | None:
+        if not args.data:
+            return None
+        tokenizer = None
+        if args.chat_template or args.max_prompt_tokens:
+            from astarpo.commands._model import load_model
+
+            _, tokenizer = load_model(args.model, args.device, args.dtype)
+        return load_prompts(
+            args.data,
+            template=args.template,
+            problem_key=args.problem_key,
+            answer_key=args.answer_key,
+            tokenizer=tokenizer,
+            chat_template=args.chat_template,
+            system_prompt=args.system_prompt,
+            max_prompt_tokens=args.max_prompt_tokens,
+            limit=args.limit,
+        )
+
+    if args.import_official:
+        table = ValueTable.from_official(args.import_official, beta1=args.beta1)
+        table.save(args.out)
+    elif args.merge:
+        table = merge_shards(args.out, args.merge, rows_of_data())
+    else:
+        from astarpo.commands._model import build_rewards, load_model, make_generator
+        from astarpo.llm.generation import SamplingConfig
+
+        if not args.data:
+            raise SystemExit(
+                "error: --data is required to estimate V* (or use --merge/--import-official)."
+            )
+        model, tokenizer = load_model(args.model, args.device, args.dtype)
+        rows = load_prompts(
+            args.data,
+            template=args.template,
+            problem_key=args.problem_key,
+            answer_key=args.answer_key,
+            tokenizer=tokenizer,
+            chat_template=args.chat_template,
+            system_prompt=args.system_prompt,
+            max_prompt_tokens=args.max_prompt_tokens,
+            limit=args.limit,
+        )
+        rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+        table = estimate_values(
+            make_generator(model, tokenizer, args.gen_batch_size),
+            rows,
+            rewards,
+            n_samples=args.n_samples,
+            beta1=args.beta1,
+            sampling=SamplingConfig(args.max_new_tokens, args.temperature, args.top_p),
+            out_path=args.out,
+            seed=args.seed,
+            batch_size=args.batch_size,
+            shard=parse_shard(args.shard),
+            provenance={"model": args.model, "data": args.data, "template": args.template},
+            progress=not args.no_progress,
+        )
+    v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
+    wrong = sum(r.pass_rate == 0 for r in table)
+    print(
+        f"V* table {table.path}: {len(table)} prompts, mean V* {v.mean() if len(v) else 0:.4f}, "
+        f"mean pass rate {np.mean([r.pass_rate for r in table]) if len(table) else 0:.4f}, "
+        f"all-wrong prompts {wrong}"
+    )
+    return 0

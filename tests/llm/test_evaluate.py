@@ -1,0 +1,106 @@
+"""Evaluation: accuracy definitions, benchmark loading and scoring, the table, the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from astarpo.cli import main
+from astarpo.llm.data import find_data_dir, load_prompts
+from astarpo.llm.evaluate import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.generation import SamplingConfig
+from astarpo.llm.rewards import MathVerifyReward, exact_match_reward
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes import FakeGenerator
+
+DATA = find_data_dir()
+SAMPLED = SamplingConfig(16, 1.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def mv():
+    reward = MathVerifyReward(timeout=10.0, n_workers=1)
+    yield reward
+    reward.close()
+
+
+def _gen_for(rows, **kw):
+    return FakeGenerator({r["prompt"]: r["answer"] for r in rows}, **kw)
+
+
+def test_greedy_pass_at_1_on_real_rows(mv):
+    rows = load_prompts(DATA / "benchmarks" / "math500.jsonl", limit=3)
+    res = evaluate(_gen_for(rows), rows, [mv], progress=False)
+    assert res["metric"] == "pass@1" and res["n_prompts"] == 3
+    assert res["accuracy"] == 1.0 and res["correct"] == [1, 1, 1]
+
+
+def test_avg_at_k_matches_hand_count():
+    rows = [{"prompt": f"{i}+0=", "answer": str(i)} for i in range(5)]
+    gen = _gen_for(rows, p_correct=0.5)
+
+    def boxed(prompts, completions, answer, **kw):
+        pairs = zip(completions, answer, strict=True)
+        return [1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in pairs]
+
+    res = evaluate(gen, rows, [boxed], k=8, sampling=SAMPLED, seed=1, batch_size=2, progress=False)
+    c = np.array(res["correct"])
+    assert res["metric"] == "avg@8"
+    assert res["accuracy"] == pytest.approx((c / 8).mean())
+    assert res["pass_at_k"] == pytest.approx((c > 0).mean())
+    assert 0 < res["accuracy"] < 1  # p_correct 0.5 over 40 responses
+    with pytest.raises(ValueError, match="temperature > 0"):
+        evaluate(gen, rows, [boxed], k=4, sampling=SamplingConfig(8, 0.0), progress=False)
+    with pytest.raises(ValueError, match="no rows"):
+        evaluate(gen, [], [boxed], progress=False)
+
+
+def test_benchmarks_table(mv):
+    names = resolve_benchmarks("math500,amc23")
+    assert [b.name for b in names] == ["math500", "amc2023"] and names[1].k == 32
+    assert len(resolve_benchmarks("all")) == 8
+    with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
+        resolve_benchmarks("gsm")
+    rows = load_prompts(DATA / "benchmarks" / "math500.jsonl", limit=3)
+    rows += load_prompts(DATA / "benchmarks" / "amc2023.jsonl", limit=3)
+    gen = _gen_for(rows, p_correct=1.0)
+    res = evaluate_benchmarks(
+        gen, names, [mv], data_dir=DATA, k={"amc2023": 2}, limit=3, progress=False
+    )
+    assert res["math500"]["metric"] == "pass@1" and res["amc2023"]["metric"] == "avg@2"
+    assert res["amc2023"]["accuracy"] == 1.0
+    table = format_table(res)
+    assert "| MATH500 | pass@1 | 3 | 100.0 |" in table and "| AMC23 | avg@2 | 3 |" in table
+    assert "| average |" in table
+
+
+def test_cli_eval_toy(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "eval", "--model", "toy", "--benchmarks", "aime24", "--limit", "2",
+            "--max-new-tokens", "3", "--device", "cpu", "--no-progress", "--out", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert "| AIME24 | pass@1 | 2 |" in capsys.readouterr().out
+    res = json.loads(out.read_text())
+    assert res["model"] == "toy" and res["results"]["aime24"]["n_prompts"] == 2
+
+
+def test_cli_eval_errors(tmp_path):
+    with pytest.raises(SystemExit, match="not a local model directory"):
+        main(["eval", "--model", str(tmp_path), "--data", "x.jsonl"])
+    with pytest.raises(SystemExit, match="--data FILE or --benchmarks"):
+        main(["eval", "--model", "toy"])
+
+
+def test_exact_match_data_file(tmp_path):
+    rows = [{"prompt": "1+1=", "answer": "2"}]
+    res = evaluate(_gen_for(rows), rows, [exact_match_reward], progress=False)
+    assert res["accuracy"] == 0.0  # the fake answers "\\boxed{2}", not "2"
