@@ -104,7 +104,7 @@ def prompt_seeds(seed: int, indices: Sequence[int]) -> list[int]:
 
 
 def to_vllm_sampling_kwargs(
-    sampling: SamplingConfig, n: int, seed: int | None, eos_token_id: int | None
+    sampling: SamplingConfig, n: int, seed: int | None, eos_token_id: int | Sequence[int] | None
 ) -> dict[str, Any]:
     """The ``vllm.SamplingParams`` keyword arguments equivalent to the HF backend's sampling.
 
@@ -112,8 +112,9 @@ def to_vllm_sampling_kwargs(
         sampling: Temperature, top-p and token budget.
         n: Samples per prompt (``>= 1``).
         seed: Seed of this request (``None``: unseeded).
-        eos_token_id: Token that ends a response (the tokenizer's EOS), or ``None`` to rely on
-            the model's generation config.
+        eos_token_id: Token(s) that end a response (as the HF backend: the tokenizer's EOS and
+            the model's ``generation_config.eos_token_id``), or ``None`` to rely on vLLM's
+            defaults.
 
     Returns:
         Keyword arguments for ``vllm.SamplingParams``.
@@ -133,7 +134,8 @@ def to_vllm_sampling_kwargs(
         "detokenize": False,
     }
     if eos_token_id is not None:
-        kwargs["stop_token_ids"] = [int(eos_token_id)]
+        ids = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
+        kwargs["stop_token_ids"] = sorted({int(i) for i in ids})
     return kwargs
 
 
@@ -185,7 +187,10 @@ class VLLMGenerator:
         max_model_len: Longest prompt + response in tokens (``None``: the model's).
         enable_prefix_caching: Reuse KV of shared prompt prefixes. Default True (the cache
             is reset after every weight sync).
-        add_special_tokens: Passed to the tokenizer when encoding prompts. Default False.
+        add_special_tokens: Passed to the tokenizer when encoding prompts. Default False (as
+            the HF backend).
+        eos_token_ids: Tokens that end a response (default: the tokenizer's EOS; ``from_model``
+            adds the model's ``generation_config.eos_token_id``, as the HF backend does).
         **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``enforce_eager=True``).
 
     Raises:
@@ -204,6 +209,7 @@ class VLLMGenerator:
         max_model_len: int | None = None,
         enable_prefix_caching: bool = True,
         add_special_tokens: bool = False,
+        eos_token_ids: Sequence[int] | None = None,
         **llm_kwargs: Any,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
@@ -215,6 +221,10 @@ class VLLMGenerator:
         self._vllm = vllm
         self.tokenizer = tokenizer
         self.add_special_tokens = add_special_tokens
+        if eos_token_ids is None:
+            eos = getattr(tokenizer, "eos_token_id", None)
+            eos_token_ids = [] if eos is None else [int(eos)]
+        self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
         self.llm = vllm.LLM(
             model=str(model_path),
             tokenizer=str(model_path),
@@ -243,6 +253,11 @@ class VLLMGenerator:
         else:
             inner.save_pretrained(workdir)  # type: ignore[operator]
         tokenizer.save_pretrained(workdir)
+        if "eos_token_ids" not in kwargs:  # the HF backend's stop set: tokenizer + model EOS
+            ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+            gen_eos = getattr(getattr(inner, "generation_config", None), "eos_token_id", None)
+            ids |= {gen_eos} if isinstance(gen_eos, int) else set(gen_eos or [])
+            kwargs["eos_token_ids"] = sorted(int(i) for i in ids)
         return cls(workdir, tokenizer, **kwargs)
 
     def generate(
@@ -275,10 +290,12 @@ class VLLMGenerator:
             raise ValueError(
                 f"prompt_indices has {len(indices)} entries for {len(prompts)} prompts."
             )
-        eos = getattr(self.tokenizer, "eos_token_id", None)
+        eos = set(self.eos_token_ids)
         encoded = self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
         params = [
-            self._vllm.SamplingParams(**to_vllm_sampling_kwargs(sampling, n, s, eos))
+            self._vllm.SamplingParams(
+                **to_vllm_sampling_kwargs(sampling, n, s, self.eos_token_ids or None)
+            )
             for s in prompt_seeds(seed, indices)
         ]
         requests = [{"prompt_token_ids": list(ids)} for ids in encoded]
@@ -289,11 +306,7 @@ class VLLMGenerator:
                 raise RuntimeError(f"vLLM returned {len(out.outputs)} samples, expected {n}.")
             for completion in out.outputs:
                 response = [int(t) for t in completion.token_ids]
-                body = (
-                    response[:-1]
-                    if response and eos is not None and response[-1] == eos
-                    else response
-                )
+                body = response[:-1] if response and response[-1] in eos else response
                 rollout.prompts.append(text)
                 rollout.prompt_ids.append(list(ids))
                 rollout.response_ids.append(response)

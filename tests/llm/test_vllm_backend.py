@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,8 @@ class FakeModel:
         self.loaded: list[tuple[str, torch.Tensor]] = []
 
     def load_weights(self, weights: Any) -> set[str]:
-        self.loaded.extend(weights)
+        # vLLM copies into its own parameters; so does the fake.
+        self.loaded.extend((name, t.clone()) for name, t in weights)
         return {name for name, _ in self.loaded}
 
 
@@ -274,3 +276,45 @@ def test_from_model_saves_then_starts(fake_vllm: types.ModuleType, tmp_path: Pat
     VLLMGenerator.from_model(Saver(), tok, tmp_path / "w", gpu_memory_utilization=0.2)  # type: ignore[arg-type]
     assert (tmp_path / "w" / "saved").exists() and (tmp_path / "w" / "tok").exists()
     assert fake_vllm.calls["llm_init"]["model"] == str(tmp_path / "w")
+
+
+# ----------------------------------------------------------------------------- parity with HF
+
+
+@pytest.mark.parametrize(
+    "sampling", [SamplingConfig(5, 0.8, 0.9), SamplingConfig(3, 1.0, 1.0), SamplingConfig(4, 0.0)]
+)
+def test_parameters_match_the_hf_backend(sampling: SamplingConfig) -> None:
+    """The HF backend's GenerationConfig and the vLLM SamplingParams say the same thing."""
+    from astarpo.llm.generation import HFGenerator
+    from astarpo.llm.toy import make_char_tokenizer, make_toy_model
+
+    tok = make_char_tokenizer()
+    model = make_toy_model(tok, seed=0, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
+    model.generation_config.eos_token_id = [tok.eos_token_id, 7]  # an extra stop token
+    seen: dict[str, Any] = {}
+
+    def fake_generate(input_ids: torch.Tensor, attention_mask: torch.Tensor, generation_config):
+        seen["cfg"], seen["rows"] = generation_config, input_ids.shape[0]
+        return torch.cat([input_ids, torch.full((input_ids.shape[0], 1), 1)], dim=1)
+
+    model.generate = fake_generate
+    HFGenerator(model, tok).generate(["1+2="], n=3, sampling=sampling, seed=0)
+    cfg = seen["cfg"]
+    with tempfile.TemporaryDirectory() as tmp:
+        mod = make_fake_vllm()
+        sys.modules["vllm"] = mod
+        try:
+            gen = VLLMGenerator.from_model(model, tok, tmp)
+            gen.generate(["1+2="], n=3, sampling=sampling, seed=0)
+        finally:
+            del sys.modules["vllm"]
+    kw = mod.calls["generate"][-1][1][0].kwargs
+    assert seen["rows"] == kw["n"] == 3  # n samples per prompt
+    assert cfg.max_new_tokens == kw["max_tokens"] == sampling.max_new_tokens
+    assert cfg.do_sample == (kw["temperature"] > 0) == (not sampling.greedy)
+    if not sampling.greedy:
+        assert cfg.temperature == kw["temperature"] and cfg.top_p == kw["top_p"]
+        assert cfg.top_k == 0 and "top_k" not in kw  # no top-k truncation in either
+    assert sorted(cfg.eos_token_id) == kw["stop_token_ids"] == [tok.eos_token_id, 7]
+    assert kw["ignore_eos"] is False
