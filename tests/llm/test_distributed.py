@@ -176,3 +176,66 @@ def test_checkpoint_roundtrip_single_process(tmp_path: Path) -> None:
     assert unwrap_model(other) is other
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_full_checkpoint(tmp_path / "missing.pt", other)
+
+
+# ----------------------------------------------------------------------------- Stage 1 by rank
+
+
+def _stage1_rows() -> list[dict[str, str]]:
+    return [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(10)]
+
+
+def _boxed_match(prompts: list[str], completions: list[str], answer: list[str], **_: Any):
+    return [
+        1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in zip(completions, answer, strict=True)
+    ]
+
+
+def _stage1(out: Path) -> Any:
+    from fakes import FakeGenerator
+
+    from astarpo.llm.generation import SamplingConfig
+    from astarpo.llm.parallel import estimate_values_by_rank
+
+    rows = _stage1_rows()
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
+    return estimate_values_by_rank(
+        gen,
+        rows,
+        out_path=out,
+        reward_funcs=[_boxed_match],
+        n_samples=6,
+        beta1=0.5,
+        sampling=SamplingConfig(8, 1.0),
+        seed=3,
+        batch_size=1,  # batch seeds come from the batch's prompts: 1 makes them shard-free
+        progress=False,
+    )
+
+
+def _stage1_worker(rank: int, world_size: int, port: int, out: str) -> None:
+    os.environ.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_RANK=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
+    table = _stage1(Path(out) / "v.jsonl")
+    torch.save(sorted((r.prompt, r.v_star) for r in table), Path(out) / f"rank{rank}.pt")
+    torch.distributed.destroy_process_group()
+
+
+def test_stage1_by_rank_merges_to_the_one_process_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from astarpo.llm.value import part_path
+
+    mp.spawn(_stage1_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    assert part_path(tmp_path / "v.jsonl", 0, 2).is_file()
+    assert part_path(tmp_path / "v.jsonl", 1, 2).is_file()
+    rank0 = torch.load(tmp_path / "rank0.pt")
+    assert rank0 == torch.load(tmp_path / "rank1.pt") and len(rank0) == 10
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    single = _stage1(tmp_path / "single.jsonl")
+    assert sorted((r.prompt, r.v_star) for r in single) == rank0
