@@ -11,7 +11,7 @@ download), makes the reference, and runs one step: policy forward, reference for
 and the measured peak: on CPU the growth of the process's peak RSS (``ru_maxrss``) over its
 RSS after imports, on CUDA ``torch.cuda.max_memory_allocated``.
 
-    python benchmarks/lora_memory.py                    # CPU, ~21M-parameter model
+    python benchmarks/lora_memory.py                    # CPU, ~23M-parameter model
     python benchmarks/lora_memory.py --device cuda --hidden 1024 --layers 16
 """
 

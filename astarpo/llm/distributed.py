@@ -25,6 +25,7 @@ averages the ``W`` gradients, which is the gradient of the mean loss over all ``
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import os
 from collections.abc import Mapping
@@ -115,7 +116,9 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
 
     A single process (no ``WORLD_SIZE`` or ``WORLD_SIZE=1``) gets ``DistInfo()`` and no process
     group. Otherwise the default group is created (once; a second call reuses it) with ``nccl``
-    when CUDA is available and ``gloo`` on CPU, and the CUDA device is set to ``LOCAL_RANK``.
+    when CUDA is available and ``gloo`` on CPU, the CUDA device is set to ``LOCAL_RANK`` (so
+    ``"cuda"`` means this rank's GPU: call this before loading a model), and the group is
+    destroyed at interpreter exit.
 
     Args:
         backend: ``"nccl"``, ``"gloo"`` or ``None`` (choose as above).
@@ -138,6 +141,7 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
             world_size=info.world_size,
             timeout=datetime.timedelta(seconds=timeout_s),
         )
+        atexit.register(cleanup_distributed)  # a clean exit even if the caller forgets
     return info
 
 
