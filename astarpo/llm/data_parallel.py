@@ -23,7 +23,8 @@ weighted quantities (the entropy bonus's token mean) are averaged per rank, so w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,25 @@ class DataParallel:
     def reduce(self, metrics: dict[str, float]) -> dict[str, float]:
         """Mean of each metric over ranks."""
         return all_reduce_metrics(metrics)
+
+    @contextlib.contextmanager
+    def gradient_sync(self, model: nn.Module, sync: bool) -> Iterator[None]:
+        """Context for one micro-batch's forward and backward: with ``sync=False`` gradients
+        accumulate locally (DDP ``no_sync``, FSDP2 ``set_requires_gradient_sync(False)``) and
+        are reduced with the last micro-batch's (``sync=True``)."""
+        if sync or not self.info.distributed:
+            yield
+        elif isinstance(model, nn.parallel.DistributedDataParallel):
+            with model.no_sync():
+                yield
+        elif _is_fsdp(model):
+            model.set_requires_gradient_sync(False)  # type: ignore[operator]
+            try:
+                yield
+            finally:
+                model.set_requires_gradient_sync(True)  # type: ignore[operator]
+        else:
+            yield
 
     def average_gradients(self, params: Sequence[torch.Tensor]) -> None:
         """Average the gradients of parameters outside the DDP/FSDP module (e.g. a critic)."""

@@ -304,7 +304,8 @@ class Trainer:
         for s in range(0, len(mb), size):
             micro = mb.select(torch.arange(s, min(s + size, len(mb))))
             w = len(micro) / len(mb)
-            with self._autocast():
+            last = s + size >= len(mb)  # gradients are all-reduced on the last micro-batch only
+            with self.dp.gradient_sync(self.train_model, last), self._autocast():
                 out = sequence_logprobs(
                     self.train_model,
                     micro.packed,
@@ -314,7 +315,7 @@ class Trainer:
                 loss, metrics = self.algorithm.loss(out, micro)
                 entropy = out.entropy_mean()
                 total = loss - args.entropy_coef * entropy if args.entropy_coef else loss
-            (total * w).backward()
+                (total * w).backward()
             kl = 0.0
             if micro.logp_ref is not None:
                 kl = float((out.logp.detach() - micro.logp_ref).mean())

@@ -142,7 +142,8 @@ def test_resume_two_process_checkpoint_in_one_process(
     one_process: tuple[Path, Any], tmp_path: Path
 ) -> None:
     ref_out, ref_state = one_process
-    run_two(tmp_path, max_steps=2)
+    # 2 rows per rank and minibatch in 2 micro-batches: gradients reduced once (no_sync).
+    run_two(tmp_path, max_steps=2, micro_batch_size=1)
     resumed = make_trainer(str(tmp_path))  # 1 process, max_steps=3
     resumed.train(resume=True)
     assert resumed.step_count == 3
