@@ -47,7 +47,7 @@ from astarpo.llm.distributed import (
 from astarpo.llm.generation import Generator, Rollout, SamplingConfig
 from astarpo.llm.parallel import ChunkSeededGenerator, gather_rollout, gather_rows
 
-__all__ = ["DataParallel", "NullLogger"]
+__all__ = ["DataParallel", "NullLogger", "save_final_model"]
 
 
 class NullLogger:
@@ -290,6 +290,31 @@ class DataParallel:
         if self.is_main:
             return MetricsLogger(output_dir, tensorboard, resume_step)
         return NullLogger()
+
+
+def save_final_model(model: nn.Module, tokenizer: Any, path: str | Path) -> Path:
+    """Save the trained policy as a plain Hugging Face model directory, once (rank 0).
+
+    Works for a plain, DDP, FSDP2 (shards gathered: every rank must call it) or LoRA policy
+    (adapters merged into the weights, so ``AutoModelForCausalLM.from_pretrained(path)`` loads
+    the trained policy without peft).
+
+    Returns:
+        ``path``.
+    """
+    from astarpo.llm.distributed import is_main_process
+    from astarpo.llm.vllm_backend import weights_for_vllm
+
+    path = Path(path)
+    state = {name: t.detach().cpu().clone() for name, t in weights_for_vllm(model)}
+    if is_main_process():
+        inner: Any = unwrap_model(model)
+        base = inner.get_base_model() if hasattr(inner, "get_base_model") else inner
+        base.save_pretrained(path, state_dict=state)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(path)
+    barrier()
+    return path
 
 
 def _index_to_fqn(

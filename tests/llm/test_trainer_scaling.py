@@ -73,3 +73,21 @@ def test_vllm_backend_is_synced_after_every_update(
     # Per-prompt seeds of the global batch positions reach vLLM.
     params = mod.calls["generate"][-1][1]
     assert len({p.kwargs["seed"] for p in params}) == len(params) == 8
+
+
+def test_final_lora_model_is_saved_merged(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from astarpo.llm.data_parallel import save_final_model
+
+    tr = make_trainer(str(tmp_path / "run"), lora_r=4, lora_alpha=8, learning_rate=0.05)
+    tr.step()
+    save_final_model(tr.model, tr.tokenizer, tmp_path / "final")
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "final", local_files_only=True)
+    batch = tr.last_batch
+    assert batch is not None
+    with torch.no_grad():
+        expected = sequence_logprobs(tr.model, batch.packed).logp
+        got = sequence_logprobs(loaded, batch.packed).logp
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert not any("lora" in k for k in loaded.state_dict())
