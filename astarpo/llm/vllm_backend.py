@@ -191,7 +191,8 @@ class VLLMGenerator:
             the HF backend).
         eos_token_ids: Tokens that end a response (default: the tokenizer's EOS; ``from_model``
             adds the model's ``generation_config.eos_token_id``, as the HF backend does).
-        **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``enforce_eager=True``).
+        **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``enforce_eager=True``). Under
+            ``torchrun`` ``distributed_executor_backend="external_launcher"`` is the default.
 
     Raises:
         ImportError: vLLM is not installed (the message names the ``vllm`` extra).
@@ -218,6 +219,12 @@ class VLLMGenerator:
             )
         vllm = _import_vllm()
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        from astarpo.llm.distributed import dist_info_from_env
+
+        if dist_info_from_env().distributed:
+            # Under torchrun: one engine per rank inside the torchrun processes (vLLM's
+            # torchrun-compatible executor), each sampling its own rank's prompts.
+            llm_kwargs.setdefault("distributed_executor_backend", "external_launcher")
         self._vllm = vllm
         self.tokenizer = tokenizer
         self.add_special_tokens = add_special_tokens

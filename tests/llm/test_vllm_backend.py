@@ -182,6 +182,16 @@ def test_engine_arguments(fake_vllm: types.ModuleType) -> None:
     assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     with pytest.raises(ValueError, match="gpu_memory_utilization"):
         VLLMGenerator("m", FakeTokenizer(), gpu_memory_utilization=1.5)
+    assert "distributed_executor_backend" not in init
+
+
+def test_engine_under_torchrun_uses_external_launcher(
+    fake_vllm: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    VLLMGenerator("m", FakeTokenizer())
+    assert fake_vllm.calls["llm_init"]["distributed_executor_backend"] == "external_launcher"
 
 
 def test_generate_builds_prompt_major_rollout(fake_vllm: types.ModuleType) -> None:
