@@ -105,7 +105,8 @@ def _train(
     return losses, opt
 
 
-def _worker(rank: int, world_size: int, port: int, strategy: str, out: str) -> None:
+def _worker(rank: int, world_size: int, port: int, out: str) -> None:
+    """Both strategies in the same 2 processes (process start-up dominates the cost)."""
     os.environ.update(
         RANK=str(rank),
         WORLD_SIZE=str(world_size),
@@ -116,18 +117,22 @@ def _worker(rank: int, world_size: int, port: int, strategy: str, out: str) -> N
     torch.set_num_threads(1)
     info = init_distributed()
     assert info == DistInfo(rank, world_size, rank)
-    model = wrap_model(_make_model(), strategy, info=info)  # type: ignore[arg-type]
-    losses, opt = _train(model, rank, world_size)
-    save_full_checkpoint(Path(out) / "ckpt.pt", model, opt, extra={"losses": losses})
-    reduced = all_reduce_metrics({"rank": float(rank), "one": 1.0})
-    if rank == 0:
-        torch.save({"reduced": reduced, "losses": losses}, Path(out) / "result.pt")
+    for strategy in ("ddp", "fsdp"):
+        model = wrap_model(_make_model(), strategy, info=info)
+        losses, opt = _train(model, rank, world_size)
+        path = Path(out) / f"{strategy}.pt"
+        save_full_checkpoint(path, model, opt, extra={"losses": losses})
+        reduced = all_reduce_metrics({"rank": float(rank), "one": 1.0})
+        if rank == 0:
+            torch.save({"reduced": reduced, "losses": losses}, Path(out) / f"{strategy}-result.pt")
     torch.distributed.destroy_process_group()
 
 
-def _run_two(strategy: str, out: Path) -> dict[str, Any]:
-    mp.spawn(_worker, args=(2, _free_port(), strategy, str(out)), nprocs=2, join=True)
-    return torch.load(out / "result.pt", weights_only=False)
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("two")
+    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +144,10 @@ def one_process() -> tuple[list[float], dict[str, torch.Tensor]]:
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
 def test_two_processes_match_one(
-    strategy: str, tmp_path: Path, one_process: tuple[list[float], dict[str, torch.Tensor]]
+    strategy: str, two_processes: Path, one_process: tuple[list[float], dict[str, torch.Tensor]]
 ) -> None:
     ref_losses, ref_state = one_process
-    result = _run_two(strategy, tmp_path)
+    result = torch.load(two_processes / f"{strategy}-result.pt", weights_only=False)
     # Mean of the two ranks' metric: (0 + 1) / 2.
     assert result["reduced"] == {"rank": 0.5, "one": 1.0}
     # Loss of the global batch = mean of the two equal halves' losses.
@@ -153,11 +158,11 @@ def test_two_processes_match_one(
         for p in restored.parameters():
             p.zero_()
     opt = torch.optim.SGD(restored.parameters(), lr=0.1, momentum=0.9)
-    extra = load_full_checkpoint(tmp_path / "ckpt.pt", restored, opt)
+    extra = load_full_checkpoint(two_processes / f"{strategy}.pt", restored, opt)
     assert extra["losses"] == result["losses"]
     for name, value in restored.state_dict().items():
         torch.testing.assert_close(value, ref_state[name], rtol=1e-12, atol=1e-12)
-    assert not (tmp_path / "ckpt.pt.tmp").exists()
+    assert not (two_processes / f"{strategy}.pt.tmp").exists()
 
 
 def test_checkpoint_roundtrip_single_process(tmp_path: Path) -> None:
