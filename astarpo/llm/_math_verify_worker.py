@@ -8,6 +8,7 @@ timeouts (the pool enforces the deadline by killing the worker).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
@@ -16,12 +17,17 @@ logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
+_DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not an escaped dollar sign
 
 
 def gold_text(answer: str) -> str:
-    """The gold answer as math-verify should read it: bare answers are wrapped in ``$...$``."""
+    """The gold answer as math-verify should read it: bare answers are wrapped in ``$...$``.
+
+    A gold that already has math delimiters (an unescaped ``$``, ``\\(``, ``\\[``) or a
+    ``\\boxed`` is kept; ``\\$36`` (an escaped dollar sign) counts as bare.
+    """
     text = answer.strip()
-    if "$" in text or "\\boxed" in text or "\\(" in text or "\\[" in text:
+    if _DOLLAR.search(text) or "\\boxed" in text or "\\(" in text or "\\[" in text:
         return text
     return f"${text}$"
 
@@ -52,3 +58,8 @@ def score(item: dict[str, Any]) -> dict[str, Any]:
         timeout_seconds=None,
     )
     return {"score": 1.0 if ok else 0.0}
+
+
+# Warm-up: the first parse/verify builds grammars and caches (about a second); pay it while the
+# worker starts, not inside the first item's deadline.
+score({"completion": "\\boxed{\\frac{1}{2}}", "gold": "0.5"})

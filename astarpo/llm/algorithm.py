@@ -196,6 +196,11 @@ class AStarPO:
     needs_v_star: bool = True
     needs_old_logprobs: bool = False
 
+    @classmethod
+    def from_config(cls, config: Any) -> AStarPO:
+        """The algorithm of an :class:`~astarpo.llm.config.AStarPOConfig` (uses ``beta2``)."""
+        return cls(beta2=config.beta2)
+
     def modules(self) -> list[torch.nn.Module]:
         """A*-PO has no trainable module besides the policy."""
         return []

@@ -97,16 +97,24 @@ def make_toy_model(tokenizer: Any, seed: int = 0, **overrides: Any) -> Any:
     return model
 
 
-def addition_task(n: int, seed: int = 0, digits: int = 2) -> list[dict[str, str]]:
+def addition_task(
+    n: int, seed: int = 0, digits: int = 2, zero_pad: bool = False
+) -> list[dict[str, str]]:
     """``n`` distinct addition problems with operands below ``10**digits``.
 
     Problems are drawn without replacement, so slicing one call (``rows[:k]``, ``rows[k:]``)
     gives disjoint train and held-out sets.
 
+    With ``zero_pad=True`` operands have exactly ``digits`` digits and the answer
+    ``digits + 1`` (``"07+34="`` -> ``"041"``): every digit sits at a fixed position, which a
+    tiny model learns several times faster (the demo uses it; in a pilot, 600 SFT steps gave
+    0.54 sampled accuracy padded against 0.05 unpadded).
+
     Args:
         n: Number of problems, at most ``100**digits``.
         seed: Seed of the draw.
         digits: Digits of each operand (2: operands 0..99).
+        zero_pad: Fixed-width operands and answer.
 
     Returns:
         Rows ``{"problem": "12+34=", "answer": "46", "prompt": "12+34="}`` (``prompt`` is the
@@ -123,6 +131,9 @@ def addition_task(n: int, seed: int = 0, digits: int = 2) -> list[dict[str, str]
     rows = []
     for c in codes.tolist():
         a, b = divmod(int(c), hi)
-        problem = f"{a}+{b}="
-        rows.append({"problem": problem, "answer": str(a + b), "prompt": problem})
+        if zero_pad:
+            problem, answer = f"{a:0{digits}d}+{b:0{digits}d}=", f"{a + b:0{digits + 1}d}"
+        else:
+            problem, answer = f"{a}+{b}=", str(a + b)
+        rows.append({"problem": problem, "answer": answer, "prompt": problem})
     return rows

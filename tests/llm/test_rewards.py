@@ -56,13 +56,14 @@ def test_math_verify_boxed_first(mv):
 
 
 def test_math_verify_gold_with_dollars_and_latex(mv):
-    golds = [r"$\frac{1}{2 n+2}$", r"\left( 3, \frac{\pi}{2} \right)", r"\text{Evelyn}"]
+    golds = [r"$\frac{1}{2 n+2}$", r"\left( 3, \frac{\pi}{2} \right)", r"\text{Evelyn}", r"\$18.90"]
     completions = [
         r"\boxed{\frac{1}{2n+2}}",
         r"\boxed{(3, \frac{\pi}{2})}",
         r"\boxed{\text{Evelyn}}",
+        r"\boxed{18.9}",
     ]
-    assert mv(["p"] * 3, completions, golds) == [1.0, 1.0, 1.0]
+    assert mv(["p"] * 4, completions, golds) == [1.0, 1.0, 1.0, 1.0]
 
 
 def test_hanging_completion_scores_zero_within_timeout(mv):

@@ -46,3 +46,14 @@ def test_addition_task_answers_and_disjoint_split():
     assert rows != addition_task(500, seed=2)
     with pytest.raises(ValueError, match="n must be"):
         addition_task(10_001, seed=0)
+
+
+def test_zero_padded_addition():
+    rows = addition_task(200, seed=3, zero_pad=True)
+    for r in rows:
+        assert len(r["problem"]) == 6 and len(r["answer"]) == 3
+        a, b = r["problem"].rstrip("=").split("+")
+        assert int(r["answer"]) == int(a) + int(b)
+    # Same draw as the unpadded task, only formatted differently.
+    plain = addition_task(200, seed=3)
+    assert [int(r["answer"]) for r in rows] == [int(r["answer"]) for r in plain]
