@@ -143,6 +143,11 @@ class TrainConfig:
         SamplingConfig(self.max_new_tokens, self.temperature, self.top_p)  # validates
         if self.parallel not in ("ddp", "fsdp"):
             raise ValueError(f"parallel must be 'ddp' or 'fsdp', got {self.parallel!r}.")
+        if self.parallel == "fsdp" and self.lora_r:
+            raise ValueError(
+                "parallel='fsdp' with lora_r > 0 is not supported: use parallel='ddp' with LoRA "
+                "(the frozen base is shared with the reference), or FSDP2 without LoRA."
+            )
         if self.generation_backend not in ("hf", "vllm"):
             raise ValueError(
                 f"generation_backend must be 'hf' or 'vllm', got {self.generation_backend!r}."

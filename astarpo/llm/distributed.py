@@ -255,12 +255,21 @@ def wrap_model(
 
     Returns:
         The module to train.
+
+    Raises:
+        ValueError: FSDP2 was asked for a peft (LoRA) model (not supported; use DDP).
     """
     info = dist_info_from_env() if info is None else info
     if strategy not in ("none", "ddp", "fsdp"):
         raise ValueError(f"strategy must be 'none', 'ddp' or 'fsdp', got {strategy!r}.")
     if strategy == "none" or not info.distributed:
         return model
+    if strategy == "fsdp" and hasattr(model, "get_base_model"):
+        raise ValueError(
+            "FSDP2 with a LoRA (peft) policy is not supported: use --parallel ddp with LoRA "
+            "(the frozen base is shared with the reference, so a replica per GPU is cheap), or "
+            "--parallel fsdp without --lora-r."
+        )
     if not dist.is_initialized():
         raise RuntimeError("wrap_model needs a process group: call init_distributed() first.")
     if strategy == "ddp":
@@ -269,8 +278,7 @@ def wrap_model(
         return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     from torch.distributed.fsdp import fully_shard
 
-    base: Any = model.get_base_model() if hasattr(model, "get_base_model") else model  # type: ignore[operator]
-    layers = getattr(getattr(base, "model", None), "layers", None)
+    layers = getattr(getattr(model, "model", None), "layers", None)
     if isinstance(layers, nn.ModuleList):
         for layer in layers:
             fully_shard(layer)

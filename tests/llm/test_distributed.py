@@ -59,6 +59,25 @@ def test_dist_info_from_env() -> None:
         dist_info_from_env({"RANK": "4", "WORLD_SIZE": "4"})
 
 
+def test_fsdp_with_lora_is_refused() -> None:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from astarpo.llm.lora import apply_lora
+
+    config = Qwen2Config(
+        vocab_size=16,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=32,
+    )
+    policy = apply_lora(Qwen2ForCausalLM(config), r=2, seed=0)
+    with pytest.raises(ValueError, match="parallel ddp"):
+        wrap_model(policy, "fsdp", info=DistInfo(0, 2))
+    assert wrap_model(policy, "fsdp", info=DistInfo()) is policy  # one process: unchanged
+
+
 def test_single_process_is_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert init_distributed() == DistInfo()

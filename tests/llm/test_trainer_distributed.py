@@ -152,6 +152,21 @@ def test_resume_two_process_checkpoint_in_one_process(
         torch.testing.assert_close(value, ref_state[name], rtol=1e-4, atol=1e-5)
 
 
+def test_scaling_config_validation() -> None:
+    from astarpo.llm import AStarPOConfig
+
+    for kw, msg in [
+        ({"parallel": "zero3"}, "parallel"),
+        ({"parallel": "fsdp", "lora_r": 8}, "not supported"),
+        ({"generation_backend": "sglang"}, "generation_backend"),
+        ({"vllm_gpu_memory_utilization": 0.0}, "vllm_gpu_memory_utilization"),
+        ({"seed_chunk_size": -1}, "seed_chunk_size"),
+        ({"lora_r": -1}, "lora_r"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            AStarPOConfig(**kw)
+
+
 def test_batch_must_split_evenly() -> None:
     from astarpo.llm.data_parallel import DataParallel
     from astarpo.llm.distributed import DistInfo
