@@ -328,3 +328,31 @@ def test_parameters_match_the_hf_backend(sampling: SamplingConfig) -> None:
         assert cfg.top_k == 0 and "top_k" not in kw  # no top-k truncation in either
     assert sorted(cfg.eos_token_id) == kw["stop_token_ids"] == [tok.eos_token_id, 7]
     assert kw["ignore_eos"] is False
+
+
+def test_stage1_cli_with_vllm_backend(
+    fake_vllm: types.ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from astarpo.cli import main
+    from astarpo.llm.toy import make_char_tokenizer, make_toy_model
+
+    tok = make_char_tokenizer()
+    model_dir = tmp_path / "model"
+    make_toy_model(tok, hidden_size=32, intermediate_size=64, num_hidden_layers=1).save_pretrained(
+        model_dir
+    )
+    tok.save_pretrained(model_dir)
+    data = tmp_path / "p.jsonl"
+    data.write_text(
+        "".join(json.dumps({"problem": f"{i}+1=", "answer": "9"}) + "\n" for i in range(3))
+    )
+    out = tmp_path / "v.jsonl"
+    args = ["value", "--model", str(model_dir), "--data", str(data), "--out", str(out)]
+    args += ["--template", "none", "--reward", "exact_match", "--n-samples", "2"]
+    args += ["--backend", "vllm", "--gpu-memory-utilization", "0.5", "--no-progress"]
+    assert main(args) == 0
+    assert fake_vllm.calls["llm_init"]["gpu_memory_utilization"] == 0.5
+    assert fake_vllm.calls["llm_init"]["model"] == str(model_dir)
+    assert "3 prompts" in capsys.readouterr().out
