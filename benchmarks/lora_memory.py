@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--modes", default="full+copy,lora+copy,lora", help="comma-separated")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = (args.device, args.hidden, args.layers, args.batch, args.seq)
@@ -83,12 +85,15 @@ def main() -> None:
         print(json.dumps(_step(args.child, *sizes)))
         return
     results = {}
-    for mode in ("full+copy", "lora+copy", "lora"):
+    for mode in args.modes.split(","):
         cmd = [sys.executable, __file__, "--child", mode]
         cmd += ["--device", args.device, "--hidden", str(args.hidden)]
         cmd += ["--layers", str(args.layers), "--batch", str(args.batch), "--seq", str(args.seq)]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         results[mode] = json.loads(out.strip().splitlines()[-1])
+    if args.json:
+        print(json.dumps(results))
+        return
     mib = 2.0**20
     print(f"device={args.device} hidden={args.hidden} layers={args.layers}")
     for mode, r in results.items():
@@ -96,8 +101,8 @@ def main() -> None:
             f"{mode:>9}: weights {r['weights_bytes'] / mib:8.1f} MiB, "
             f"peak {r['peak_bytes'] / mib:8.1f} MiB"
         )
-    lora = results["lora"]
-    for other in ("lora+copy", "full+copy"):
+    lora = results.get("lora")
+    for other in [m for m in ("lora+copy", "full+copy") if m in results and lora]:
         sep = results[other]
         print(
             f"lora / {other}: weights {lora['weights_bytes'] / sep['weights_bytes']:.3f}, "
