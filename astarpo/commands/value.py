@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
 
+    quiet = False
     if args.import_official:
         table = ValueTable.from_official(args.import_official, beta1=args.beta1)
         table.save(args.out)
@@ -133,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             from astarpo.llm.parallel import estimate_values_by_rank
 
             stage1 = estimate_values_by_rank
+            quiet = not dist_info.is_main  # every rank returns the merged table: print once
         table = stage1(
             generator,
             rows,
@@ -147,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             provenance={"model": args.model, "data": args.data, "template": args.template},
             progress=not args.no_progress,
         )
+    if quiet:
+        return 0
     v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
     wrong = sum(r.pass_rate == 0 for r in table)
     print(
