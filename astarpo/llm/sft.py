@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -136,8 +137,8 @@ def cached_sft(
         progress: Show a tqdm bar while training.
 
     Returns:
-        ``(model, info)`` with ``info = {"cached": bool, "path": str, "seconds": float,
-        "final_loss": float}`` (``seconds`` and ``final_loss`` of the run that made the cache).
+        ``(model, info)``; ``info`` has keys ``cached`` (bool), ``path``, ``seconds`` and
+        ``final_loss`` (the last two from the run that made the cache).
     """
     from tqdm.auto import tqdm
 
@@ -164,6 +165,8 @@ def cached_sft(
     tmp = root / f".tmp-{path.name}-{os.getpid()}"
     model.save_pretrained(tmp)
     (tmp / "sft_info.json").write_text(json.dumps(info))
-    if not path.exists():
+    if path.exists():  # another process made it meanwhile
+        shutil.rmtree(tmp)
+    else:
         tmp.rename(path)
     return model, {**info, "cached": False, "path": str(path)}

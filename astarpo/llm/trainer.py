@@ -439,10 +439,9 @@ class AStarPOTrainer(Trainer):
         ...     tokenizer=tokenizer)
         >>> trainer.train()  # doctest: +SKIP
 
-    Args:
-        model, ref_model, reward_funcs, train_dataset, v_star_table, tokenizer, generator,
-        eval_fn, eval_steps: As in :class:`Trainer`.
-        args: An :class:`~astarpo.llm.config.AStarPOConfig`.
+    The arguments are those of :class:`Trainer`, except that ``args`` is an
+    :class:`~astarpo.llm.config.AStarPOConfig` (default ``AStarPOConfig()``) and the algorithm
+    is built from it.
     """
 
     def __init__(
