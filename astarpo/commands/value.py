@@ -110,9 +110,12 @@ def run(args: argparse.Namespace) -> int:
 
         dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
         if args.backend == "vllm":
+            from astarpo.commands._model import load_tokenizer
             from astarpo.llm.vllm_backend import VLLMGenerator
 
-            model, tokenizer = None, _load_tokenizer(args.model)
+            if args.model == "toy":
+                raise SystemExit("error: --backend vllm needs --model DIR (a saved HF model).")
+            model, tokenizer = None, load_tokenizer(args.model)
             generator = VLLMGenerator(
                 args.model,
                 tokenizer,
@@ -166,12 +169,3 @@ def run(args: argparse.Namespace) -> int:
         f"all-wrong prompts {wrong}"
     )
     return 0
-
-
-def _load_tokenizer(spec: str | None) -> Any:
-    """The tokenizer of a local model directory (the vLLM backend loads the weights itself)."""
-    if not spec or spec == "toy":
-        raise SystemExit("error: --backend vllm needs --model DIR (a saved Hugging Face model).")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(spec, local_files_only=True)
