@@ -25,7 +25,10 @@ from typing import Any
 from astarpo.llm.config import AStarPOConfig
 from astarpo.llm.sft import SFTConfig
 
-__all__ = ["DemoConfig", "run_demo"]
+__all__ = ["HELDOUT_POOL", "DemoConfig", "run_demo"]
+
+#: Problems reserved for held-out evaluation (``n_test`` of them are used).
+HELDOUT_POOL = 1000
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,8 @@ class DemoConfig:
 
     Args:
         n_train: Training prompts (Stage 1 and Stage 2 draw from these).
-        n_test: Held-out problems (disjoint from every training and SFT problem).
+        n_test: Held-out problems (disjoint from every training and SFT problem), at most
+            :data:`HELDOUT_POOL`.
         n_sft: SFT examples (disjoint from the held-out set).
         sft: SFT settings.
         n_samples: N, reference samples per prompt in Stage 1.
@@ -57,13 +61,19 @@ class DemoConfig:
     seed: int = 0
     model: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.n_test <= HELDOUT_POOL:
+            raise ValueError(f"n_test must be in [1, {HELDOUT_POOL}], got {self.n_test}.")
+        if not 1 <= self.n_train <= self.n_sft:
+            raise ValueError(f"n_train must be in [1, n_sft={self.n_sft}], got {self.n_train}.")
+
     @classmethod
     def make(cls, quick: bool = False, out_dir: str = "runs/demo", seed: int = 0) -> DemoConfig:
         """The quick (about 3 minutes on 2 cores) or full demo settings."""
         train = AStarPOConfig(
             output_dir=str(Path(out_dir) / "train"),
             seed=seed,
-            max_steps=60 if quick else 300,
+            max_steps=100 if quick else 400,
             batch_size=64,
             learning_rate=1e-4,
             beta2=1e-3,
@@ -75,9 +85,9 @@ class DemoConfig:
             n_train=512 if quick else 2048,
             n_test=400 if quick else 1000,
             n_sft=8000,
-            sft=SFTConfig(steps=500, batch_size=64, learning_rate=2e-3),
+            sft=SFTConfig(steps=700, batch_size=64, learning_rate=2e-3),
             train=train,
-            eval_steps=10 if quick else 25,
+            eval_steps=25 if quick else 50,
             eval_samples=2 if quick else 4,
             seed=seed,
         )
@@ -130,8 +140,10 @@ def run_demo(
     cfg = config or DemoConfig.make(quick, str(out), seed)
     t_start = time.perf_counter()
     tokenizer = make_char_tokenizer()
-    problems = addition_task(cfg.n_test + cfg.n_sft, seed=cfg.seed, zero_pad=True)
-    test, sft_rows = problems[: cfg.n_test], problems[cfg.n_test :]
+    # The first HELDOUT_POOL problems are reserved for evaluation whatever n_test is, so the
+    # quick and full demos share the SFT data (and its cache).
+    problems = addition_task(HELDOUT_POOL + cfg.n_sft, seed=cfg.seed, zero_pad=True)
+    test, sft_rows = problems[: cfg.n_test], problems[HELDOUT_POOL:]
     train_rows = sft_rows[: cfg.n_train]
 
     # 1. SFT reference (cached).

@@ -192,3 +192,113 @@ def test_rollout_batch_select_keeps_rows_aligned():
 def test_config_validation(kw, msg):
     with pytest.raises(ValueError, match=msg):
         AStarPOConfig(**kw)
+
+
+def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
+    from astarpo.cli import main
+
+    data = tmp_path / "p.jsonl"
+    rows = addition_task(6, seed=0, zero_pad=True)
+    data.write_text("".join(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n"
+                            for r in rows))  # fmt: skip
+    common = ["--model", "toy", "--data", str(data), "--template", "none", "--reward",
+              "exact_match", "--max-new-tokens", "3", "--device", "cpu"]  # fmt: skip
+    v = tmp_path / "v.jsonl"
+    assert main(["value", *common, "--out", str(v), "--n-samples", "2", "--no-progress"]) == 0
+    out = tmp_path / "run"
+    train = ["train", *common, "--v-star", str(v), "--out", str(out), "--batch-size", "3",
+             "--progress", "false", "--tensorboard", "false", "--save-steps", "1"]  # fmt: skip
+    assert main([*train, "--max-steps", "2"]) == 0
+    assert (out / "final" / "config.json").exists()
+    assert main([*train, "--max-steps", "3", "--resume"]) == 0
+    steps = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["step"] == 3
+    # A V* table that lacks a training prompt: a clear error naming it.
+    data2 = tmp_path / "p2.jsonl"
+    extra = {"problem": "99+99=", "answer": "198"}
+    data2.write_text(data.read_text() + json.dumps(extra) + "\n")
+    with pytest.raises(KeyError, match=r"99\+99="):
+        main(["train", *common[:2], "--data", str(data2), *common[4:], "--v-star", str(v),
+              "--out", str(tmp_path / "r2"), "--max-steps", "1"])  # fmt: skip
+    with pytest.raises(SystemExit, match="beta2"):
+        main([*train, "--beta2", "-1"])
+
+
+def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
+    coef = 0.5
+    tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_grad_norm=0.0, entropy_coef=coef)
+    start = copy.deepcopy(tr.model)
+    captured = []
+    tr.optimizer.step = lambda *a, **k: captured.append(  # type: ignore[method-assign]
+        [p.grad.clone() for p in tr.model.parameters()]
+    )
+    tr.step()
+    b = tr.last_batch
+    out = sequence_logprobs(start, b.packed, entropy=True)
+    loss = advantage_regression_loss(out.logp, b.logp_ref, b.rewards, b.v_star, 1e-3, "mean")
+    (loss - coef * out.entropy_mean()).backward()
+    for g, p in zip(captured[0], start.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad, atol=1e-7, rtol=1e-4)
+
+
+class GroupAlgo:
+    """A GRPO-shaped test algorithm: G = 2 samples, old log-probs, a trainable critic."""
+
+    name = "group-test"
+    samples_per_prompt = 2
+    needs_reference = True
+    needs_v_star = False
+    needs_old_logprobs = True
+
+    def __init__(self):
+        self.critic = torch.nn.Linear(1, 1)
+        self.seen_groups = []
+        self.ratios = []
+
+    def modules(self):
+        return [self.critic]
+
+    def prepare(self, batch):
+        g = batch.rewards.view(-1, 2)
+        batch.extra["advantage"] = (g - g.mean(1, keepdim=True)).flatten()
+        return {"advantage/mean": float(batch.extra["advantage"].mean())}
+
+    def loss(self, out, mb):
+        self.seen_groups.append(mb.group.tolist())
+        ratio = torch.exp(out.logp - mb.logp_old)
+        self.ratios.append(float(ratio.detach().mean()))
+        value = self.critic(torch.ones(len(mb), 1)).squeeze(-1)
+        loss = -(ratio * mb.extra["advantage"]).mean() + ((value - mb.rewards) ** 2).mean()
+        return loss, {"ratio/mean": float(ratio.detach().mean())}
+
+
+def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
+    from astarpo.llm.config import TrainConfig
+    from astarpo.llm.trainer import Trainer
+
+    algo = GroupAlgo()
+    assert isinstance(algo, Algorithm)
+    cfg = TrainConfig(output_dir=str(tmp_path), max_steps=2, batch_size=4, minibatches=2,
+                      update_epochs=2, max_new_tokens=3, learning_rate=1e-2, progress=False,
+                      tensorboard=False)  # fmt: skip
+    model = make_toy_model(tokenizer, **TINY)
+    ref = make_toy_model(tokenizer, **TINY)
+    w0 = algo.critic.weight.detach().clone()
+    tr = Trainer(model, ref, [first_digit_reward], algo, cfg, ROWS, None, tokenizer)
+    hist = tr.train()
+    b = tr.last_batch
+    assert len(b) == 8 and b.group.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert b.prompts[0] == b.prompts[1] and b.logp_old is not None
+    # Every minibatch holds whole groups: 2 prompts x 2 samples; 2 epochs x 2 minibatches.
+    assert len(algo.seen_groups) == 2 * 2 * 2
+    for groups in algo.seen_groups:
+        assert len(groups) == 4 and groups[0] == groups[1] and groups[2] == groups[3]
+    # The first minibatch of each step sees ratio 1 (old = current before any update).
+    assert algo.ratios[0] == pytest.approx(1.0, abs=1e-5)
+    assert algo.ratios[4] == pytest.approx(1.0, abs=1e-5)
+    assert algo.ratios[3] != pytest.approx(1.0, abs=1e-5)
+    assert "ratio/mean" in hist[-1] and not torch.equal(w0, algo.critic.weight)
+    state = torch.load(tmp_path / "checkpoint-2" / "trainer_state.pt", weights_only=False)
+    torch.testing.assert_close(state["modules"][0]["weight"], algo.critic.weight)
