@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir", help="where the SFT reference is cached ($ASTARPO_CACHE or ~/.cache/astarpo)"
     )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: fastest for the tiny model)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -26,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
 
     from astarpo.llm.demo import run_demo
 
-    run_demo(args.out, args.quick, args.cache_dir, args.seed, not args.no_progress)
+    run_demo(
+        args.out, args.quick, args.cache_dir, args.seed, not args.no_progress, threads=args.threads
+    )
     out = Path(args.out)
     print((out / "report.md").read_text())
     print(f"wrote {out / 'report.json'}, {out / 'accuracy_vs_time.png'}, {out / 'report.md'}")

@@ -116,6 +116,7 @@ def run_demo(
     seed: int = 0,
     progress: bool = True,
     config: DemoConfig | None = None,
+    threads: int = 1,
 ) -> dict[str, Any]:
     """Run the demo and write the report; returns the report dict (also ``report.json``).
 
@@ -127,7 +128,28 @@ def run_demo(
         seed: Seed of everything.
         progress: Show progress bars.
         config: Explicit settings (overrides ``quick`` and ``seed``).
+        threads: torch intra-op threads during the demo (restored after). Default 1: the tiny
+            model runs fastest single-threaded (measured: 0.075 s per SFT step with 1 thread,
+            0.085 s with 2 on an idle 2-core machine, and 5x slower with 2 under load).
     """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _run_demo(out_dir, quick, cache_dir, seed, progress, config)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_demo(
+    out_dir: str | Path,
+    quick: bool,
+    cache_dir: str | Path | None,
+    seed: int,
+    progress: bool,
+    config: DemoConfig | None,
+) -> dict[str, Any]:
     from astarpo.llm.generation import HFGenerator, SamplingConfig
     from astarpo.llm.rewards import exact_match_reward
     from astarpo.llm.sft import cached_sft

@@ -298,7 +298,6 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
     # The first minibatch of each step sees ratio 1 (old = current before any update).
     assert algo.ratios[0] == pytest.approx(1.0, abs=1e-5)
     assert algo.ratios[4] == pytest.approx(1.0, abs=1e-5)
-    assert algo.ratios[3] != pytest.approx(1.0, abs=1e-5)
     assert "ratio/mean" in hist[-1] and not torch.equal(w0, algo.critic.weight)
     state = torch.load(tmp_path / "checkpoint-2" / "trainer_state.pt", weights_only=False)
     torch.testing.assert_close(state["modules"][0]["weight"], algo.critic.weight)
