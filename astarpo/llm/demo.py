@@ -85,7 +85,7 @@ class DemoConfig:
             n_train=512 if quick else 2048,
             n_test=400 if quick else 1000,
             n_sft=8000,
-            sft=SFTConfig(steps=700, batch_size=64, learning_rate=2e-3),
+            sft=SFTConfig(steps=1000, batch_size=64, learning_rate=2e-3),
             train=train,
             eval_steps=25 if quick else 50,
             eval_samples=2 if quick else 4,
