@@ -131,10 +131,13 @@ def run(args: argparse.Namespace) -> int:
     algorithm = factory(cfg)
     if not args.data:
         raise SystemExit("error: --data is required (a .jsonl, .json or .parquet prompt file).")
+    from astarpo.llm.distributed import init_distributed
+
+    dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
     ref = None
-    if algorithm.needs_reference:
+    if algorithm.needs_reference and not cfg.lora_r:  # LoRA: the reference is the base model
         ref, _ = load_model(args.ref_model or args.model, args.device, args.dtype)
     if hasattr(algorithm, "attach_critic"):  # PPO: the critic starts as a copy of the reference
         algorithm.attach_critic(ref if ref is not None else model)
@@ -159,10 +162,12 @@ def run(args: argparse.Namespace) -> int:
     rewards = build_rewards(args.reward, args.reward_timeout, default="math_verify")
     trainer = Trainer(model, ref, rewards, algorithm, cfg, rows, table, tokenizer)
     history = trainer.train(resume=args.resume)
-    final = Path(args.out) / "final"
-    model.save_pretrained(final)
-    tokenizer.save_pretrained(final)
+    from astarpo.llm.data_parallel import save_final_model
+
+    # Written once (rank 0); FSDP2 shards gathered, LoRA adapters merged.
+    final = save_final_model(trainer.model, tokenizer, Path(args.out) / "final")
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
-    print(json.dumps({k: last.get(k) for k in keys} | {"final_model": str(final)}))
+    if dist_info.is_main:
+        print(json.dumps({k: last.get(k) for k in keys} | {"final_model": str(final)}))
     return 0

@@ -12,6 +12,7 @@ Three modes:
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from astarpo.commands._model import (
     add_data_arguments,
@@ -36,7 +37,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-size", type=int, default=8, help="prompts per generate call; keep it when resuming"
     )
-    parser.add_argument("--shard", help="'i/k': only shard i of k; 'auto': RANK/WORLD_SIZE")
+    parser.add_argument(
+        "--shard",
+        help="'i/k': only shard i of k; 'auto': RANK/WORLD_SIZE. Under torchrun without "
+        "--shard, each rank takes its shard and rank 0 merges the parts into --out.",
+    )
+    parser.add_argument(
+        "--backend", default="hf", choices=["hf", "vllm"], help="generation backend (hf)"
+    )
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        help="share of GPU memory for vLLM (--backend vllm; default 0.9: Stage 1 is alone)",
+    )
     parser.add_argument("--merge", type=int, metavar="K", help="merge the K part files of --out")
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
@@ -71,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
 
+    quiet = False
     if args.import_official:
         tok = None
         if args.chat_template:
@@ -91,7 +106,26 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(
                 "error: --data is required to estimate V* (or use --merge/--import-official)."
             )
-        model, tokenizer = load_model(args.model, args.device, args.dtype)
+        from astarpo.llm.distributed import init_distributed
+
+        dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
+        if args.backend == "vllm":
+            from astarpo.commands._model import load_tokenizer
+            from astarpo.llm.vllm_backend import VLLMGenerator
+
+            if args.model == "toy":
+                raise SystemExit("error: --backend vllm needs --model DIR (a saved HF model).")
+            model, tokenizer = None, load_tokenizer(args.model)
+            generator = VLLMGenerator(
+                args.model,
+                tokenizer,
+                gpu_memory_utilization=args.gpu_memory_utilization,
+                dtype=args.dtype,
+                seed=args.seed,
+            )
+        else:
+            model, tokenizer = load_model(args.model, args.device, args.dtype)
+            generator = make_generator(model, tokenizer, args.gen_batch_size)
         rows = load_prompts(
             args.data,
             template=args.template,
@@ -104,20 +138,29 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
         rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
-        table = estimate_values(
-            make_generator(model, tokenizer, args.gen_batch_size),
+        stage1: Any = estimate_values
+        shard = parse_shard(args.shard)
+        if shard is None and dist_info.distributed:
+            from astarpo.llm.parallel import estimate_values_by_rank
+
+            stage1 = estimate_values_by_rank
+            quiet = not dist_info.is_main  # every rank returns the merged table: print once
+        table = stage1(
+            generator,
             rows,
-            rewards,
+            reward_funcs=rewards,
             n_samples=args.n_samples,
             beta1=args.beta1,
             sampling=SamplingConfig(args.max_new_tokens, args.temperature, args.top_p),
             out_path=args.out,
             seed=args.seed,
             batch_size=args.batch_size,
-            shard=parse_shard(args.shard),
+            **({"shard": shard} if shard is not None else {}),
             provenance={"model": args.model, "data": args.data, "template": args.template},
             progress=not args.no_progress,
         )
+    if quiet:
+        return 0
     v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
     wrong = sum(r.pass_rate == 0 for r in table)
     print(

@@ -79,6 +79,28 @@ class TrainConfig:
     )
     tensorboard: bool = _doc(True, "Also write TensorBoard event files to output_dir/tb.")
     progress: bool = _doc(True, "Show a tqdm progress bar.")
+    # Scaling up (docs/scaling.md): data parallelism, generation backend, LoRA.
+    parallel: str = _doc(
+        "ddp",
+        "Under torchrun: 'ddp' (a full replica per rank, gradients all-reduced) or 'fsdp' "
+        "(FSDP2 fully_shard: parameters, gradients and optimizer state sharded).",
+    )
+    seed_chunk_size: int = _doc(
+        0,
+        "Prompts per seeded generation chunk: 0 = one seed per step in one process and 1 "
+        "under torchrun; runs with the same non-zero value sample the same responses whatever "
+        "their world size.",
+    )
+    generation_backend: str = _doc("hf", "Rollout generation: 'hf' (transformers) or 'vllm'.")
+    vllm_gpu_memory_utilization: float = _doc(
+        0.3, "Share of GPU memory the colocated vLLM engine may take (weights + KV cache)."
+    )
+    lora_r: int = _doc(
+        0,
+        "LoRA rank; 0 = full fine-tuning. With LoRA the reference is the same model with its "
+        "adapters disabled (no second copy of the weights).",
+    )
+    lora_alpha: int = _doc(32, "LoRA scaling numerator (update = lora_alpha / lora_r * B A).")
 
     def __post_init__(self) -> None:
         ints = {
@@ -91,6 +113,9 @@ class TrainConfig:
             "generation_batch_size": 1,
             "save_steps": 0,
             "seed": 0,
+            "seed_chunk_size": 0,
+            "lora_r": 0,
+            "lora_alpha": 1,
         }
         for name, low in ints.items():
             v = getattr(self, name)
@@ -116,6 +141,22 @@ class TrainConfig:
                 f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}."
             )
         SamplingConfig(self.max_new_tokens, self.temperature, self.top_p)  # validates
+        if self.parallel not in ("ddp", "fsdp"):
+            raise ValueError(f"parallel must be 'ddp' or 'fsdp', got {self.parallel!r}.")
+        if self.parallel == "fsdp" and self.lora_r:
+            raise ValueError(
+                "parallel='fsdp' with lora_r > 0 is not supported: use parallel='ddp' with LoRA "
+                "(the frozen base is shared with the reference), or FSDP2 without LoRA."
+            )
+        if self.generation_backend not in ("hf", "vllm"):
+            raise ValueError(
+                f"generation_backend must be 'hf' or 'vllm', got {self.generation_backend!r}."
+            )
+        if not 0 < self.vllm_gpu_memory_utilization <= 1:
+            raise ValueError(
+                "vllm_gpu_memory_utilization must be in (0, 1], got "
+                f"{self.vllm_gpu_memory_utilization!r}."
+            )
 
     @property
     def sampling(self) -> SamplingConfig:

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from astarpo.llm.algorithm import Algorithm, AStarPO, RolloutBatch
-from astarpo.llm.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from astarpo.llm.checkpoint import latest_checkpoint
 from astarpo.llm.config import AStarPOConfig, TrainConfig
-from astarpo.llm.generation import Generator, HFGenerator
+from astarpo.llm.generation import Generator
 from astarpo.llm.logprobs import SequenceLogprobs, sequence_logprobs
 from astarpo.llm.metrics import MetricsLogger, peak_memory, timed
 
@@ -109,13 +109,24 @@ class Trainer:
     ) -> None:
         self.args = args
         self.algorithm = algorithm
-        self.device = resolve_device(args.device)
+        # Scaling hooks (astarpo.llm.data_parallel / lora / vllm_backend): identity in one
+        # process without LoRA; under torchrun, data parallelism over ranks.
+        from astarpo.llm.data_parallel import DataParallel
+        from astarpo.llm.lora import maybe_apply_lora
+
+        self.dp = DataParallel(args.parallel, args.seed_chunk_size)
+        self.dp.check_batch(args.batch_size, args.minibatches)
+        self.device = self.dp.device(resolve_device(args.device))
+        model, ref_model = maybe_apply_lora(
+            model, ref_model, args.lora_r, args.lora_alpha, args.seed
+        )
         self.model = model.to(self.device)
         self.ref_model = ref_model
         if algorithm.needs_reference:
             if ref_model is None:
                 raise ValueError(f"{algorithm.name} needs a frozen reference model (ref_model).")
             self.ref_model = ref_model.to(self.device).eval().requires_grad_(False)
+            self.ref_model = self.dp.prepare_reference(self.ref_model)
         self.reward_funcs = list(reward_funcs)
         self.rows = [dict(r) for r in train_dataset]
         if not self.rows:
@@ -138,7 +149,12 @@ class Trainer:
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
-        self.generator = generator or HFGenerator(model, tokenizer, args.generation_batch_size)
+        self.train_model = self.dp.wrap_policy(self.model)  # DDP/FSDP2 under torchrun
+        if generator is None:
+            from astarpo.llm.vllm_backend import build_generator
+
+            generator = build_generator(args, self.model, tokenizer)
+        self.generator = self.dp.wrap_generator(generator)
         self.modules = [m.to(self.device) for m in algorithm.modules()]
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.params += [p for m in self.modules for p in m.parameters() if p.requires_grad]
@@ -181,6 +197,9 @@ class Trainer:
         return self.args.micro_batch_size or rows
 
     def _logprobs_no_grad(self, model: Any, batch: RolloutBatch) -> SequenceLogprobs:
+        """Log-probs of every row: each rank computes its block of rows, then they are gathered."""
+        full = batch
+        batch = full.select(torch.tensor(self.dp.shard(len(full)), dtype=torch.long))
         parts = []
         step = self._micro(len(batch))
         with torch.no_grad(), self._autocast():
@@ -188,9 +207,9 @@ class Trainer:
                 idx = torch.arange(s, min(s + step, len(batch)))
                 parts.append(sequence_logprobs(model, batch.select(idx).packed))
         return SequenceLogprobs(
-            torch.cat([p.logp for p in parts]),
-            torch.cat([p.token_logp for p in parts]),
-            torch.cat([p.mask for p in parts]),
+            self.dp.gather_rows(torch.cat([p.logp for p in parts])),
+            self.dp.gather_rows(torch.cat([p.token_logp for p in parts])),
+            self.dp.gather_rows(torch.cat([p.mask for p in parts])),
         )
 
     # --------------------------------------------------------------- one step
@@ -203,12 +222,16 @@ class Trainer:
         record: dict[str, Any] = {"step": t}
 
         # 1. Prompts and generation.
-        idx = self._next_indices()
+        global_idx = self._next_indices()
+        positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
+        idx = [global_idx[i] for i in positions]
         prompts = [self.rows[i]["prompt"] for i in idx]
         n = algo.samples_per_prompt
         with timed(times, "generate", self.device):
             self.generator.sync_weights(self.model)
-            rollout = self.generator.generate(prompts, n, args.sampling, seed=_seed(args.seed, t))
+            rollout = self.dp.generate(
+                self.generator, prompts, n, args.sampling, _seed(args.seed, t), positions
+            )
 
         # 2. Rewards (other dataset columns repeated per sample).
         with timed(times, "reward"):
@@ -219,7 +242,9 @@ class Trainer:
             rewards, reward_metrics = compute_rewards(
                 self.reward_funcs, rollout.prompts, rollout.completions, columns
             )
-        record.update(reward_metrics)
+            rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
+        record.update(self.dp.reduce(reward_metrics))
+        idx = global_idx
         v_star = None
         if self.v_star is not None:
             v_star = np.repeat(self.v_star[idx], n)
@@ -249,7 +274,8 @@ class Trainer:
                 for m in range(args.minibatches):
                     chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
                     rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()
-                    stats = self._update(batch.select(rows))
+                    rows = rows[self.dp.shard(len(rows))]  # this rank's block of the minibatch
+                    stats = self.dp.reduce(self._update(batch.select(rows)))
                     for k, v in stats.items():
                         sums[k] = sums.get(k, 0.0) + v
                     n_updates += 1
@@ -278,14 +304,18 @@ class Trainer:
         for s in range(0, len(mb), size):
             micro = mb.select(torch.arange(s, min(s + size, len(mb))))
             w = len(micro) / len(mb)
-            with self._autocast():
+            last = s + size >= len(mb)  # gradients are all-reduced on the last micro-batch only
+            with self.dp.gradient_sync(self.train_model, last), self._autocast():
                 out = sequence_logprobs(
-                    self.model, micro.packed, entropy=True, entropy_grad=args.entropy_coef > 0
+                    self.train_model,
+                    micro.packed,
+                    entropy=True,
+                    entropy_grad=args.entropy_coef > 0,
                 )
                 loss, metrics = self.algorithm.loss(out, micro)
                 entropy = out.entropy_mean()
                 total = loss - args.entropy_coef * entropy if args.entropy_coef else loss
-            (total * w).backward()
+                (total * w).backward()
             kl = 0.0
             if micro.logp_ref is not None:
                 kl = float((out.logp.detach() - micro.logp_ref).mean())
@@ -293,6 +323,7 @@ class Trainer:
             parts.update(metrics)
             for k, v in parts.items():
                 stats[k] = stats.get(k, 0.0) + w * v
+        self.dp.average_gradients([p for m in self.modules for p in m.parameters()])
         if args.max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(self.params, args.max_grad_norm)
         else:
@@ -314,7 +345,7 @@ class Trainer:
 
     def save(self) -> Path:
         """Write a checkpoint of the current step to ``output_dir``."""
-        return save_checkpoint(
+        return self.dp.save_checkpoint(
             self.args.output_dir,
             self.step_count,
             self.model,
@@ -334,7 +365,7 @@ class Trainer:
             raise FileNotFoundError(
                 f"no checkpoint-<step> directory in {self.args.output_dir} to resume from."
             )
-        state = load_checkpoint(ckpt, self.model, self.optimizer, self.modules)
+        state = self.dp.load_checkpoint(ckpt, self.model, self.optimizer, self.modules)
         self.step_count = int(state["step"])
         self.data_epoch = int(state["data_epoch"])
         self.data_index = int(state["data_index"])
@@ -363,12 +394,15 @@ class Trainer:
         resume_step = None
         if resume:
             resume_step = self.resume(None if resume is True else resume)
-        logger = MetricsLogger(args.output_dir, args.tensorboard, resume_step)
+        logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
         self.history = []
         if resume_step is None:
             self._evaluate(logger)
         bar = tqdm(
-            total=args.max_steps, initial=self.step_count, disable=not args.progress, desc="train"
+            total=args.max_steps,
+            initial=self.step_count,
+            disable=not (args.progress and self.dp.is_main),
+            desc="train",
         )
         try:
             while self.step_count < args.max_steps:
