@@ -29,16 +29,13 @@ __all__ = ["OGDState", "OnlineGradientDescent"]
 
 
 class OGDState(NamedTuple, Generic[P]):  # type: ignore[misc]
-    """State of :class:`OnlineGradientDescent`.
-
-    Attributes:
-        step: Number of updates done so far (``t`` of the next update is ``step + 1``).
-        average: Running mean of the iterates seen by ``update`` (before each step), same shape
-            as the parameters; equals the initial parameters after ``init``.
-    """
+    """State of :class:`OnlineGradientDescent`."""
 
     step: int
+    """Number of updates done so far (``t`` of the next update is ``step + 1``)."""
     average: P
+    """Running mean of the iterates seen by ``update`` (before each step), same shape as the
+    parameters; equals the initial parameters after ``init``."""
 
 
 @dataclass(frozen=True)

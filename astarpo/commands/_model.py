@@ -81,6 +81,23 @@ def build_rewards(names: list[str] | None, timeout: float, default: str) -> list
     return out
 
 
+def load_tokenizer(spec: str | None) -> Any:
+    """The tokenizer of ``spec`` (``toy`` or a local directory) without loading the weights."""
+    if not spec:
+        raise SystemExit("error: --model is required for its tokenizer (a directory or 'toy').")
+    if spec == "toy":
+        from astarpo.llm.toy import make_char_tokenizer
+
+        return make_char_tokenizer()
+    if not Path(spec).is_dir():
+        raise SystemExit(
+            f"error: --model {spec!r} is not a local directory; nothing is downloaded."
+        )
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+
+
 def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
     """``(model, tokenizer)`` from ``spec`` (``toy`` or a local directory).
 

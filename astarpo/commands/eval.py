@@ -67,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
     from astarpo.commands._model import build_rewards, load_model, make_generator
     from astarpo.llm.data import load_prompts
     from astarpo.llm.evaluate import (
-        BENCHMARKS,
         evaluate,
         evaluate_benchmarks,
         format_table,
@@ -79,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
-    for name in per_name:
-        if args.benchmarks and name not in BENCHMARKS:
-            resolve_benchmarks([name])  # raises a clear error
+    if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise
+        per_name = {resolve_benchmarks([n])[0].name: k for n, k in per_name.items()}
     model, tokenizer = load_model(args.model, args.device, args.dtype)
     gen = make_generator(model, tokenizer, args.gen_batch_size)
     rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
@@ -102,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
             template=args.template,
             progress=not args.no_progress,
+            prompt_options={
+                "tokenizer": tokenizer,
+                "chat_template": args.chat_template,
+                "system_prompt": args.system_prompt,
+                "max_prompt_tokens": args.max_prompt_tokens,
+            },
         )
     else:
         results = {}

@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
             return None
         tokenizer = None
         if args.chat_template or args.max_prompt_tokens:
-            from astarpo.commands._model import load_model
+            from astarpo.commands._model import load_tokenizer
 
-            _, tokenizer = load_model(args.model, args.device, args.dtype)
+            tokenizer = load_tokenizer(args.model)
         return load_prompts(
             args.data,
             template=args.template,
@@ -72,7 +72,14 @@ def run(args: argparse.Namespace) -> int:
         )
 
     if args.import_official:
-        table = ValueTable.from_official(args.import_official, beta1=args.beta1)
+        tok = None
+        if args.chat_template:
+            from astarpo.commands._model import load_tokenizer
+
+            tok = load_tokenizer(args.model)
+        table = ValueTable.from_official(
+            args.import_official, beta1=args.beta1, tokenizer=tok, chat_template=args.chat_template
+        )
         table.save(args.out)
     elif args.merge:
         table = merge_shards(args.out, args.merge, rows_of_data())

@@ -190,6 +190,7 @@ def evaluate_benchmarks(
     limit: int | None = None,
     template: str = "auto",
     progress: bool = True,
+    prompt_options: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """:func:`evaluate` on each benchmark; ``k`` overrides the default k by name.
 
@@ -206,6 +207,9 @@ def evaluate_benchmarks(
         limit: Evaluate only the first ``limit`` prompts of each benchmark (quick runs).
         template: Prompt template (``"auto"`` keeps the files' own instruction).
         progress: Show tqdm bars.
+        prompt_options: Other keyword arguments of :func:`~astarpo.llm.data.load_prompts`
+            (``tokenizer``, ``chat_template``, ``system_prompt``, ``max_prompt_tokens``), e.g.
+            to evaluate an instruct model with its chat template.
 
     Returns:
         Benchmark name -> the result dict of :func:`evaluate` (plus ``"title"``).
@@ -219,7 +223,9 @@ def evaluate_benchmarks(
     out: dict[str, dict[str, Any]] = {}
     for bench in benchmarks:
         kk = (k or {}).get(bench.name, bench.k)
-        rows = load_prompts(root / bench.path, template=template, limit=limit)
+        rows = load_prompts(
+            root / bench.path, template=template, limit=limit, **dict(prompt_options or {})
+        )
         res = evaluate(
             generator,
             rows,

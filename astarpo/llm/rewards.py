@@ -5,8 +5,9 @@ Every reward function here has the signature of TRL's ``reward_funcs``::
     fn(prompts: list[str], completions: list[str], **columns) -> list[float | None]
 
 where ``columns`` are the dataset's other columns, one value per completion (``answer`` holds the
-gold answer). ``None`` means "could not be scored" (no answer found, a timeout, an error):
-:func:`compute_rewards` scores it 0 and counts it.
+gold answer). A completion may also be a list of chat messages (TRL's conversational format);
+its last message's content is scored. ``None`` means "could not be scored" (no answer found,
+a timeout, an error): :func:`compute_rewards` scores it 0 and counts it.
 
 Why an item was not scored travels through an explicit side channel: a function that declares a
 keyword parameter ``report`` receives a fresh :class:`RewardReport` from :func:`compute_rewards`
@@ -32,6 +33,7 @@ __all__ = [
     "MathVerifyReward",
     "RewardFunc",
     "RewardReport",
+    "completion_text",
     "compute_rewards",
     "exact_match_reward",
     "gsm8k_reward",
@@ -56,6 +58,14 @@ class RewardReport:
     def add(self, reason: str, n: int = 1) -> None:
         """Count ``n`` items for ``reason``."""
         self.counts[reason] = self.counts.get(reason, 0) + n
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a completion: a string, or the last message's content of a conversational
+    completion (TRL passes ``[{"role": "assistant", "content": ...}]`` for chat datasets)."""
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return str(completion)
 
 
 def _check_batch(prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any]) -> None:
@@ -117,6 +127,8 @@ class MathVerifyReward:
         from astarpo.llm.timeout import KillablePool
 
         with self._lock:
+            if self._pool is not None and self._pool.owner_pid != os.getpid():
+                self._pool = None  # forked child: the parent's workers are not ours
             if self._pool is None:
                 self._pool = KillablePool(
                     "astarpo.llm._math_verify_worker:score",
@@ -125,6 +137,16 @@ class MathVerifyReward:
                     skip_package_init=True,
                 )
             return self._pool
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings only (a copy starts its own pool)."""
+        state = dict(self.__dict__)
+        state["_pool"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         """Kill the worker processes (a later call starts new ones)."""
@@ -147,7 +169,7 @@ class MathVerifyReward:
         for reason in ("timeout", "unparsable", "error"):
             report.add(reason, 0)
         items = [
-            {"completion": str(c), "gold": str(a), **self.options}
+            {"completion": completion_text(c), "gold": str(a), **self.options}
             for c, a in zip(completions, answer, strict=True)
         ]
         scores: list[float | None] = []
@@ -204,7 +226,7 @@ def gsm8k_reward(
     for completion, gold in zip(completions, answer, strict=True):
         gold_s = str(gold)
         g = _gsm8k_number(gold_s) if "####" in gold_s else _gsm8k_number("#### " + gold_s.strip())
-        p = _gsm8k_number(str(completion))
+        p = _gsm8k_number(completion_text(completion))
         if g is None or p is None:
             scores.append(None)
             if report is not None:
@@ -227,7 +249,7 @@ def exact_match_reward(
     """
     _check_batch(prompts, completions, answer)
     return [
-        1.0 if str(c).strip() == str(a).strip() else 0.0
+        1.0 if completion_text(c).strip() == str(a).strip() else 0.0
         for c, a in zip(completions, answer, strict=True)
     ]
 

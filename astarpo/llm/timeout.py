@@ -20,7 +20,10 @@ Design:
   (each checks out its own workers).
 * Workers are kept between calls (start-up, about a second, is paid once per worker) and are
   killed by :meth:`KillablePool.close`, when the pool is garbage collected, or at interpreter
-  exit. A worker also dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and end of input).
+  exit. A worker whose parent died without that cleanup exits at end of input or within a
+  second by its watchdog thread (after its current C-level computation, which holds the GIL,
+  returns). ``PR_SET_PDEATHSIG`` is not used: Linux sends it when the *thread* that started
+  the worker ends, which would kill workers started from short-lived threads.
 """
 
 from __future__ import annotations
@@ -147,7 +150,9 @@ class _Worker:
         self.proc, self.stderr, self.buffer, self.ready = None, None, b"", False
 
 
-def _kill_all(workers: list[_Worker]) -> None:
+def _kill_all(workers: list[_Worker], owner_pid: int) -> None:
+    if os.getpid() != owner_pid:  # a forked child never kills its parent's workers
+        return
     for w in workers:
         w.kill()
 
@@ -199,7 +204,8 @@ class KillablePool:
         self._free: list[_Worker] = list(self._workers)
         self._cond = threading.Condition()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _kill_all, self._workers)
+        self.owner_pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _kill_all, self._workers, self.owner_pid)
 
     def __enter__(self) -> KillablePool:
         return self
@@ -246,8 +252,13 @@ class KillablePool:
             One :class:`TaskResult` per item, in order, ``[B]``.
 
         Raises:
-            RuntimeError: if a worker cannot start (its stderr is quoted) or the pool is closed.
+            RuntimeError: if a worker cannot start (its stderr is quoted), the pool is closed,
+                or it is used in a forked child of the process that made it.
         """
+        if os.getpid() != self.owner_pid:
+            raise RuntimeError(
+                "this KillablePool belongs to the parent of a forked process; create a new one."
+            )
         limit = self.timeout if timeout is None else float(timeout)
         if not limit > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {limit}.")
@@ -255,7 +266,14 @@ class KillablePool:
         if not items:
             return []
         with self._checkout(min(self.n_workers, len(items))) as workers:
-            self._run(workers, items, limit, results, on_result)
+            try:
+                self._run(workers, items, limit, results, on_result)
+            except BaseException:
+                # An item may still be in flight (e.g. on KeyboardInterrupt): its late answer must
+                # never be read as the answer to a later item, so these workers are replaced.
+                for w in workers:
+                    w.kill()
+                raise
         return [r if r is not None else TaskResult("error", error="lost") for r in results]
 
     def _run(
@@ -342,15 +360,16 @@ class KillablePool:
 def _worker_main(target: str) -> None:  # pragma: no cover - runs in the worker process
     """Serve items on stdin, answers on the original stdout; exits at end of input."""
     import importlib
-    import signal
 
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
+    parent = os.getppid()
 
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
+    def watchdog() -> None:  # exit when the parent is gone (no PR_SET_PDEATHSIG: it fires
+        while True:  # when the *thread* that started us ends, and map() runs in any thread)
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the function's prints go to stderr, never into the protocol
     sys.stdout = sys.stderr

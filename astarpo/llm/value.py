@@ -88,7 +88,12 @@ def _batch_seed(seed: int, keys: Sequence[str]) -> int:
 
 def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     seen: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    for i, r in enumerate(rows):
+        if "prompt" not in r:
+            raise KeyError(
+                f"row {i} has no 'prompt' (keys {sorted(r)}); load the data with "
+                "astarpo.llm.data.load_prompts, which adds it."
+            )
         seen.setdefault(prompt_key(r["prompt"]), r)
     if len(seen) < len(rows):
         logger.warning("%d duplicate prompts ignored in Stage 1.", len(rows) - len(seen))

@@ -93,14 +93,59 @@ def test_cli_eval_toy(tmp_path, capsys):
     assert res["model"] == "toy" and res["results"]["aime24"]["n_prompts"] == 2
 
 
+def test_cli_avg_spec():
+    from astarpo.commands.eval import parse_avg
+
+    assert parse_avg("8") == (8, {})
+    assert parse_avg("amc23=4,aime24=2") == (None, {"amc23": 4, "aime24": 2})
+    assert parse_avg(None) == (None, {})
+    with pytest.raises(SystemExit, match="name=k"):
+        parse_avg("amc23")
+
+
 def test_cli_eval_errors(tmp_path):
     with pytest.raises(SystemExit, match="not a local model directory"):
         main(["eval", "--model", str(tmp_path), "--data", "x.jsonl"])
     with pytest.raises(SystemExit, match="--data FILE or --benchmarks"):
         main(["eval", "--model", "toy"])
+    with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
+        main(["eval", "--model", "toy", "--benchmarks", "math500", "--avg", "gsm=2"])
 
 
 def test_exact_match_data_file(tmp_path):
     rows = [{"prompt": "1+1=", "answer": "2"}]
     res = evaluate(_gen_for(rows), rows, [exact_match_reward], progress=False)
     assert res["accuracy"] == 0.0  # the fake answers "\\boxed{2}", not "2"
+
+
+def test_cli_eval_local_model_dir(tmp_path, capsys, tokenizer, tiny_model):
+    model_dir = tmp_path / "model"
+    tiny_model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    data = tmp_path / "add.jsonl"
+    data.write_text(json.dumps({"problem": "1+2=", "answer": "3"}) + "\n")
+    args = ["eval", "--model", str(model_dir), "--data", str(data), "--template", "none"]
+    args += ["--reward", "exact_match", "--max-new-tokens", "2", "--avg", "2", "--no-progress"]
+    assert main(args) == 0
+    assert "| add | avg@2 | 1 |" in capsys.readouterr().out
+
+
+def test_benchmarks_with_chat_template(mv):
+    class Tok:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            assert not tokenize and add_generation_prompt
+            return "<user>" + messages[-1]["content"] + "<assistant>"
+
+    rows = load_prompts(DATA / "benchmarks" / "aime24.jsonl", limit=2)
+    gen = FakeGenerator({f"<user>{r['prompt']}<assistant>": r["answer"] for r in rows})
+    res = evaluate_benchmarks(
+        gen,
+        resolve_benchmarks("aime24"),
+        [mv],
+        data_dir=DATA,
+        limit=2,
+        progress=False,
+        prompt_options={"tokenizer": Tok(), "chat_template": True},
+    )
+    assert res["aime24"]["accuracy"] == 1.0
+    assert all(p.startswith("<user>") for p in gen.calls[0][0])

@@ -161,14 +161,70 @@ def test_compute_rewards_bad_input():
 
 
 def test_killable_pool_errors_and_crashes():
-    with KillablePool("json:loads", n_workers=1, timeout=20) as pool:
+    with KillablePool("json:loads", n_workers=1, timeout=20, skip_package_init=True) as pool:
         res = pool.map(["[1, 2]", "not json"])
         assert res[0].status == "ok" and res[0].value == [1, 2]
         assert res[1].status == "error" and "JSONDecodeError" in res[1].error
-    with KillablePool("os:_exit", n_workers=1, timeout=20) as pool:
+    with KillablePool("os:_exit", n_workers=1, timeout=20, skip_package_init=True) as pool:
         res = pool.map([3])
         assert res[0].status == "error" and "exited" in res[0].error
     with pytest.raises(RuntimeError, match="closed"):
         pool.map([1])
     with pytest.raises(RuntimeError, match="before it was ready"):
-        KillablePool("no_such_module_xyz:f", n_workers=1).map([1])
+        KillablePool("no_such_module_xyz:f", n_workers=1, skip_package_init=True).map([1])
+
+
+def test_killable_pool_from_many_threads_at_once():
+    with KillablePool("json:loads", n_workers=2, timeout=30, skip_package_init=True) as pool:
+        out: dict[int, list] = {}
+
+        def work(t: int) -> None:
+            out[t] = [r.value for r in pool.map([f"[{t}, {i}]" for i in range(20)])]
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=120)
+        assert out == {t: [[t, i] for i in range(20)] for t in range(4)}
+
+
+def test_math_verify_reward_pickles_without_its_pool(mv):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(mv))
+    assert copy._pool is None and copy.timeout == mv.timeout
+    assert copy(["p"], [r"\boxed{2}"], ["2"]) == [1.0]
+    copy.close()
+
+
+def test_workers_outlive_the_thread_that_started_them():
+    with KillablePool("json:loads", n_workers=1, timeout=30, skip_package_init=True) as pool:
+        th = threading.Thread(target=pool.map, args=(["1"],))
+        th.start()
+        th.join(timeout=120)
+        pid = pool._workers[0].proc.pid
+        time.sleep(0.5)
+        assert pool.map(["2"])[0].value == 2
+        assert pool._workers[0].proc.pid == pid  # same worker, not a restarted one
+
+
+def test_conversational_completions(mv):
+    chat = [[{"role": "assistant", "content": "#### 7"}], [{"role": "assistant", "content": "6"}]]
+    assert gsm8k_reward(["p", "p"], chat, ["7", "7"]) == [1.0, None]
+    assert exact_match_reward(["p"], chat[1:], ["6"]) == [1.0]
+    assert mv(["p"], [[{"role": "assistant", "content": r"\boxed{7}"}]], ["7"]) == [1.0]
+
+
+def test_interrupted_map_leaves_no_stale_answers():
+    slow = "(__import__('time').sleep(1.5), 'slow')[1]"
+
+    def stop(i, res):
+        raise KeyboardInterrupt
+
+    with KillablePool("builtins:eval", n_workers=2, timeout=30, skip_package_init=True) as pool:
+        pool.map(["1", "2"])  # both workers started and ready
+        with pytest.raises(KeyboardInterrupt):
+            pool.map([slow, "'fast'"], on_result=stop)
+        time.sleep(2.0)  # the slow item would have answered by now
+        assert [r.value for r in pool.map(["'x'", "'y'"])] == ["x", "y"]

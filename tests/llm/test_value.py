@@ -301,3 +301,23 @@ def test_cli_value_shards_merge_and_import(tmp_path, capsys):
         == 0
     )
     assert ValueTable.load(off_out).get("1+1=").rewards == (1.0, 0.0)
+
+
+def test_kill_at_any_byte_then_resume_gives_the_same_file(tmp_path):
+    rows = _rows(5)
+    full = tmp_path / "full.jsonl"
+    _run(_gen(rows), rows, full)
+    data = full.read_bytes()
+    n_full = len(data.splitlines())
+    out = tmp_path / "cut.jsonl"
+    for cut in range(0, len(data) + 1, 7):
+        out.write_bytes(data[:cut])
+        if cut:  # loading a prefix never fails: torn last line dropped, complete rows kept
+            complete = data[:cut].count(b"\n") + (data[:cut].endswith(b"}}") and 1)
+            try:
+                assert len(ValueTable.load(out)) == complete
+            except ValueTableError as e:
+                assert complete == 0 and "no rows" in str(e)
+        _run(_gen(rows), rows, out)
+        assert out.read_bytes() == data, cut
+    assert n_full == 5
