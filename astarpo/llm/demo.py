@@ -73,7 +73,7 @@ class DemoConfig:
         train = AStarPOConfig(
             output_dir=str(Path(out_dir) / "train"),
             seed=seed,
-            max_steps=100 if quick else 400,
+            max_steps=60 if quick else 400,
             batch_size=64,
             learning_rate=1e-4,
             beta2=1e-3,
@@ -87,7 +87,7 @@ class DemoConfig:
             n_sft=8000,
             sft=SFTConfig(steps=1000, batch_size=64, learning_rate=2e-3),
             train=train,
-            eval_steps=25 if quick else 50,
+            eval_steps=20 if quick else 50,
             eval_samples=2 if quick else 4,
             seed=seed,
         )
