@@ -129,8 +129,8 @@ def run_demo(
         progress: Show progress bars.
         config: Explicit settings (overrides ``quick`` and ``seed``).
         threads: torch intra-op threads during the demo (restored after). Default 1: the tiny
-            model runs fastest single-threaded (measured: 0.075 s per SFT step with 1 thread,
-            0.085 s with 2 on an idle 2-core machine, and 5x slower with 2 under load).
+            model runs fastest single-threaded (measured on a shared 2-core machine: 0.075 s
+            per SFT step with 1 thread, 0.085 to 0.46 s with 2, depending on other jobs).
     """
     import torch
 
