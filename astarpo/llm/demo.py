@@ -73,7 +73,7 @@ class DemoConfig:
         train = AStarPOConfig(
             output_dir=str(Path(out_dir) / "train"),
             seed=seed,
-            max_steps=100 if quick else 400,
+            max_steps=60 if quick else 400,
             batch_size=64,
             learning_rate=1e-4,
             beta2=1e-3,
@@ -87,7 +87,7 @@ class DemoConfig:
             n_sft=8000,
             sft=SFTConfig(steps=1000, batch_size=64, learning_rate=2e-3),
             train=train,
-            eval_steps=25 if quick else 50,
+            eval_steps=20 if quick else 50,
             eval_samples=2 if quick else 4,
             seed=seed,
         )
@@ -129,8 +129,8 @@ def run_demo(
         progress: Show progress bars.
         config: Explicit settings (overrides ``quick`` and ``seed``).
         threads: torch intra-op threads during the demo (restored after). Default 1: the tiny
-            model runs fastest single-threaded (measured: 0.075 s per SFT step with 1 thread,
-            0.085 s with 2 on an idle 2-core machine, and 5x slower with 2 under load).
+            model runs fastest single-threaded (measured on a shared 2-core machine: 0.075 s
+            per SFT step with 1 thread, 0.085 to 0.46 s with 2, depending on other jobs).
     """
     import torch
 
