@@ -149,12 +149,12 @@ class Trainer:
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
-        self.train_model = self.dp.wrap_policy(self.model)  # DDP/FSDP2 under torchrun
-        if generator is None:
+        if generator is None:  # built before sharding: vLLM starts from the full weights
             from astarpo.llm.vllm_backend import build_generator
 
             generator = build_generator(args, self.model, tokenizer)
         self.generator = self.dp.wrap_generator(generator)
+        self.train_model = self.dp.wrap_policy(self.model)  # DDP/FSDP2 under torchrun
         self.modules = [m.to(self.device) for m in algorithm.modules()]
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.params += [p for m in self.modules for p in m.parameters() if p.requires_grad]
