@@ -14,10 +14,10 @@ from collections.abc import Sequence
 VERBS: dict[str, str] = {
     "theory": "exact log-linear bandit experiments (horizon, samples, coverage, two-beta, all)",
     "value": "Stage 1: sample N reference responses per prompt and write the V* table",
-    "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, ppo, rebel)",
+    "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, rloo, ppo, rebel)",
     "eval": "accuracy of a model on benchmark files (greedy pass@1, sampled avg@k)",
     "demo": "the CPU demo: SFT reference, Stage 1, A*-PO, evaluation and a report",
-    "bench": "A*-PO against PPO/GRPO/REBEL side by side: time, memory, accuracy",
+    "bench": "A*-PO against GRPO/RLOO/PPO/REBEL side by side: time, memory, accuracy",
 }
 
 
