@@ -13,6 +13,10 @@
    timed training;
 4. the summary (:mod:`astarpo.llm.bench_report`): ``bench.json``, ``bench.md`` (ratios to A*-PO)
    and ``bench.png`` (accuracy against training wall time).
+
+This module runs the benchmark; the settings are in :mod:`astarpo.llm.bench_config`
+(:class:`~astarpo.llm.bench_config.BenchConfig`, re-exported here) and the measurements in
+:mod:`astarpo.llm.bench_measure` (:class:`~astarpo.llm.bench_measure.PeakRSS`, re-exported here).
 """
 
 from __future__ import annotations
@@ -23,211 +27,14 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from astarpo.llm.bench_config import ALGORITHMS, BenchConfig, _algorithm_config
+from astarpo.llm.bench_measure import PeakRSS, _greedy_accuracy_and_kl
+
 __all__ = ["ALGORITHMS", "BenchConfig", "PeakRSS", "run_bench", "run_one"]
-
-#: The algorithms the benchmark knows, in table order.
-ALGORITHMS: tuple[str, ...] = ("astarpo", "grpo", "rloo", "ppo", "rebel")
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """Settings of :func:`run_bench` (shared by every algorithm unless the name says otherwise).
-
-    Args:
-        out_dir: Output directory (reference, values, runs, bench.json/md/png).
-        algos: Algorithms to compare; must include ``"astarpo"`` (the ratio baseline).
-        seeds: Number of seeds (0 .. seeds-1) per algorithm. Default 2.
-        steps: Training steps per run. Default 20.
-        batch_size: Prompts per step (prompt budget = steps * batch_size). Default 32.
-        eval_every: Steps between held-out evaluations. Default 2.
-        eval_size: Held-out prompts, disjoint from training. Default 300.
-        learning_rate: AdamW learning rate of every algorithm. Default 3e-4.
-        max_new_tokens: Token budget per response. Default 5 (as in the demo).
-        n_samples: Stage 1 reference samples per prompt (N). Default 8.
-        beta1: Stage 1 KL strength. Default 0.5.
-        beta2: A*-PO regression strength. Default 1e-3 (as in the paper).
-        group_size: GRPO/RLOO samples per prompt (G). Default 8.
-        eta: REBEL's step size (1/eta is comparable to beta2). Default 1e3.
-        target_accuracy: Held-out accuracy whose first crossing is timed; 0 (default) picks
-            ``ref + 0.8 * (min_algo mean final - ref)``, reachable by every algorithm that
-            improves on the reference.
-        sft_steps: SFT steps of the reference; 0 (default) = 500.
-        model_overrides: ``Qwen2Config`` fields for a larger model (empty: the toy default).
-        device: ``"cpu"``, ``"cuda"`` or ``"auto"``. Default ``"cpu"``.
-        mixed_precision: ``"auto"`` (bf16 autocast on CUDA), ``"bf16"`` or ``"no"``.
-        threads: Torch CPU threads per run. Default 1 (steadier timings on a shared machine).
-        generation_batch_size: Rows per ``generate`` call. Default 256.
-        cache_dir: SFT cache directory (None: ``$ASTARPO_CACHE`` or ``~/.cache/astarpo``).
-    """
-
-    out_dir: str = "runs/bench"
-    algos: tuple[str, ...] = ALGORITHMS
-    seeds: int = 2
-    steps: int = 20
-    batch_size: int = 32
-    eval_every: int = 2
-    eval_size: int = 300
-    learning_rate: float = 3e-4
-    max_new_tokens: int = 5
-    n_samples: int = 8
-    beta1: float = 0.5
-    beta2: float = 1e-3
-    group_size: int = 8
-    eta: float = 1e3
-    target_accuracy: float = 0.0
-    sft_steps: int = 0
-    model_overrides: dict[str, Any] = field(default_factory=dict)
-    device: str = "cpu"
-    mixed_precision: str = "auto"
-    threads: int = 1
-    generation_batch_size: int = 256
-    cache_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        unknown = [a for a in self.algos if a not in ALGORITHMS]
-        if unknown or "astarpo" not in self.algos:
-            raise ValueError(
-                f"algos must be drawn from {ALGORITHMS} and include 'astarpo' (the baseline of "
-                f"the ratios); got {self.algos}."
-            )
-        if self.sft_steps < 0:
-            raise ValueError(f"sft_steps must be >= 0 (0 = default), got {self.sft_steps}.")
-        for name in (
-            "seeds",
-            "steps",
-            "batch_size",
-            "eval_every",
-            "eval_size",
-            "max_new_tokens",
-            "n_samples",
-            "threads",
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
-        if self.group_size < 2:
-            raise ValueError(f"group_size must be >= 2, got {self.group_size}.")
-        if not 0.0 <= self.target_accuracy <= 1.0:
-            raise ValueError(
-                f"target_accuracy must be in [0, 1] (0 = automatic), got {self.target_accuracy}."
-            )
-
-
-class PeakRSS:
-    """Peak *current* resident memory of this process while the ``with`` block runs.
-
-    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading (a tiny model's
-    training never exceeds it), so a thread reads ``/proc/self/statm`` every ``interval``
-    seconds instead. ``start_mb`` is the resident size on entry, ``peak_mb`` the largest sample;
-    ``peak_mb - start_mb`` is what training added. Where ``/proc`` is missing (macOS), both fall
-    back to ``ru_maxrss``.
-    """
-
-    def __init__(self, interval: float = 0.002) -> None:
-        self.interval = interval
-        self.start_mb = 0.0
-        self.peak_mb = 0.0
-        self._stop = False
-        self._thread: Any = None
-        self.paused = False  # set True to ignore a phase (e.g. evaluation)
-
-    @staticmethod
-    def current_mb() -> float:
-        """Current resident set size in MiB."""
-        try:
-            with open("/proc/self/statm") as f:
-                pages = int(f.read().split()[1])
-            return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-        except OSError:
-            import resource
-
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            return rss / 2**20 if sys.platform == "darwin" else rss / 1024
-
-    def _loop(self) -> None:
-        while not self._stop:
-            if not self.paused:
-                self.peak_mb = max(self.peak_mb, self.current_mb())
-            time.sleep(self.interval)
-
-    def __enter__(self) -> PeakRSS:
-        import threading
-
-        self.start_mb = self.peak_mb = self.current_mb()
-        self._stop = False
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop = True
-        self._thread.join()
-        if not self.paused:
-            self.peak_mb = max(self.peak_mb, self.current_mb())
-
-
-def _algorithm_config(name: str, cfg: BenchConfig, seed: int, out: Path) -> Any:
-    from astarpo.llm.baseline_config import GRPOConfig, PPOConfig, REBELConfig, RLOOConfig
-    from astarpo.llm.config import AStarPOConfig
-
-    common: dict[str, Any] = dict(
-        output_dir=str(out),
-        seed=seed,
-        max_steps=cfg.steps,
-        batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate,
-        max_new_tokens=cfg.max_new_tokens,
-        save_steps=0,
-        device=cfg.device,
-        mixed_precision=cfg.mixed_precision,
-        tensorboard=False,
-        progress=False,
-        generation_batch_size=cfg.generation_batch_size,
-    )
-    if name == "astarpo":
-        return AStarPOConfig(beta2=cfg.beta2, **common)
-    if name == "grpo":
-        return GRPOConfig(group_size=cfg.group_size, **common)
-    if name == "rloo":
-        return RLOOConfig(group_size=cfg.group_size, **common)
-    if name == "ppo":
-        return PPOConfig(**common)
-    if name == "rebel":
-        return REBELConfig(eta=cfg.eta, **common)
-    raise ValueError(f"unknown algorithm {name!r}; expected one of {ALGORITHMS}.")
-
-
-def _greedy_accuracy_and_kl(
-    model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: BenchConfig, seed: int
-) -> dict[str, float]:
-    """Greedy and sampled (temperature 1, one sample) exact-match accuracy on ``rows``, and the
-    sequence KL to ``ref`` estimated on the sampled responses (mean of log pi - log pi_ref)."""
-    import torch
-
-    from astarpo.llm.generation import HFGenerator, SamplingConfig
-    from astarpo.llm.logprobs import sequence_logprobs
-    from astarpo.llm.rewards import exact_match_reward
-
-    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
-    prompts = [r["prompt"] for r in rows]
-    greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
-    answers = [r["answer"] for r in rows]
-    correct = exact_match_reward(prompts, greedy.completions, answers)
-    sampled = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 1.0), seed + 1)
-    sampled_ok = exact_match_reward(prompts, sampled.completions, answers)
-    pad = int(tokenizer.pad_token_id)
-    with torch.no_grad():
-        logp = sequence_logprobs(model, sampled.prompt_ids, sampled.response_ids, pad).logp
-        logp_ref = sequence_logprobs(ref, sampled.prompt_ids, sampled.response_ids, pad).logp
-    return {
-        "accuracy": float(sum(c or 0.0 for c in correct) / len(rows)),
-        "sampled_accuracy": float(sum(c or 0.0 for c in sampled_ok) / len(rows)),
-        "kl": float((logp - logp_ref).mean()),
-    }
 
 
 def run_one(spec: dict[str, Any]) -> dict[str, Any]:

@@ -234,7 +234,7 @@ class DataParallel:
         model_arg: Any = unwrap_model(model)
         optim_arg: Any = optimizer
         if _is_fsdp(model):
-            from astarpo.llm.distributed import _full_optimizer_state
+            from astarpo.llm.dist_checkpoint import _full_optimizer_state
 
             model_arg = _StateHolder(full_state_dict(model))
             optim_arg = _StateHolder(_full_optimizer_state(model, optimizer))

@@ -11,7 +11,9 @@ environment (:func:`init_distributed`), takes a contiguous block of each global 
 models that do not fit one device, sharded with FSDP2 (``torch.distributed.fsdp.fully_shard``)
 (:func:`wrap_model`). Metrics are averaged over ranks (:func:`all_reduce_metrics`); checkpoints
 hold the *full* (unsharded) state and are written by rank 0 only, so they can be resumed with
-any world size (:func:`save_full_checkpoint`, :func:`load_full_checkpoint`).
+any world size (:func:`~astarpo.llm.dist_checkpoint.save_full_checkpoint`,
+:func:`~astarpo.llm.dist_checkpoint.load_full_checkpoint`, in :mod:`astarpo.llm.dist_checkpoint`
+and re-exported here).
 
 Why the result does not depend on the world size: with a global batch of ``B`` examples split
 into ``W`` equal blocks, each rank minimises the mean loss of its ``B / W`` examples and DDP
@@ -30,12 +32,13 @@ import datetime
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from astarpo.llm.dist_checkpoint import full_state_dict, load_full_checkpoint, save_full_checkpoint
 
 __all__ = [
     "DistInfo",
@@ -294,107 +297,3 @@ def wrap_model(
 def unwrap_model(model: nn.Module) -> nn.Module:
     """The user's module inside a DDP wrapper (FSDP2 modules are returned as they are)."""
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-
-
-def _is_fsdp(model: nn.Module) -> bool:
-    from torch.distributed.fsdp import FSDPModule
-
-    return isinstance(model, FSDPModule)
-
-
-def full_state_dict(model: nn.Module) -> dict[str, Any]:
-    """The full (unsharded) parameters and buffers on CPU, the same under DDP, FSDP2 or none.
-
-    Under FSDP2 this is a collective: every rank must call it.
-    """
-    model = unwrap_model(model)
-    if _is_fsdp(model):
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        state: dict[str, Any] = get_model_state_dict(model, options=options)
-        return state
-    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-
-
-def _full_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        get_optimizer_state_dict,
-    )
-
-    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_optimizer_state_dict(unwrap_model(model), optimizer, options=options)
-
-
-def save_full_checkpoint(
-    path: str | Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """Write the full model (and optimizer) state to one ``torch.save`` file, from rank 0 only.
-
-    Every rank must call it (FSDP2 gathers shards; all ranks wait at a barrier until the file is
-    complete). The file is written to ``path + ".tmp"`` and renamed, so a crash never leaves a
-    half-written checkpoint. Parameter names are those of the unwrapped model (no ``module.``
-    prefix), so the file loads with any world size and strategy.
-
-    Args:
-        path: Destination file.
-        model: The trained module (wrapped or not).
-        optimizer: Its optimizer, or ``None``.
-        extra: Other picklable state (step counter, OGD state, RNG state...).
-    """
-    model_state = full_state_dict(model)
-    optim_state = None if optimizer is None else _full_optimizer_state(model, optimizer)
-    if is_main_process():
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        payload = {"model": model_state, "optimizer": optim_state, "extra": dict(extra or {})}
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    barrier()
-
-
-def load_full_checkpoint(
-    path: str | Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-) -> dict[str, Any]:
-    """Load a file of :func:`save_full_checkpoint` into a model of any world size and strategy.
-
-    Every rank reads the file (``map_location="cpu"``). Call it after :func:`wrap_model` and
-    after creating the optimizer.
-
-    Args:
-        path: A checkpoint file.
-        model: The module to restore (wrapped or not).
-        optimizer: Its optimizer, restored when the file has an optimizer state.
-
-    Returns:
-        The ``extra`` dictionary that was saved.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist.")
-    payload = torch.load(path, map_location="cpu", weights_only=False)
-    inner = unwrap_model(model)
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        set_model_state_dict,
-        set_optimizer_state_dict,
-    )
-
-    options = StateDictOptions(full_state_dict=True)
-    if _is_fsdp(inner):
-        set_model_state_dict(inner, payload["model"], options=options)
-    else:
-        inner.load_state_dict(payload["model"])
-    if optimizer is not None and payload.get("optimizer") is not None:
-        set_optimizer_state_dict(inner, optimizer, payload["optimizer"], options=options)
-    return dict(payload.get("extra") or {})

@@ -6,14 +6,11 @@ The A*-PO loss is not here: the trainer calls :func:`astarpo.advantage_regressio
 Shapes: ``P`` prompts, ``G`` samples per prompt (``group_size``), ``B`` sequences, ``T`` response
 tokens (right-padded; ``mask [B, T]`` is 1 on response tokens, 0 on padding).
 
-Token-level losses are reduced by :func:`aggregate` with one of three documented modes:
-
-* ``"token_mean"`` (default): sum over every response token of the batch divided by the number
-  of response tokens (DAPO; TRL's default). Every token weighs the same.
-* ``"seq_mean"``: mean over each sequence's tokens, then mean over sequences (the original
-  GRPO of DeepSeekMath). Tokens of short responses weigh more.
-* ``"seq_sum_norm"``: sum over each sequence's tokens divided by a constant ``norm_len`` (the
-  generation budget), then mean over sequences (Dr.GRPO, Liu et al. 2025). No length bias.
+Token-level losses are reduced by :func:`~astarpo.llm.aggregation.aggregate` (modes
+``"token_mean"``, ``"seq_mean"``, ``"seq_sum_norm"``; see :mod:`astarpo.llm.aggregation`). PPO's
+value side (:func:`~astarpo.llm.value_losses.gae`, :func:`~astarpo.llm.value_losses.value_loss`)
+lives in :mod:`astarpo.llm.value_losses`; ``aggregate``, ``Aggregation``, ``gae`` and
+``value_loss`` are re-exported here so ``from astarpo.llm.losses import ...`` keeps working.
 """
 
 from __future__ import annotations
@@ -21,6 +18,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+
+from astarpo.llm.aggregation import Aggregation, _check_2d, _check_eps, aggregate
+from astarpo.llm.value_losses import gae, value_loss
 
 __all__ = [
     "Aggregation",
@@ -35,68 +35,7 @@ __all__ = [
     "value_loss",
 ]
 
-Aggregation = Literal["token_mean", "seq_mean", "seq_sum_norm"]
 KLKind = Literal["k1", "k2", "k3"]
-
-
-def _check_2d(name: str, x: torch.Tensor, shape: torch.Size | None = None) -> None:
-    if x.ndim != 2:
-        raise ValueError(f"{name} must have shape [B, T], got {tuple(x.shape)}.")
-    if shape is not None and x.shape != shape:
-        raise ValueError(
-            f"{name} has shape {tuple(x.shape)} but must match the other inputs' {tuple(shape)}."
-        )
-
-
-def _check_eps(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value}.")
-
-
-def aggregate(
-    token_values: torch.Tensor,
-    mask: torch.Tensor,
-    mode: Aggregation = "token_mean",
-    norm_len: int | None = None,
-) -> torch.Tensor:
-    r"""Reduce per-token values ``[B, T]`` to a scalar over the response tokens.
-
-    .. math::
-
-        \text{token\_mean} = \frac{\sum_{b,t} m_{bt} x_{bt}}{\sum_{b,t} m_{bt}},\quad
-        \text{seq\_mean} = \frac1B \sum_b \frac{\sum_t m_{bt} x_{bt}}{\sum_t m_{bt}},\quad
-        \text{seq\_sum\_norm} = \frac1B \sum_b \frac{\sum_t m_{bt} x_{bt}}{L}
-
-    Args:
-        token_values: Per-token values ``[B, T]``.
-        mask: 1 on response tokens, 0 on padding, ``[B, T]`` (bool or float).
-        mode: ``"token_mean"`` (default), ``"seq_mean"`` or ``"seq_sum_norm"`` (see the module).
-        norm_len: The constant ``L`` of ``"seq_sum_norm"`` (e.g. ``max_new_tokens``); required
-            there, ignored otherwise.
-
-    Returns:
-        A scalar tensor. Padding values are ignored even when NaN or infinite; sequences
-        without any response token count as zero.
-
-    Raises:
-        ValueError: on mismatched shapes, an unknown mode or a missing ``norm_len``.
-    """
-    _check_2d("token_values", token_values)
-    _check_2d("mask", mask, token_values.shape)
-    m = mask.to(token_values.dtype)
-    masked = torch.where(mask.bool(), token_values, 0.0)
-    if mode == "token_mean":
-        return masked.sum() / m.sum().clamp(min=1.0)
-    if mode == "seq_mean":
-        return (masked.sum(dim=1) / m.sum(dim=1).clamp(min=1.0)).mean()
-    if mode == "seq_sum_norm":
-        if norm_len is None or norm_len < 1:
-            raise ValueError(
-                "mode='seq_sum_norm' needs norm_len >= 1 (Dr.GRPO divides by the generation "
-                f"budget, e.g. max_new_tokens); got {norm_len!r}."
-            )
-        return (masked.sum(dim=1) / float(norm_len)).mean()
-    raise ValueError(f"mode must be 'token_mean', 'seq_mean' or 'seq_sum_norm', got {mode!r}.")
 
 
 def group_advantages(
@@ -179,8 +118,8 @@ def clipped_policy_loss(
         \ell_{bt} = -\min\big(\rho_{bt} A_{bt},\;
             \operatorname{clip}(\rho_{bt}, 1-\epsilon, 1+\epsilon_{high}) A_{bt}\big)
 
-    reduced with :func:`aggregate`. With one update per rollout (``old == current``) the
-    gradient is the plain policy gradient ``-A grad log pi``.
+    reduced with :func:`~astarpo.llm.aggregation.aggregate`. With one update per rollout
+    (``old == current``) the gradient is the plain policy gradient ``-A grad log pi``.
 
     Args:
         token_logp: Per-token log-probs of the responses under the current policy ``[B, T]``
@@ -191,7 +130,8 @@ def clipped_policy_loss(
         mask: Response-token mask ``[B, T]``.
         clip_eps: Lower clip range ``epsilon`` > 0. Default 0.2.
         clip_eps_high: Upper clip range (DAPO's clip-higher); ``None`` uses ``clip_eps``.
-        aggregation: How tokens are reduced (see :func:`aggregate`). Default ``"token_mean"``.
+        aggregation: How tokens are reduced (see :func:`~astarpo.llm.aggregation.aggregate`).
+            Default ``"token_mean"``.
         norm_len: Constant length of ``"seq_sum_norm"`` (Dr.GRPO).
 
     Returns:
@@ -244,8 +184,9 @@ def kl_penalty(
         kind: ``"k1"``, ``"k2"`` or ``"k3"`` (default).
 
     Returns:
-        Per-token KL estimates ``[B, T]`` (reduce them with :func:`aggregate`; summing over a
-        sequence's tokens estimates the sequence-level KL).
+        Per-token KL estimates ``[B, T]`` (reduce them with
+        :func:`~astarpo.llm.aggregation.aggregate`; summing over a sequence's tokens estimates
+        the sequence-level KL).
 
     Raises:
         ValueError: on mismatched shapes or an unknown ``kind``.
@@ -263,107 +204,6 @@ def kl_penalty(
     if kind == "k3":
         return torch.expm1(delta) - delta
     raise ValueError(f"kind must be 'k1', 'k2' or 'k3', got {kind!r}.")
-
-
-def gae(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    mask: torch.Tensor,
-    gamma: float = 1.0,
-    lam: float = 0.95,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Generalized advantage estimation (Schulman et al. 2016) over response tokens.
-
-    Over the response tokens of each row, in order (positions with ``mask == 0`` are skipped,
-    and get advantage and return 0), with :math:`V_{T} = 0` after the last token:
-
-    .. math::
-
-        \delta_t = r_t + \gamma V_{t+1} - V_t,\qquad
-        \hat A_t = \delta_t + \gamma\lambda \hat A_{t+1},\qquad \hat R_t = \hat A_t + V_t
-
-    Computed by one backward scan over ``T`` vectorized across the batch. No gradient flows
-    (advantages and returns are targets).
-
-    Args:
-        rewards: Per-token rewards ``[B, T]`` (typically the task reward on the last response
-            token plus a per-token KL penalty).
-        values: Value estimates of each token's state ``[B, T]``.
-        mask: Response-token mask ``[B, T]``.
-        gamma: Discount in [0, 1]. Default 1.0 (as in RLHF practice).
-        lam: GAE lambda in [0, 1]. Default 0.95.
-
-    Returns:
-        ``(advantages, returns)``, each ``[B, T]``, zero on padding.
-
-    Raises:
-        ValueError: on mismatched shapes or ``gamma``/``lam`` outside [0, 1].
-    """
-    _check_2d("rewards", rewards)
-    _check_2d("values", values, rewards.shape)
-    _check_2d("mask", mask, rewards.shape)
-    for name, coef in (("gamma", gamma), ("lam", lam)):
-        if not 0.0 <= coef <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {coef}.")
-    with torch.no_grad():
-        valid = mask.bool()
-        r = rewards.detach()
-        v = values.detach().to(r.dtype)
-        adv = torch.zeros_like(r)
-        next_value = torch.zeros_like(r[:, 0])
-        next_adv = torch.zeros_like(r[:, 0])
-        for t in range(r.shape[1] - 1, -1, -1):
-            delta = r[:, t] + gamma * next_value - v[:, t]
-            a_t = delta + gamma * lam * next_adv
-            on = valid[:, t]
-            adv[:, t] = torch.where(on, a_t, 0.0)
-            next_adv = torch.where(on, a_t, next_adv)
-            next_value = torch.where(on, v[:, t], next_value)
-        returns = torch.where(valid, adv + v, 0.0)
-    return adv, returns
-
-
-def value_loss(
-    values: torch.Tensor,
-    old_values: torch.Tensor,
-    returns: torch.Tensor,
-    mask: torch.Tensor,
-    clip_eps: float | None = 0.2,
-    aggregation: Aggregation = "token_mean",
-    norm_len: int | None = None,
-) -> torch.Tensor:
-    r"""PPO's (clipped) value loss.
-
-    .. math::
-
-        \ell_t = \tfrac12 \max\Big((V_t - \hat R_t)^2,\;
-            \big(V^{old}_t + \operatorname{clip}(V_t - V^{old}_t, -\epsilon, \epsilon)
-            - \hat R_t\big)^2\Big)
-
-    and :math:`\tfrac12 (V_t - \hat R_t)^2` when ``clip_eps is None``; reduced with
-    :func:`aggregate`.
-
-    Args:
-        values: Current value predictions ``[B, T]`` (with gradient).
-        old_values: Predictions at rollout time ``[B, T]``.
-        returns: Targets ``[B, T]`` (e.g. from :func:`gae`).
-        mask: Response-token mask ``[B, T]``.
-        clip_eps: Value clip range > 0, or ``None`` for no clipping. Default 0.2.
-        aggregation: See :func:`aggregate`. Default ``"token_mean"``.
-        norm_len: Constant length of ``"seq_sum_norm"``.
-
-    Returns:
-        The scalar loss.
-    """
-    _check_2d("values", values)
-    for name, x in (("old_values", old_values), ("returns", returns), ("mask", mask)):
-        _check_2d(name, x, values.shape)
-    err = (values - returns) ** 2
-    if clip_eps is not None:
-        _check_eps("clip_eps", clip_eps)
-        clipped = old_values + torch.clamp(values - old_values, -clip_eps, clip_eps)
-        err = torch.maximum(err, (clipped - returns) ** 2)
-    return aggregate(0.5 * err, mask, aggregation, norm_len)
 
 
 def rebel_loss(

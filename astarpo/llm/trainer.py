@@ -7,7 +7,11 @@ Read :meth:`Trainer.step` top to bottom: it is one iteration of::
 
 The algorithm (:mod:`astarpo.llm.algorithm`) decides how many samples per prompt and the loss;
 everything else (AdamW, gradient clipping, the entropy bonus, bf16 autocast on CUDA, metrics,
-checkpoints, resume) is here, shared by A*-PO and the baselines.
+checkpoints, resume) is here, shared by A*-PO and the baselines. The outer loop (``train``,
+``save``, ``resume``) is in :class:`~astarpo.llm.train_loop.TrainLoop`, a base class of
+:class:`Trainer`; :func:`~astarpo.llm.trainer_helpers.lookup_v_star` and
+:func:`~astarpo.llm.trainer_helpers.resolve_device` live in :mod:`astarpo.llm.trainer_helpers`
+and are re-exported here.
 
 Determinism: the data order of epoch ``e`` is ``default_rng([seed, e]).permutation``, the
 sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``, so a run
@@ -18,58 +22,23 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from astarpo.llm.algorithm import Algorithm, AStarPO, RolloutBatch
-from astarpo.llm.checkpoint import latest_checkpoint
 from astarpo.llm.config import AStarPOConfig, TrainConfig
 from astarpo.llm.generation import Generator
 from astarpo.llm.logprobs import SequenceLogprobs, sequence_logprobs
-from astarpo.llm.metrics import MetricsLogger, peak_memory, timed
+from astarpo.llm.metrics import peak_memory, timed
+from astarpo.llm.train_loop import TrainLoop
+from astarpo.llm.trainer_helpers import EvalFn, _seed, lookup_v_star, resolve_device
 
 __all__ = ["AStarPOTrainer", "Trainer", "lookup_v_star", "resolve_device"]
 
-EvalFn = Callable[[Any], Mapping[str, float]]
 
-
-def resolve_device(device: str) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU; other strings as given."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
-    """V* of each prompt ``[B]`` from a table with ``v_star(prompts)`` or a ``{prompt: v}`` map.
-
-    Raises:
-        KeyError: naming the first prompt missing from the table (the ``MissingPromptError`` of
-            :mod:`astarpo.llm.value` for a ``ValueTable``).
-    """
-    if hasattr(table, "v_star"):
-        return np.asarray(table.v_star(list(prompts)), dtype=np.float64)
-    if isinstance(table, Mapping):
-        for p in prompts:
-            if p not in table:
-                raise KeyError(
-                    f"prompt {p!r} is missing from the V* table; run Stage 1 (astarpo value) on "
-                    "the same prompts (same template) as training."
-                )
-        return np.array([float(table[p]) for p in prompts], dtype=np.float64)
-    raise TypeError(
-        f"v_star_table must have a v_star(prompts) method or be a mapping, got {type(table)}."
-    )
-
-
-def _seed(*parts: int) -> int:
-    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0])
-
-
-class Trainer:
+class Trainer(TrainLoop):
     """Stage 2 loop for any :class:`~astarpo.llm.algorithm.Algorithm`.
 
     Args:
@@ -333,100 +302,6 @@ class Trainer:
         stats["grad_norm"] = float(norm)
         self.optimizer.step()
         return stats
-
-    # --------------------------------------------------------------- the loop
-    def _trainer_state(self) -> dict[str, Any]:
-        return {
-            "data_epoch": self.data_epoch,
-            "data_index": self.data_index,
-            "train_time": self.train_time,
-            "algorithm": self.algorithm.name,
-        }
-
-    def save(self) -> Path:
-        """Write a checkpoint of the current step to ``output_dir``."""
-        return self.dp.save_checkpoint(
-            self.args.output_dir,
-            self.step_count,
-            self.model,
-            self.optimizer,
-            self.modules,
-            self._trainer_state(),
-        )
-
-    def resume(self, path: str | Path | None = None) -> int:
-        """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
-
-        Raises:
-            FileNotFoundError: if there is no checkpoint to resume from.
-        """
-        ckpt = Path(path) if path is not None else latest_checkpoint(self.args.output_dir)
-        if ckpt is None:
-            raise FileNotFoundError(
-                f"no checkpoint-<step> directory in {self.args.output_dir} to resume from."
-            )
-        state = self.dp.load_checkpoint(ckpt, self.model, self.optimizer, self.modules)
-        self.step_count = int(state["step"])
-        self.data_epoch = int(state["data_epoch"])
-        self.data_index = int(state["data_index"])
-        self.train_time = float(state["train_time"])
-        return self.step_count
-
-    def _evaluate(self, logger: MetricsLogger) -> None:
-        if self.eval_fn is None:
-            return
-        result = self.eval_fn(self.model)
-        rec = {"step": self.step_count, "time/train_total": self.train_time}
-        rec.update({f"eval/{k}": float(v) for k, v in result.items()})
-        logger.log(rec)
-        self.history.append(rec)
-
-    def train(self, resume: bool | str | Path = False) -> list[dict[str, Any]]:
-        """Run until ``max_steps``; ``resume=True`` continues from the latest checkpoint in
-        ``output_dir`` (or from the given checkpoint path).
-
-        Returns:
-            The records logged by this call (step records and ``eval/`` records).
-        """
-        from tqdm.auto import tqdm
-
-        args = self.args
-        resume_step = None
-        if resume:
-            resume_step = self.resume(None if resume is True else resume)
-        logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
-        self.history = []
-        if resume_step is None:
-            self._evaluate(logger)
-        bar = tqdm(
-            total=args.max_steps,
-            initial=self.step_count,
-            disable=not (args.progress and self.dp.is_main),
-            desc="train",
-        )
-        try:
-            while self.step_count < args.max_steps:
-                record = self.step()
-                logger.log(record)
-                self.history.append(record)
-                bar.update(1)
-                bar.set_postfix(
-                    reward=f"{record.get('reward/mean', float('nan')):.3f}",
-                    loss=f"{record['loss']:.4g}",
-                    kl=f"{record['kl']:.3g}",
-                )
-                t = self.step_count
-                if self.eval_steps and t % self.eval_steps == 0 and t < args.max_steps:
-                    self._evaluate(logger)
-                if args.save_steps and t % args.save_steps == 0 and t < args.max_steps:
-                    self.save()
-            if resume_step is None or resume_step < args.max_steps:
-                self._evaluate(logger)
-            self.save()
-        finally:
-            bar.close()
-            logger.close()
-        return self.history
 
 
 class AStarPOTrainer(Trainer):
