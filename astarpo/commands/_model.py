@@ -53,6 +53,24 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, help="use only the first N rows of each file")
 
 
+def load_prompts_from_args(args: argparse.Namespace, path: str, tokenizer: Any) -> list[dict]:
+    """:func:`astarpo.llm.data.load_prompts` of ``path`` with the options of
+    :func:`add_data_arguments`."""
+    from astarpo.llm.data import load_prompts
+
+    return load_prompts(
+        path,
+        template=args.template,
+        problem_key=args.problem_key,
+        answer_key=args.answer_key,
+        tokenizer=tokenizer,
+        chat_template=args.chat_template,
+        system_prompt=args.system_prompt,
+        max_prompt_tokens=args.max_prompt_tokens,
+        limit=args.limit,
+    )
+
+
 def add_reward_arguments(p: argparse.ArgumentParser, default: str = "math_verify") -> None:
     """``--reward`` (repeatable) and ``--reward-timeout``."""
     p.add_argument(

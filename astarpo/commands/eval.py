@@ -64,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from astarpo.commands._model import build_rewards, load_model, make_generator
-    from astarpo.llm.data import load_prompts
+    from astarpo.commands._model import (
+        build_rewards,
+        load_model,
+        load_prompts_from_args,
+        make_generator,
+    )
     from astarpo.llm.evaluate import (
         evaluate,
         evaluate_benchmarks,
@@ -110,17 +114,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = {}
         for path in args.data:
-            rows = load_prompts(
-                path,
-                template=args.template,
-                problem_key=args.problem_key,
-                answer_key=args.answer_key,
-                tokenizer=tokenizer,
-                chat_template=args.chat_template,
-                system_prompt=args.system_prompt,
-                max_prompt_tokens=args.max_prompt_tokens,
-                limit=args.limit,
-            )
+            rows = load_prompts_from_args(args, path, tokenizer)
             k = every or per_name.get(Path(path).stem, 1)
             res = evaluate(
                 gen,

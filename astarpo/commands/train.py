@@ -103,9 +103,8 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from astarpo.commands._model import build_rewards, load_model
+    from astarpo.commands._model import build_rewards, load_model, load_prompts_from_args
     from astarpo.llm.config import config_fields
-    from astarpo.llm.data import load_prompts
     from astarpo.llm.trainer import Trainer
 
     cfg_cls = _resolve(ALGORITHMS[args.algo][0])
@@ -141,17 +140,7 @@ def run(args: argparse.Namespace) -> int:
         ref, _ = load_model(args.ref_model or args.model, args.device, args.dtype)
     if hasattr(algorithm, "attach_critic"):  # PPO: the critic starts as a copy of the reference
         algorithm.attach_critic(ref if ref is not None else model)
-    rows = load_prompts(
-        args.data,
-        template=args.template,
-        problem_key=args.problem_key,
-        answer_key=args.answer_key,
-        tokenizer=tokenizer,
-        chat_template=args.chat_template,
-        system_prompt=args.system_prompt,
-        max_prompt_tokens=args.max_prompt_tokens,
-        limit=args.limit,
-    )
+    rows = load_prompts_from_args(args, args.data, tokenizer)
     table = None
     if algorithm.needs_v_star:
         if not args.v_star:

@@ -18,6 +18,7 @@ from astarpo.commands._model import (
     add_data_arguments,
     add_model_arguments,
     add_reward_arguments,
+    load_prompts_from_args,
 )
 
 
@@ -62,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
     """Run Stage 1, a merge or an import; print a one-line summary."""
     import numpy as np
 
-    from astarpo.llm.data import load_prompts
     from astarpo.llm.value import ValueTable, estimate_values, merge_shards, parse_shard
 
     def rows_of_data() -> list[dict] | None:
@@ -73,17 +73,7 @@ def run(args: argparse.Namespace) -> int:
             from astarpo.commands._model import load_tokenizer
 
             tokenizer = load_tokenizer(args.model)
-        return load_prompts(
-            args.data,
-            template=args.template,
-            problem_key=args.problem_key,
-            answer_key=args.answer_key,
-            tokenizer=tokenizer,
-            chat_template=args.chat_template,
-            system_prompt=args.system_prompt,
-            max_prompt_tokens=args.max_prompt_tokens,
-            limit=args.limit,
-        )
+        return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
     if args.import_official:
@@ -126,17 +116,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             model, tokenizer = load_model(args.model, args.device, args.dtype)
             generator = make_generator(model, tokenizer, args.gen_batch_size)
-        rows = load_prompts(
-            args.data,
-            template=args.template,
-            problem_key=args.problem_key,
-            answer_key=args.answer_key,
-            tokenizer=tokenizer,
-            chat_template=args.chat_template,
-            system_prompt=args.system_prompt,
-            max_prompt_tokens=args.max_prompt_tokens,
-            limit=args.limit,
-        )
+        rows = load_prompts_from_args(args, args.data, tokenizer)
         rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)

@@ -31,139 +31,91 @@ def _checked(args: Any, config_type: type[TrainConfig]) -> Any:
     return args
 
 
-class GRPOTrainer(Trainer):
-    """The :class:`~astarpo.llm.trainer.Trainer` with
-    :class:`~astarpo.llm.group_baselines.GRPO` (or Dr.GRPO).
+class _GroupBaselineTrainer(Trainer):
+    """The shared constructor of the group-sampling baselines' trainers.
+
+    Subclasses name their config type and algorithm; everything else is the shared loop.
+
+    Args:
+        model: The policy, trained in place.
+        ref_model: The frozen reference; may be ``None`` when the algorithm does not use it.
+        reward_funcs: Reward functions (TRL's signature).
+        args: The subclass's config (its defaults when ``None``).
+        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
+        tokenizer: The policy's tokenizer.
+        generator: Optional generator (default: Hugging Face ``generate``).
+        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
+        eval_steps: Steps between evaluations.
+    """
+
+    config_type: type[TrainConfig]
+    algorithm_type: Callable[[Any], Any]
+
+    def __init__(
+        self,
+        model: Any,
+        ref_model: Any,
+        reward_funcs: Sequence[Callable[..., Any]],
+        args: TrainConfig | None = None,
+        train_dataset: Sequence[Mapping[str, Any]] = (),
+        tokenizer: Any = None,
+        generator: Generator | None = None,
+        eval_fn: EvalFn | None = None,
+        eval_steps: int = 0,
+    ) -> None:
+        cfg = _checked(args, self.config_type)
+        super().__init__(
+            model,
+            ref_model,
+            reward_funcs,
+            self.algorithm_type(cfg),
+            cfg,
+            train_dataset,
+            None,
+            tokenizer,
+            generator,
+            eval_fn,
+            eval_steps,
+        )
+
+
+class GRPOTrainer(_GroupBaselineTrainer):
+    """The shared loop with :class:`~astarpo.llm.group_baselines.GRPO` (or Dr.GRPO).
+
+    Takes the arguments of :class:`_GroupBaselineTrainer` with ``args`` a
+    :class:`~astarpo.llm.baseline_config.GRPOConfig`; ``ref_model`` may be ``None`` when
+    ``kl_coef == 0``.
 
     Example:
         >>> trainer = GRPOTrainer(model, None, [exact_match_reward],  # doctest: +SKIP
         ...     args=GRPOConfig(group_size=8), train_dataset=rows, tokenizer=tokenizer)
         >>> trainer.train()  # doctest: +SKIP
-
-    Args:
-        model: The policy, trained in place.
-        ref_model: The frozen reference; may be ``None`` when ``kl_coef == 0``.
-        reward_funcs: Reward functions (TRL's signature).
-        args: A :class:`~astarpo.llm.baseline_config.GRPOConfig`.
-        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
-        tokenizer: The policy's tokenizer.
-        generator: Optional generator (default: Hugging Face ``generate``).
-        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
-        eval_steps: Steps between evaluations.
     """
 
-    def __init__(
-        self,
-        model: Any,
-        ref_model: Any,
-        reward_funcs: Sequence[Callable[..., Any]],
-        args: GRPOConfig | None = None,
-        train_dataset: Sequence[Mapping[str, Any]] = (),
-        tokenizer: Any = None,
-        generator: Generator | None = None,
-        eval_fn: EvalFn | None = None,
-        eval_steps: int = 0,
-    ) -> None:
-        cfg = _checked(args, GRPOConfig)
-        super().__init__(
-            model,
-            ref_model,
-            reward_funcs,
-            GRPO(cfg),
-            cfg,
-            train_dataset,
-            None,
-            tokenizer,
-            generator,
-            eval_fn,
-            eval_steps,
-        )
+    config_type = GRPOConfig
+    algorithm_type = GRPO
 
 
-class RLOOTrainer(Trainer):
-    """The :class:`~astarpo.llm.trainer.Trainer` with :class:`~astarpo.llm.group_baselines.RLOO`.
+class RLOOTrainer(_GroupBaselineTrainer):
+    """The shared loop with :class:`~astarpo.llm.group_baselines.RLOO`.
 
-    Args:
-        model: The policy, trained in place.
-        ref_model: The frozen reference; may be ``None`` when ``kl_coef == 0``.
-        reward_funcs: Reward functions (TRL's signature).
-        args: A :class:`~astarpo.llm.baseline_config.RLOOConfig`.
-        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
-        tokenizer: The policy's tokenizer.
-        generator: Optional generator (default: Hugging Face ``generate``).
-        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
-        eval_steps: Steps between evaluations.
+    Takes the arguments of :class:`_GroupBaselineTrainer` with ``args`` a
+    :class:`~astarpo.llm.baseline_config.RLOOConfig`.
     """
 
-    def __init__(
-        self,
-        model: Any,
-        ref_model: Any,
-        reward_funcs: Sequence[Callable[..., Any]],
-        args: RLOOConfig | None = None,
-        train_dataset: Sequence[Mapping[str, Any]] = (),
-        tokenizer: Any = None,
-        generator: Generator | None = None,
-        eval_fn: EvalFn | None = None,
-        eval_steps: int = 0,
-    ) -> None:
-        cfg = _checked(args, RLOOConfig)
-        super().__init__(
-            model,
-            ref_model,
-            reward_funcs,
-            RLOO(cfg),
-            cfg,
-            train_dataset,
-            None,
-            tokenizer,
-            generator,
-            eval_fn,
-            eval_steps,
-        )
+    config_type = RLOOConfig
+    algorithm_type = RLOO
 
 
-class REBELTrainer(Trainer):
-    """The :class:`~astarpo.llm.trainer.Trainer` with :class:`~astarpo.llm.group_baselines.REBEL`.
+class REBELTrainer(_GroupBaselineTrainer):
+    """The shared loop with :class:`~astarpo.llm.group_baselines.REBEL`.
 
-    Args:
-        model: The policy, trained in place.
-        ref_model: Unused by REBEL (may be ``None``).
-        reward_funcs: Reward functions (TRL's signature).
-        args: A :class:`~astarpo.llm.baseline_config.REBELConfig`.
-        train_dataset: Rows with a ``prompt`` key (other keys go to the rewards).
-        tokenizer: The policy's tokenizer.
-        generator: Optional generator (default: Hugging Face ``generate``).
-        eval_fn: Optional evaluation, see :class:`~astarpo.llm.trainer.Trainer`.
-        eval_steps: Steps between evaluations.
+    Takes the arguments of :class:`_GroupBaselineTrainer` with ``args`` a
+    :class:`~astarpo.llm.baseline_config.REBELConfig`; ``ref_model`` is unused (may be ``None``).
     """
 
-    def __init__(
-        self,
-        model: Any,
-        ref_model: Any,
-        reward_funcs: Sequence[Callable[..., Any]],
-        args: REBELConfig | None = None,
-        train_dataset: Sequence[Mapping[str, Any]] = (),
-        tokenizer: Any = None,
-        generator: Generator | None = None,
-        eval_fn: EvalFn | None = None,
-        eval_steps: int = 0,
-    ) -> None:
-        cfg = _checked(args, REBELConfig)
-        super().__init__(
-            model,
-            ref_model,
-            reward_funcs,
-            REBEL(cfg),
-            cfg,
-            train_dataset,
-            None,
-            tokenizer,
-            generator,
-            eval_fn,
-            eval_steps,
-        )
+    config_type = REBELConfig
+    algorithm_type = REBEL
 
 
 class PPOTrainer(Trainer):
