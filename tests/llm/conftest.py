@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import TINY
 
 pytest.importorskip("transformers")
 
@@ -12,15 +13,6 @@ def tokenizer():
     from astarpo.llm.toy import make_char_tokenizer
 
     return make_char_tokenizer()
-
-
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-}
 
 
 @pytest.fixture

@@ -48,3 +48,13 @@ class FakeGenerator:
 
     def sync_weights(self, model: object) -> None:
         pass
+
+
+# The smallest Qwen2 shape the LLM tests use (overrides of ``make_toy_model``).
+TINY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+}

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from fakes import TINY
 
 from astarpo.llm.algorithm import Algorithm
 from astarpo.llm.baseline_config import GRPOConfig, PPOConfig, REBELConfig, RLOOConfig
@@ -26,13 +27,6 @@ from astarpo.llm.logprobs import pack, sequence_logprobs
 from astarpo.llm.losses import clipped_policy_loss, group_advantages, rebel_loss
 from astarpo.llm.toy import addition_task, make_toy_model
 
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-}
 ROWS = addition_task(16, seed=0)
 
 

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from fakes import TINY
 
 from astarpo.llm import AStarPOConfig, AStarPOTrainer
 from astarpo.llm.algorithm import Algorithm, AStarPO, RolloutBatch
@@ -14,14 +15,6 @@ from astarpo.llm.rewards import exact_match_reward
 from astarpo.llm.toy import addition_task, make_toy_model
 from astarpo.llm.trainer import lookup_v_star
 from astarpo.objective import advantage_regression_loss
-
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-}
 
 ROWS = addition_task(24, seed=0)
 TABLE = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(ROWS)}

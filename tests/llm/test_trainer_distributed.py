@@ -16,16 +16,9 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
+from fakes import TINY
 
 pytestmark = pytest.mark.timeout(180)
-
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-}
 
 
 def first_digit_reward(prompts: list[str], completions: list[str], answer: list[str], **_: Any):
