@@ -44,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard, each rank takes its shard and rank 0 merges the parts into --out.",
     )
     parser.add_argument(
-        "--backend", default="hf", choices=["hf", "vllm"], help="generation backend (hf)"
+        "--backend",
+        default="auto",
+        choices=["auto", "hf", "vllm"],
+        help="generation backend; auto = vllm when installed and a GPU is present, else hf",
     )
     parser.add_argument(
         "--gpu-memory-utilization",
@@ -99,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
         from astarpo.llm.distributed import init_distributed
 
         dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
-        if args.backend == "vllm":
+        backend = args.backend
+        if backend == "auto":
+            from astarpo.llm.vllm_backend import vllm_available
+
+            backend = "vllm" if vllm_available() and args.model != "toy" else "hf"
+        if backend == "vllm":
             from astarpo.commands._model import load_tokenizer
             from astarpo.llm.vllm_backend import VLLMGenerator
 

@@ -91,7 +91,11 @@ class TrainConfig:
         "under torchrun; runs with the same non-zero value sample the same responses whatever "
         "their world size.",
     )
-    generation_backend: str = _doc("hf", "Rollout generation: 'hf' (transformers) or 'vllm'.")
+    generation_backend: str = _doc(
+        "auto",
+        "Rollout generation: 'hf' (transformers), 'vllm', or 'auto' (vLLM when it is installed "
+        "and a GPU is present, else hf).",
+    )
     vllm_gpu_memory_utilization: float = _doc(
         0.3, "Share of GPU memory the colocated vLLM engine may take (weights + KV cache)."
     )
@@ -148,9 +152,10 @@ class TrainConfig:
                 "parallel='fsdp' with lora_r > 0 is not supported: use parallel='ddp' with LoRA "
                 "(the frozen base is shared with the reference), or FSDP2 without LoRA."
             )
-        if self.generation_backend not in ("hf", "vllm"):
+        if self.generation_backend not in ("auto", "hf", "vllm"):
             raise ValueError(
-                f"generation_backend must be 'hf' or 'vllm', got {self.generation_backend!r}."
+                "generation_backend must be 'auto', 'hf' or 'vllm', "
+                f"got {self.generation_backend!r}."
             )
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ValueError(

@@ -345,8 +345,11 @@ def build_generator(args: Any, model: torch.nn.Module, tokenizer: Any) -> Any:
     ``"hf"``: :class:`~astarpo.llm.generation.HFGenerator` on the policy (shared weights).
     ``"vllm"``: a :class:`VLLMGenerator` started from the policy saved under
     ``args.output_dir/vllm_init`` (``args.vllm_gpu_memory_utilization``), synced every step.
+    ``"auto"``: ``"vllm"`` when :func:`vllm_available`, else ``"hf"``.
     """
     backend = getattr(args, "generation_backend", "hf")
+    if backend == "auto":
+        backend = "vllm" if vllm_available() else "hf"
     if backend == "vllm":
         from astarpo.llm.distributed import dist_info_from_env
 

@@ -294,3 +294,15 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
     assert "ratio/mean" in hist[-1] and not torch.equal(w0, algo.critic.weight)
     state = torch.load(tmp_path / "checkpoint-2" / "trainer_state.pt", weights_only=False)
     torch.testing.assert_close(state["modules"][0]["weight"], algo.critic.weight)
+
+
+def test_docs_list_every_config_field() -> None:
+    """docs/llm.md's config table names every AStarPOConfig field with its default."""
+    from pathlib import Path
+
+    from astarpo.llm.config import config_fields
+
+    page = (Path(__file__).parents[2] / "docs" / "llm.md").read_text()
+    for name, default, help_text in config_fields(AStarPOConfig):
+        assert f"| `{name}` | `{default!r}` |" in page, f"docs/llm.md lacks config field {name}"
+        assert help_text, f"config field {name} has no help text"

@@ -288,6 +288,26 @@ def test_from_model_saves_then_starts(fake_vllm: types.ModuleType, tmp_path: Pat
     assert fake_vllm.calls["llm_init"]["model"] == str(tmp_path / "w")
 
 
+def test_auto_backend_picks_vllm_only_when_available(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from astarpo.llm.config import AStarPOConfig
+    from astarpo.llm.generation import HFGenerator
+
+    args = AStarPOConfig(output_dir=str(tmp_path))
+    assert args.generation_backend == "auto"
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
+    gen = vllm_backend.build_generator(args, torch.nn.Linear(1, 1), FakeTokenizer())
+    assert isinstance(gen, HFGenerator)
+    started: list[Any] = []
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+    monkeypatch.setattr(
+        VLLMGenerator, "from_model", classmethod(lambda cls, *a, **k: started.append(k) or "vllm")
+    )
+    assert vllm_backend.build_generator(args, torch.nn.Linear(1, 1), FakeTokenizer()) == "vllm"
+    assert started and started[0]["gpu_memory_utilization"] == args.vllm_gpu_memory_utilization
+
+
 # ----------------------------------------------------------------------------- parity with HF
 
 
