@@ -137,7 +137,7 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=not progress)
+    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=None if progress else True)
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         prompts = [r["prompt"] for r in batch]

@@ -149,7 +149,7 @@ def cached_sft(
         loaded = type(model).from_pretrained(path)
         loaded.generation_config = model.generation_config
         return loaded, {**info, "cached": True, "path": str(path)}
-    bar = tqdm(total=config.steps, desc="sft", disable=not progress)
+    bar = tqdm(total=config.steps, desc="sft", disable=None if progress else True)
 
     def tick(step: int, loss: float) -> None:
         bar.update(1)

@@ -113,7 +113,8 @@ class TrainLoop:
         bar = tqdm(
             total=args.max_steps,
             initial=self.step_count,
-            disable=not (args.progress and self.dp.is_main),
+            # disable=None: tqdm shows the bar only on a terminal
+            disable=None if (args.progress and self.dp.is_main) else True,
             desc="train",
         )
         try:

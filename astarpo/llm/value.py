@@ -186,7 +186,9 @@ def estimate_values(
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(todo), desc="Stage 1 (V*)", unit="prompt", disable=not progress)
+    bar = tqdm(
+        total=len(todo), desc="Stage 1 (V*)", unit="prompt", disable=None if progress else True
+    )
     bar.update(sum(k in done for k, _ in todo))
     counts: dict[str, float] = {}
     with path.open("a", encoding="utf-8") as f:
