@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from astarpo import __version__
+
 VERBS: dict[str, str] = {
     "theory": "exact log-linear bandit experiments (horizon, samples, coverage, two-beta, all)",
     "value": "Stage 1: sample N reference responses per prompt and write the V* table",
@@ -26,8 +28,6 @@ def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="astarpo", description="A*-PO: optimal advantage regression for LLM reasoning."
     )
-    from astarpo import __version__
-
     parser.add_argument("--version", action="version", version=f"astarpo {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb, help_text in VERBS.items():

@@ -34,6 +34,7 @@ __all__ = [
     "optimal_advantage",
     "optimal_policy",
     "optimal_value",
+    "reduce_loss",
 ]
 
 
@@ -121,7 +122,14 @@ def optimal_advantage(reward: T, v_star: T) -> T:
     return reward - v_star
 
 
-def _reduce(x: T, reduction: Reduction) -> T:
+def reduce_loss(x: T, reduction: Reduction) -> T:
+    """Reduce per-example losses ``[B]``: ``"none"`` (as is), ``"mean"`` or ``"sum"``.
+
+    The one reduction switch of the per-example losses (A*-PO's and REBEL's).
+
+    Raises:
+        ValueError: for any other ``reduction``.
+    """
     if reduction == "none":
         return x
     if reduction == "mean":
@@ -163,7 +171,7 @@ def advantage_regression_loss(
     """
     beta = _check_beta(beta)
     residual = beta * (logp - logp_ref) - (reward - v_star)
-    return _reduce(residual * residual, reduction)
+    return reduce_loss(residual * residual, reduction)
 
 
 def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:

@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from astarpo.llm.bench import BenchConfig, run_bench
+    from astarpo.llm.bench.config import BenchConfig
+    from astarpo.llm.bench.run import run_bench
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("No CUDA device: run with --device cpu --smoke to check the code path.")

@@ -6,7 +6,7 @@ Run from the repository root::
 
 Prints, for the 500 MATH500 gold answers scored as completions (``\\boxed{gold}``):
 items/s of in-process math-verify (no timeout protection, the baseline) and of
-:class:`astarpo.llm.rewards.MathVerifyReward` with 1..W workers, their ratio, and the wall
+:class:`astarpo.llm.data.rewards.MathVerifyReward` with 1..W workers, their ratio, and the wall
 time of scoring the hanging completion ``\\boxed{9^{9^{9^{9^{9}}}}}`` (should be about the
 timeout). Also counts gold answers of every shared benchmark that math-verify cannot parse.
 """
@@ -17,9 +17,9 @@ import argparse
 import logging
 import time
 
-from astarpo.llm.data import find_data_dir, load_prompts
-from astarpo.llm.evaluate import BENCHMARKS
-from astarpo.llm.rewards import MathVerifyReward, RewardReport
+from astarpo.llm.data.prompts import find_data_dir, load_prompts
+from astarpo.llm.data.rewards import MathVerifyReward, RewardReport
+from astarpo.llm.eval import BENCHMARKS
 
 
 def in_process(completions: list[str], golds: list[str]) -> tuple[float, int]:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from astarpo.theory import LogLinearBandit, Stage2Config, policy_gradient_baseline, run_stage2
+from astarpo.theory.algorithm import Stage2Config, policy_gradient_baseline, run_stage2
+from astarpo.theory.bandit import LogLinearBandit
 
 
 def rate(fn: Callable[[int], object], rounds: int) -> float:

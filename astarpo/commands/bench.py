@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print the Markdown table."""
     from pathlib import Path
 
-    from astarpo.llm.bench import BenchConfig, run_bench
+    from astarpo.llm.bench.run import BenchConfig, run_bench
 
     fields: dict[str, object] = {}
     if args.quick:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; print the report table and where the files are."""
     from pathlib import Path
 
-    from astarpo.llm.demo import run_demo
+    from astarpo.llm.toy.demo import run_demo
 
     run_demo(
         args.out, args.quick, args.cache_dir, args.seed, not args.no_progress, threads=args.threads

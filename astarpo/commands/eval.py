@@ -7,17 +7,29 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
-from astarpo.commands._model import (
+from astarpo.commands.common import (
     add_data_arguments,
+    add_generation_arguments,
     add_model_arguments,
     add_reward_arguments,
+    build_rewards,
+    load_model,
+    load_prompts_from_args,
+    load_tokenizer,
+    make_generator,
+    needs_hf_model,
 )
+from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.rollout.base import SamplingConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``astarpo eval``."""
     add_model_arguments(parser)
+    add_generation_arguments(parser, gpu_memory_utilization=0.9)  # evaluation runs alone
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--data", action="append", help="a prompt file to evaluate (repeatable)")
     src.add_argument(
@@ -61,31 +73,17 @@ def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, print the table, optionally write JSON."""
-    import json
-    from pathlib import Path
-
-    from astarpo.commands._model import (
-        build_rewards,
-        load_model,
-        load_prompts_from_args,
-        make_generator,
-    )
-    from astarpo.llm.evaluate import (
-        evaluate,
-        evaluate_benchmarks,
-        format_table,
-        resolve_benchmarks,
-    )
-    from astarpo.llm.generation import SamplingConfig
-
     if not args.data and not args.benchmarks:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise
         per_name = {resolve_benchmarks([n])[0].name: k for n, k in per_name.items()}
-    model, tokenizer = load_model(args.model, args.device, args.dtype)
-    gen = make_generator(model, tokenizer, args.gen_batch_size)
+    if needs_hf_model(args):
+        model, tokenizer = load_model(args.model, args.device, args.dtype)
+    else:  # vLLM loads the saved model itself
+        model, tokenizer = None, load_tokenizer(args.model)
+    gen = make_generator(args, model, tokenizer)
     rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
     greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
     sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)

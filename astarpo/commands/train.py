@@ -9,52 +9,42 @@ Example::
 Every field of the algorithm's config is a flag (``--batch-size``, ``--beta2``, ...; see
 ``astarpo train --help``). ``--resume`` continues from the latest checkpoint in ``--out``.
 
-Adding an algorithm: put one entry in :data:`ALGORITHMS`, ``name -> ("module:ConfigClass",
-"module:factory")``, where the config class is a frozen dataclass subclassing
-:class:`~astarpo.llm.config.TrainConfig` (kept light to import: no torch at module top) and
-``factory(config)`` returns an :class:`~astarpo.llm.algorithm.Algorithm`. Its new fields become
-flags automatically; flags of other algorithms are rejected with a clear error.
+``--algo`` lists the algorithms of :data:`~astarpo.llm.algorithms.registry.ALGORITHMS`; a new
+algorithm registered there gets its config fields as flags automatically, and flags of other
+algorithms are rejected with a clear error.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
+from pathlib import Path
 from typing import Any
 
-from astarpo.commands._model import add_data_arguments, add_model_arguments, add_reward_arguments
-
-#: Algorithm name -> (config class, factory building the algorithm from the config).
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "astarpo": ("astarpo.llm.config:AStarPOConfig", "astarpo.llm.algorithm:AStarPO.from_config"),
-    "grpo": ("astarpo.llm.baseline_config:GRPOConfig", "astarpo.llm.baselines:GRPO.from_config"),
-    "rloo": ("astarpo.llm.baseline_config:RLOOConfig", "astarpo.llm.baselines:RLOO.from_config"),
-    "ppo": ("astarpo.llm.baseline_config:PPOConfig", "astarpo.llm.baselines:PPO.from_config"),
-    "rebel": (
-        "astarpo.llm.baseline_config:REBELConfig",
-        "astarpo.llm.baselines:REBEL.from_config",
-    ),
-}
+from astarpo.commands.common import (
+    add_data_arguments,
+    add_model_arguments,
+    add_reward_arguments,
+    build_rewards,
+    load_model,
+    load_prompts_from_args,
+)
+from astarpo.llm.algorithms.config import config_fields
+from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.parallel.dist import init_distributed
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.training.checkpoint import save_final_model
+from astarpo.llm.training.trainer import Trainer
 
 # Config fields set by other flags of the command.
-_OWN = {"output_dir": "--out", "device": "--device", "generation_batch_size": "--gen-batch-size"}
-
-
-def _resolve(spec: str) -> Any:
-    module, _, attr = spec.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+_OWN = {"output_dir": "--out", "device": "--device"}
 
 
 def _config_fields() -> dict[str, tuple[Any, str, set[str]]]:
     """Every config field of every algorithm: name -> (default, help, algorithms having it)."""
-    from astarpo.llm.config import config_fields
-
     out: dict[str, tuple[Any, str, set[str]]] = {}
-    for algo, (cfg_spec, _) in ALGORITHMS.items():
-        for name, default, help_text in config_fields(_resolve(cfg_spec)):
+    for algo, spec in ALGORITHMS.items():
+        for name, default, help_text in config_fields(spec.config):
             if name in out:
                 out[name][2].add(algo)
             else:
@@ -64,12 +54,20 @@ def _config_fields() -> dict[str, tuple[Any, str, set[str]]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``astarpo train``: model, data, rewards, V* table, and one flag per field."""
-    parser.add_argument("--algo", default="astarpo", choices=sorted(ALGORITHMS), help="algorithm")
+    algos = "; ".join(f"{name}: {spec.summary}" for name, spec in ALGORITHMS.items())
+    parser.add_argument(
+        "--algo",
+        default="astarpo",
+        choices=list(ALGORITHMS),
+        help=f"algorithm (default astarpo) -- {algos}".replace("%", "%%"),
+    )
     parser.add_argument("--data", help="training prompts (.jsonl, .json or .parquet)")
     parser.add_argument("--v-star", help="the Stage 1 V* table (from `astarpo value`)")
     parser.add_argument("--out", required=True, help="output directory (metrics, checkpoints)")
     parser.add_argument(
-        "--ref-model", help="reference model directory (default: --model, loaded again)"
+        "--ref-model",
+        help="reference model directory (default: a frozen copy of --model, when the algorithm "
+        "needs one; with LoRA the adapter-disabled policy)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue from the latest checkpoint in --out"
@@ -78,11 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     add_reward_arguments(parser)
     group = parser.add_argument_group("training config (defaults of the chosen --algo)")
-    for name, (default, help_text, algos) in _config_fields().items():
+    for name, (default, help_text, owners) in _config_fields().items():
         if name in _OWN:
             continue
         flag = "--" + name.replace("_", "-")
-        where = "" if len(algos) == len(ALGORITHMS) else f" [{', '.join(sorted(algos))}]"
+        where = "" if len(owners) == len(ALGORITHMS) else f" [{', '.join(sorted(owners))}]"
         text = f"{help_text} (default {default}){where}".replace("%", "%%")
         if isinstance(default, bool):
             group.add_argument(flag, type=_bool, default=None, metavar="BOOL", help=text)
@@ -100,18 +98,9 @@ def _bool(text: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, data and V* table, train, save the final model; print a summary."""
-    import json
-    from pathlib import Path
-
-    from astarpo.commands._model import build_rewards, load_model, load_prompts_from_args
-    from astarpo.llm.config import config_fields
-    from astarpo.llm.trainer import Trainer
-
-    cfg_cls = _resolve(ALGORITHMS[args.algo][0])
-    factory = _resolve(ALGORITHMS[args.algo][1])
-    own = {f for f, *_ in config_fields(cfg_cls)}
+    spec = ALGORITHMS[args.algo]
+    own = {f for f, *_ in config_fields(spec.config)}
     values: dict[str, Any] = {"output_dir": args.out, "device": args.device}
-    values["generation_batch_size"] = args.gen_batch_size
     for name in _config_fields():
         if name in _OWN:
             continue
@@ -124,35 +113,28 @@ def run(args: argparse.Namespace) -> int:
             )
         values[name] = v
     try:
-        cfg = cfg_cls(**values)
+        cfg = spec.config(**values)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from e
-    algorithm = factory(cfg)
     if not args.data:
         raise SystemExit("error: --data is required (a .jsonl, .json or .parquet prompt file).")
-    from astarpo.llm.distributed import init_distributed
-
     dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
-    ref = None
-    if algorithm.needs_reference and not cfg.lora_r:  # LoRA: the reference is the base model
-        ref, _ = load_model(args.ref_model or args.model, args.device, args.dtype)
-    if hasattr(algorithm, "attach_critic"):  # PPO: the critic starts as a copy of the reference
-        algorithm.attach_critic(ref if ref is not None else model)
+    ref = None  # the trainer copies the policy when the algorithm needs a reference
+    if args.ref_model:
+        ref, _ = load_model(args.ref_model, args.device, dtype)
     rows = load_prompts_from_args(args, args.data, tokenizer)
     table = None
-    if algorithm.needs_v_star:
+    if spec.algorithm.needs_v_star:
         if not args.v_star:
             raise SystemExit(f"error: --algo {args.algo} needs --v-star (run `astarpo value`).")
-        from astarpo.llm.value import ValueTable
-
         table = ValueTable.load(args.v_star)
     rewards = build_rewards(args.reward, args.reward_timeout, default="math_verify")
-    trainer = Trainer(model, ref, rewards, algorithm, cfg, rows, table, tokenizer)
+    trainer = Trainer(
+        model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer
+    )
     history = trainer.train(resume=args.resume)
-    from astarpo.llm.data_parallel import save_final_model
-
     # Written once (rank 0); FSDP2 shards gathered, LoRA adapters merged.
     final = save_final_model(trainer.model, tokenizer, Path(args.out) / "final")
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})

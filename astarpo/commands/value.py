@@ -14,12 +14,29 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from astarpo.commands._model import (
+import numpy as np
+
+from astarpo.commands.common import (
     add_data_arguments,
+    add_generation_arguments,
     add_model_arguments,
     add_reward_arguments,
+    build_rewards,
+    load_model,
     load_prompts_from_args,
+    load_tokenizer,
+    make_generator,
+    needs_hf_model,
 )
+from astarpo.llm.parallel.dist import init_distributed
+from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.estimate import (
+    estimate_values,
+    estimate_values_by_rank,
+    merge_shards,
+    parse_shard,
+)
+from astarpo.llm.stage1.table import ValueTable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,18 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="'i/k': only shard i of k; 'auto': RANK/WORLD_SIZE. Under torchrun without "
         "--shard, each rank takes its shard and rank 0 merges the parts into --out.",
     )
-    parser.add_argument(
-        "--backend",
-        default="auto",
-        choices=["auto", "hf", "vllm"],
-        help="generation backend; auto = vllm when installed and a GPU is present, else hf",
-    )
-    parser.add_argument(
-        "--gpu-memory-utilization",
-        type=float,
-        default=0.9,
-        help="share of GPU memory for vLLM (--backend vllm; default 0.9: Stage 1 is alone)",
-    )
+    add_generation_arguments(parser, gpu_memory_utilization=0.9)  # Stage 1 runs alone
     parser.add_argument("--merge", type=int, metavar="K", help="merge the K part files of --out")
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
@@ -64,17 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run Stage 1, a merge or an import; print a one-line summary."""
-    import numpy as np
-
-    from astarpo.llm.value import ValueTable, estimate_values, merge_shards, parse_shard
 
     def rows_of_data() -> list[dict] | None:
         if not args.data:
             return None
         tokenizer = None
         if args.chat_template or args.max_prompt_tokens:
-            from astarpo.commands._model import load_tokenizer
-
             tokenizer = load_tokenizer(args.model)
         return load_prompts_from_args(args, args.data, tokenizer)
 
@@ -82,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
     if args.import_official:
         tok = None
         if args.chat_template:
-            from astarpo.commands._model import load_tokenizer
-
             tok = load_tokenizer(args.model)
         table = ValueTable.from_official(
             args.import_official, beta1=args.beta1, tokenizer=tok, chat_template=args.chat_template
@@ -92,45 +91,21 @@ def run(args: argparse.Namespace) -> int:
     elif args.merge:
         table = merge_shards(args.out, args.merge, rows_of_data())
     else:
-        from astarpo.commands._model import build_rewards, load_model, make_generator
-        from astarpo.llm.generation import SamplingConfig
-
         if not args.data:
             raise SystemExit(
                 "error: --data is required to estimate V* (or use --merge/--import-official)."
             )
-        from astarpo.llm.distributed import init_distributed
-
         dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
-        backend = args.backend
-        if backend == "auto":
-            from astarpo.llm.vllm_backend import vllm_available
-
-            backend = "vllm" if vllm_available() and args.model != "toy" else "hf"
-        if backend == "vllm":
-            from astarpo.commands._model import load_tokenizer
-            from astarpo.llm.vllm_backend import VLLMGenerator
-
-            if args.model == "toy":
-                raise SystemExit("error: --backend vllm needs --model DIR (a saved HF model).")
-            model, tokenizer = None, load_tokenizer(args.model)
-            generator = VLLMGenerator(
-                args.model,
-                tokenizer,
-                gpu_memory_utilization=args.gpu_memory_utilization,
-                dtype=args.dtype,
-                seed=args.seed,
-            )
-        else:
+        if needs_hf_model(args):
             model, tokenizer = load_model(args.model, args.device, args.dtype)
-            generator = make_generator(model, tokenizer, args.gen_batch_size)
+        else:  # vLLM loads the saved model itself
+            model, tokenizer = None, load_tokenizer(args.model)
+        generator = make_generator(args, model, tokenizer)
         rows = load_prompts_from_args(args, args.data, tokenizer)
         rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)
         if shard is None and dist_info.distributed:
-            from astarpo.llm.parallel import estimate_values_by_rank
-
             stage1 = estimate_values_by_rank
             quiet = not dist_info.is_main  # every rank returns the merged table: print once
         table = stage1(

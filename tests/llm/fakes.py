@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from astarpo.llm.generation import Rollout, SamplingConfig
+from astarpo.llm.rollout.base import Rollout, SamplingConfig
 
 
 class FakeGenerator:
@@ -58,3 +59,17 @@ TINY = {
     "num_attention_heads": 2,
     "num_key_value_heads": 1,
 }
+
+
+def record_batches(trainer: Any) -> list[Any]:
+    """Spy on ``trainer.algorithm.prepare``: the returned list receives every rollout batch the
+    trainer prepares (so a test can inspect the last step's batch)."""
+    seen: list[Any] = []
+    prepare = trainer.algorithm.prepare
+
+    def spy(batch: Any) -> Any:
+        seen.append(batch)
+        return prepare(batch)
+
+    trainer.algorithm.prepare = spy
+    return seen

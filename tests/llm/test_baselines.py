@@ -8,24 +8,17 @@ import math
 
 import pytest
 import torch
-from fakes import TINY
+from fakes import TINY, record_batches
 
-from astarpo.llm.algorithm import Algorithm
-from astarpo.llm.baseline_config import GRPOConfig, PPOConfig, REBELConfig, RLOOConfig
-from astarpo.llm.baselines import (
-    GRPO,
-    PPO,
-    REBEL,
-    RLOO,
-    GRPOTrainer,
-    PPOTrainer,
-    REBELTrainer,
-    RLOOTrainer,
-)
-from astarpo.llm.critic import ValueModel
-from astarpo.llm.logprobs import pack, sequence_logprobs
-from astarpo.llm.losses import clipped_policy_loss, group_advantages, rebel_loss
-from astarpo.llm.toy import addition_task, make_toy_model
+from astarpo.llm.algorithms.base import Algorithm
+from astarpo.llm.algorithms.critic import ValueModel
+from astarpo.llm.algorithms.grpo import GRPO, RLOO, GRPOConfig, RLOOConfig
+from astarpo.llm.algorithms.logprobs import pack, sequence_logprobs
+from astarpo.llm.algorithms.losses import clipped_policy_loss, group_advantages, rebel_loss
+from astarpo.llm.algorithms.ppo import PPO, PPOConfig
+from astarpo.llm.algorithms.rebel import REBEL, REBELConfig
+from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.training.trainers import GRPOTrainer, PPOTrainer, REBELTrainer, RLOOTrainer
 
 ROWS = addition_task(16, seed=0)
 
@@ -64,9 +57,11 @@ def make(tokenizer, tmp_path, name, **overrides):
     model = make_toy_model(tokenizer, seed=0, **TINY)
     ref = make_toy_model(tokenizer, seed=0, **TINY)
     cfg = cfg_cls(output_dir=str(tmp_path / name), **{**COMMON, **extra, **overrides})
-    return trainer_cls(
+    tr = trainer_cls(
         model, ref, [digit_fraction_reward], args=cfg, train_dataset=ROWS, tokenizer=tokenizer
     )
+    tr.batches = record_batches(tr)
+    return tr
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -82,7 +77,7 @@ def test_short_run_is_finite_and_changes_parameters(tokenizer, tmp_path, name):
     changed = [not torch.equal(before[k], v) for k, v in tr.model.state_dict().items()]
     assert any(changed)
     assert all(torch.isfinite(p).all() for p in tr.model.parameters())
-    assert len(tr.last_batch) == 4 * tr.algorithm.samples_per_prompt
+    assert len(tr.batches[-1]) == 4 * tr.algorithm.samples_per_prompt
     assert (tmp_path / name / "checkpoint-2").exists()
 
 
@@ -106,7 +101,7 @@ def test_grpo_step_loss_equals_pure_function(tokenizer, tmp_path):
     tr = make(tokenizer, tmp_path, "grpo", max_steps=1, kl_coef=0.0)
     before = copy.deepcopy(tr.model)
     rec = tr.step()
-    b = tr.last_batch
+    b = tr.batches[-1]
     adv = group_advantages(b.rewards.view(-1, 4)).flatten()
     torch.testing.assert_close(b.extra["advantage"], adv)
     with torch.no_grad():
@@ -120,7 +115,7 @@ def test_rebel_step_loss_equals_pure_function(tokenizer, tmp_path):
     tr = make(tokenizer, tmp_path, "rebel", max_steps=1, micro_batch_size=0)
     before = copy.deepcopy(tr.model)
     rec = tr.step()
-    b = tr.last_batch
+    b = tr.batches[-1]
     assert torch.equal(b.group[0::2], b.group[1::2])
     with torch.no_grad():
         logp = sequence_logprobs(before, b.packed).logp
@@ -137,7 +132,7 @@ def test_ppo_prepare_puts_reward_on_last_token(tokenizer, tmp_path):
         output_dir=str(tmp_path), whiten_advantages=False, gamma=1.0, lam=1.0
     )
     tr.step()
-    b = tr.last_batch
+    b = tr.batches[-1]
     ex = b.extra
     mask = b.response_mask
     # Zero-initialized value head before the first update: gamma = lam = 1 gives returns equal
@@ -195,10 +190,9 @@ def test_from_config_factories(tokenizer):
     assert type(GRPO.from_config(GRPOConfig())) is GRPO
     assert type(RLOO.from_config(RLOOConfig())) is RLOO
     assert type(REBEL.from_config(REBELConfig())) is REBEL
-    ppo = PPO.from_config(PPOConfig())
-    with pytest.raises(ValueError, match="attach_critic"):
-        ppo.modules()
-    ppo.attach_critic(make_toy_model(tokenizer, seed=0, **TINY))
+    with pytest.raises(ValueError, match="copy its critic"):
+        PPO.from_config(PPOConfig())
+    ppo = PPO.from_config(PPOConfig(), ref_model=make_toy_model(tokenizer, seed=0, **TINY))
     assert isinstance(ppo.modules()[0], ValueModel)
 
 
@@ -233,3 +227,22 @@ def test_train_cli_rejects_flags_of_other_algorithms(tmp_path):
     with pytest.raises(SystemExit, match="does not apply"):
         main(["train", "--algo", "astarpo", "--model", "toy", "--out", str(tmp_path),
               "--group-size", "4"])  # fmt: skip
+
+
+def test_docs_table_and_cli_list_every_registered_algorithm(capsys):
+    """docs/baselines.md's table and `astarpo train --help` both list the registry."""
+    from pathlib import Path
+
+    from astarpo.cli import main
+    from astarpo.llm.algorithms.registry import ALGORITHMS
+
+    page = (Path(__file__).parents[2] / "docs" / "baselines.md").read_text()
+    for name, spec in ALGORITHMS.items():
+        assert f"| `{name}` |" in page, f"docs/baselines.md lacks algorithm {name}"
+        assert spec.config.__name__ in page
+    for algo in ALGORITHMS:
+        with pytest.raises(SystemExit):
+            main(["train", "--algo", algo, "--help"])
+        text = capsys.readouterr().out
+        for name in ALGORITHMS:
+            assert name in text.split("--algo")[1], f"train --help lacks {name}"

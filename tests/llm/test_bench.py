@@ -9,8 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from astarpo.llm.bench import BenchConfig, PeakRSS, run_one
-from astarpo.llm.bench_report import summarize, to_markdown, write
+from astarpo.llm.bench.config import BenchConfig
+from astarpo.llm.bench.measure import PeakRSS
+from astarpo.llm.bench.report import summarize, to_markdown, write
+from astarpo.llm.bench.run import run_one
 
 
 def fake_run(algo, seed, train_s, accs, times, mem_before=100.0, mem_peak=110.0, spp=1):
@@ -97,9 +99,9 @@ def test_peak_rss_sees_a_temporary_allocation():
 
 @pytest.mark.parametrize("algo", ["astarpo", "ppo", "rebel"])
 def test_run_one_in_process(tokenizer, tiny_model, tmp_path, algo):
-    from astarpo.llm.data import prompt_key
-    from astarpo.llm.toy import addition_task
-    from astarpo.llm.value import ValueRow, ValueTable
+    from astarpo.llm.data.prompts import prompt_key
+    from astarpo.llm.stage1.table import ValueRow, ValueTable
+    from astarpo.llm.toy.model import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
@@ -142,7 +144,7 @@ def test_bench_config_rejects_bad_values():
 
 
 def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
-    import astarpo.llm.bench as bench_mod
+    import astarpo.llm.bench.run as bench_mod
     from astarpo.cli import main
 
     seen = {}

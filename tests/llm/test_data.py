@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from astarpo.llm.data import (
+from astarpo.llm.data.prompts import (
     TEMPLATES,
     apply_template,
     extract_gsm8k_answer,

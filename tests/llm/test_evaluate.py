@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from astarpo.cli import main
-from astarpo.llm.data import find_data_dir, load_prompts
-from astarpo.llm.evaluate import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
-from astarpo.llm.generation import SamplingConfig
-from astarpo.llm.rewards import MathVerifyReward, exact_match_reward
+from astarpo.llm.data.prompts import find_data_dir, load_prompts
+from astarpo.llm.data.rewards import MathVerifyReward, exact_match_reward
+from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.rollout.base import SamplingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes import FakeGenerator

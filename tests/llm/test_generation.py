@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from astarpo.llm.generation import Generator, HFGenerator, SamplingConfig
+from astarpo.llm.rollout.base import Generator, SamplingConfig
+from astarpo.llm.rollout.hf import HFGenerator
 
 PROMPTS = ["12+34=", "5+5=", "99+1="]
 

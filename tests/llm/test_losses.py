@@ -9,15 +9,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from astarpo.llm.losses import (
+from astarpo.llm.algorithms.gae import gae, value_loss
+from astarpo.llm.algorithms.losses import (
     aggregate,
     clipped_policy_loss,
-    gae,
     group_advantages,
     kl_penalty,
     rebel_loss,
     rloo_advantages,
-    value_loss,
 )
 
 D = torch.float64

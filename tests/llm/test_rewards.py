@@ -8,16 +8,15 @@ import time
 import numpy as np
 import pytest
 
-from astarpo.llm.rewards import (
+from astarpo.llm.data.pool import KillablePool
+from astarpo.llm.data.rewards import (
     MathVerifyReward,
     RewardReport,
-    compute_rewards,
     exact_match_reward,
     gsm8k_reward,
-    load_reward,
     math_verify_reward,
 )
-from astarpo.llm.timeout import KillablePool
+from astarpo.llm.data.scoring import compute_rewards, load_reward
 
 HANG = r"The answer is \boxed{9^{9^{9^{9^{9}}}}}"
 TIMEOUT = 2.0
@@ -121,14 +120,14 @@ def test_exact_match_reward():
 
 def test_load_reward():
     assert load_reward("gsm8k") is gsm8k_reward
-    assert load_reward("astarpo.llm.rewards:exact_match_reward") is exact_match_reward
+    assert load_reward("astarpo.llm.data.rewards:exact_match_reward") is exact_match_reward
     assert load_reward("math_verify") is math_verify_reward
     with pytest.raises(ValueError, match="module:function"):
         load_reward("no_colon")
     with pytest.raises(ImportError, match="cannot import module"):
         load_reward("no_such_module_xyz:f")
     with pytest.raises(AttributeError, match="has no"):
-        load_reward("astarpo.llm.rewards:nope")
+        load_reward("astarpo.llm.data.rewards:nope")
 
 
 def test_compute_rewards_sum_weights_and_none():

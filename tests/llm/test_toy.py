@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from astarpo.llm.toy import TOY_CHARS, addition_task, make_toy_model
+from astarpo.llm.toy.model import TOY_CHARS, addition_task, make_toy_model
 
 
 def test_tokenizer_roundtrip_and_specials(tokenizer):

@@ -6,14 +6,15 @@ import json
 import numpy as np
 import pytest
 import torch
-from fakes import TINY
+from fakes import TINY, record_batches
 
-from astarpo.llm import AStarPOConfig, AStarPOTrainer
-from astarpo.llm.algorithm import Algorithm, AStarPO, RolloutBatch
-from astarpo.llm.logprobs import sequence_logprobs
-from astarpo.llm.rewards import exact_match_reward
-from astarpo.llm.toy import addition_task, make_toy_model
-from astarpo.llm.trainer import lookup_v_star
+from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
+from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
+from astarpo.llm.algorithms.logprobs import sequence_logprobs
+from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.stage1.table import lookup_v_star
+from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.training.trainers import AStarPOTrainer
 from astarpo.objective import advantage_regression_loss
 
 ROWS = addition_task(24, seed=0)
@@ -41,7 +42,7 @@ def make_trainer(tokenizer, tmp_path, **overrides):
     cfg.update(overrides)
     model = make_toy_model(tokenizer, seed=0, **TINY)
     ref = make_toy_model(tokenizer, seed=0, **TINY)
-    return AStarPOTrainer(
+    tr = AStarPOTrainer(
         model,
         ref,
         [first_digit_reward, exact_match_reward],
@@ -50,6 +51,8 @@ def make_trainer(tokenizer, tmp_path, **overrides):
         v_star_table=TABLE,
         tokenizer=tokenizer,
     )
+    tr.batches = record_batches(tr)
+    return tr
 
 
 def test_astarpo_satisfies_protocol():
@@ -61,7 +64,7 @@ def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1, beta2=0.05)
     before = copy.deepcopy(tr.model)
     rec = tr.step()
-    b = tr.last_batch
+    b = tr.batches[-1]
     assert b is not None and len(b) == 8
     with torch.no_grad():
         logp = sequence_logprobs(before, b.packed).logp
@@ -110,7 +113,7 @@ def test_resume_reproduces_uninterrupted_run(tokenizer, tmp_path):
         assert a["loss"] == b["loss"] and a["reward/mean"] == b["reward/mean"]
     for pa, pb in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(pa, pb)
-    assert (full.data_epoch, full.data_index) == (resumed.data_epoch, resumed.data_index)
+    assert (full.order.epoch, full.order.index) == (resumed.order.epoch, resumed.order.index)
 
 
 def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
@@ -136,11 +139,11 @@ def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
 
 def test_data_order_covers_each_prompt_once_per_epoch(tokenizer, tmp_path):
     tr = make_trainer(tokenizer, tmp_path)
-    seen = [i for _ in range(3) for i in tr._next_indices()]
+    seen = [i for _ in range(3) for i in tr.order.take(tr.args.batch_size)]
     assert sorted(seen) == list(range(24))
     assert seen != list(range(24))
     tr2 = make_trainer(tokenizer, tmp_path)
-    assert [i for _ in range(3) for i in tr2._next_indices()] == seen
+    assert [i for _ in range(3) for i in tr2.order.take(tr2.args.batch_size)] == seen
 
 
 def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
@@ -151,13 +154,29 @@ def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
         lookup_v_star(table, [r["prompt"] for r in ROWS])
     model = make_toy_model(tokenizer, **TINY)
     with pytest.raises(KeyError, match="missing"):
-        AStarPOTrainer(model, model, [exact_match_reward], AStarPOConfig(), ROWS, table, tokenizer)
+        AStarPOTrainer(
+            model,
+            model,
+            [exact_match_reward],
+            args=AStarPOConfig(),
+            train_dataset=ROWS,
+            v_star_table=table,
+            tokenizer=tokenizer,
+        )
     with pytest.raises(ValueError, match="V\\* table"):
-        AStarPOTrainer(model, model, [exact_match_reward], AStarPOConfig(), ROWS, None, tokenizer)
+        AStarPOTrainer(
+            model,
+            model,
+            [exact_match_reward],
+            args=AStarPOConfig(),
+            train_dataset=ROWS,
+            v_star_table=None,
+            tokenizer=tokenizer,
+        )
 
 
 def test_rollout_batch_select_keeps_rows_aligned():
-    from astarpo.llm.generation import Rollout
+    from astarpo.llm.rollout.base import Rollout
 
     r = Rollout(["a", "a", "b", "b"], [[3], [3], [4, 5], [4, 5]], [[6, 1], [7], [8], []],
                 ["x", "y", "z", ""], [False, True, True, False], n=2)  # fmt: skip
@@ -228,7 +247,7 @@ def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
         [p.grad.clone() for p in tr.model.parameters()]
     )
     tr.step()
-    b = tr.last_batch
+    b = tr.batches[-1]
     out = sequence_logprobs(start, b.packed, entropy=True)
     loss = advantage_regression_loss(out.logp, b.logp_ref, b.rewards, b.v_star, 1e-3, "mean")
     (loss - coef * out.entropy_mean()).backward()
@@ -268,8 +287,8 @@ class GroupAlgo:
 
 
 def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
-    from astarpo.llm.config import TrainConfig
-    from astarpo.llm.trainer import Trainer
+    from astarpo.llm.algorithms.config import TrainConfig
+    from astarpo.llm.training.trainer import Trainer
 
     algo = GroupAlgo()
     assert isinstance(algo, Algorithm)
@@ -279,9 +298,18 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
     model = make_toy_model(tokenizer, **TINY)
     ref = make_toy_model(tokenizer, **TINY)
     w0 = algo.critic.weight.detach().clone()
-    tr = Trainer(model, ref, [first_digit_reward], algo, cfg, ROWS, None, tokenizer)
+    tr = Trainer(
+        model,
+        ref,
+        [first_digit_reward],
+        args=cfg,
+        train_dataset=ROWS,
+        tokenizer=tokenizer,
+        algorithm=algo,
+    )
+    tr.batches = record_batches(tr)
     hist = tr.train()
-    b = tr.last_batch
+    b = tr.batches[-1]
     assert len(b) == 8 and b.group.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert b.prompts[0] == b.prompts[1] and b.logp_old is not None
     # Every minibatch holds whole groups: 2 prompts x 2 samples; 2 epochs x 2 minibatches.
@@ -300,7 +328,7 @@ def test_docs_list_every_config_field() -> None:
     """docs/llm.md's config table names every AStarPOConfig field with its default."""
     from pathlib import Path
 
-    from astarpo.llm.config import config_fields
+    from astarpo.llm.algorithms.config import config_fields
 
     page = (Path(__file__).parents[2] / "docs" / "llm.md").read_text()
     for name, default, help_text in config_fields(AStarPOConfig):

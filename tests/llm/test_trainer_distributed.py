@@ -26,9 +26,10 @@ def first_digit_reward(prompts: list[str], completions: list[str], answer: list[
 
 
 def make_trainer(out: str, **overrides: Any) -> Any:
-    from astarpo.llm import AStarPOConfig, AStarPOTrainer
-    from astarpo.llm.rewards import exact_match_reward
-    from astarpo.llm.toy import addition_task, make_char_tokenizer, make_toy_model
+    from astarpo.llm.algorithms.astarpo import AStarPOConfig
+    from astarpo.llm.data.rewards import exact_match_reward
+    from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+    from astarpo.llm.training.trainers import AStarPOTrainer
 
     rows = addition_task(24, seed=0)
     table = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(rows)}
@@ -76,7 +77,7 @@ def _worker(rank: int, world: int, port: int, out: str, overrides: dict[str, Any
         MASTER_PORT=str(port),
     )
     torch.set_num_threads(1)
-    from astarpo.llm.distributed import full_state_dict
+    from astarpo.llm.parallel.state import full_state_dict
 
     tr = make_trainer(out, **overrides)
     tr.train()
@@ -146,13 +147,13 @@ def test_resume_two_process_checkpoint_in_one_process(
 
 
 def test_scaling_config_validation() -> None:
-    from astarpo.llm import AStarPOConfig
+    from astarpo.llm.algorithms.astarpo import AStarPOConfig
 
     for kw, msg in [
         ({"parallel": "zero3"}, "parallel"),
         ({"parallel": "fsdp", "lora_r": 8}, "not supported"),
-        ({"generation_backend": "sglang"}, "generation_backend"),
-        ({"vllm_gpu_memory_utilization": 0.0}, "vllm_gpu_memory_utilization"),
+        ({"backend": "sglang"}, "backend"),
+        ({"gpu_memory_utilization": 0.0}, "gpu_memory_utilization"),
         ({"seed_chunk_size": -1}, "seed_chunk_size"),
         ({"lora_r": -1}, "lora_r"),
     ]:
@@ -161,8 +162,8 @@ def test_scaling_config_validation() -> None:
 
 
 def test_batch_must_split_evenly() -> None:
-    from astarpo.llm.data_parallel import DataParallel
-    from astarpo.llm.distributed import DistInfo
+    from astarpo.llm.parallel.dist import DistInfo
+    from astarpo.llm.training.data_parallel import DataParallel
 
     dp = DataParallel("ddp", info=DistInfo(0, 3))
     with pytest.raises(ValueError, match="minibatches x world_size"):

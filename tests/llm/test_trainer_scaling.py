@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from fakes import record_batches
 from test_trainer_distributed import make_trainer
 from test_vllm_backend import make_fake_vllm
 
-from astarpo.llm.logprobs import sequence_logprobs
-from astarpo.llm.lora import AdapterDisabledReference, parameter_bytes
+from astarpo.llm.algorithms.logprobs import sequence_logprobs
+from astarpo.llm.parallel.lora import AdapterDisabledReference, parameter_bytes
 
 
 def test_lora_reference_is_the_base_model(tmp_path: Path) -> None:
@@ -20,9 +21,10 @@ def test_lora_reference_is_the_base_model(tmp_path: Path) -> None:
     tr = make_trainer(str(tmp_path / "lora"), lora_r=4, lora_alpha=8, learning_rate=0.05)
     assert isinstance(tr.ref_model, AdapterDisabledReference) and tr.ref_model.policy is tr.model
     assert all("lora_" in n for n, p in tr.model.named_parameters() if p.requires_grad)
+    batches = record_batches(tr)
     tr.step()
     tr.step()
-    batch = tr.last_batch
+    batch = batches[-1]
     assert batch is not None
     with torch.no_grad():
         base_logp = sequence_logprobs(base, batch.packed).logp
@@ -46,8 +48,8 @@ def test_vllm_backend_is_synced_after_every_update(
     tr = make_trainer(
         str(tmp_path),
         max_steps=2,
-        generation_backend="vllm",
-        vllm_gpu_memory_utilization=0.25,
+        backend="vllm",
+        gpu_memory_utilization=0.25,
         minibatches=1,
     )
     init = mod.calls["llm_init"]
@@ -78,13 +80,14 @@ def test_vllm_backend_is_synced_after_every_update(
 def test_final_lora_model_is_saved_merged(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from astarpo.llm.data_parallel import save_final_model
+    from astarpo.llm.training.checkpoint import save_final_model
 
     tr = make_trainer(str(tmp_path / "run"), lora_r=4, lora_alpha=8, learning_rate=0.05)
+    batches = record_batches(tr)
     tr.step()
     save_final_model(tr.model, tr.tokenizer, tmp_path / "final")
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "final", local_files_only=True)
-    batch = tr.last_batch
+    batch = batches[-1]
     assert batch is not None
     with torch.no_grad():
         expected = sequence_logprobs(tr.model, batch.packed).logp

@@ -10,18 +10,11 @@ import numpy as np
 import pytest
 
 from astarpo import optimal_value
-from astarpo.llm.data import prompt_key
-from astarpo.llm.generation import Generator, SamplingConfig
-from astarpo.llm.rewards import exact_match_reward
-from astarpo.llm.value import (
-    MissingPromptError,
-    ValueTable,
-    ValueTableError,
-    estimate_values,
-    merge_shards,
-    parse_shard,
-    part_path,
-)
+from astarpo.llm.data.prompts import prompt_key
+from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.rollout.base import Generator, SamplingConfig
+from astarpo.llm.stage1.estimate import estimate_values, merge_shards, parse_shard, part_path
+from astarpo.llm.stage1.table import MissingPromptError, ValueTable, ValueTableError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes import FakeGenerator
@@ -224,8 +217,8 @@ def test_exact_match_end_to_end(tmp_path):
 
 
 def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
-    from astarpo.llm.generation import HFGenerator
-    from astarpo.llm.toy import addition_task
+    from astarpo.llm.rollout.hf import HFGenerator
+    from astarpo.llm.toy.model import addition_task
 
     rows = [{"prompt": r["problem"], "answer": r["answer"]} for r in addition_task(6, seed=0)]
     gen = HFGenerator(tiny_model, tokenizer, batch_size=16)
@@ -258,7 +251,7 @@ def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
 
 def test_cli_value_shards_merge_and_import(tmp_path, capsys):
     from astarpo.cli import main
-    from astarpo.llm.toy import addition_task
+    from astarpo.llm.toy.model import addition_task
 
     data = tmp_path / "add.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in addition_task(6, seed=1)))

@@ -11,14 +11,11 @@ from typing import Any
 import pytest
 import torch
 
-from astarpo.llm import vllm_backend
-from astarpo.llm.generation import Generator, SamplingConfig
-from astarpo.llm.vllm_backend import (
-    VLLMGenerator,
-    prompt_seeds,
-    to_vllm_sampling_kwargs,
-    weights_for_vllm,
-)
+from astarpo.llm.rollout import vllm as vllm_backend
+from astarpo.llm.rollout.backend import build_generator
+from astarpo.llm.rollout.base import Generator, SamplingConfig
+from astarpo.llm.rollout.seeds import prompt_seeds
+from astarpo.llm.rollout.vllm import VLLMGenerator, to_vllm_sampling_kwargs, weights_for_vllm
 
 EOS = 1
 
@@ -291,21 +288,22 @@ def test_from_model_saves_then_starts(fake_vllm: types.ModuleType, tmp_path: Pat
 def test_auto_backend_picks_vllm_only_when_available(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from astarpo.llm.config import AStarPOConfig
-    from astarpo.llm.generation import HFGenerator
+    from astarpo.llm.algorithms.astarpo import AStarPOConfig
+    from astarpo.llm.rollout.hf import HFGenerator
 
     args = AStarPOConfig(output_dir=str(tmp_path))
-    assert args.generation_backend == "auto"
+    assert args.backend == "auto"
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
-    gen = vllm_backend.build_generator(args, torch.nn.Linear(1, 1), FakeTokenizer())
+    kw = {"gpu_memory_utilization": args.gpu_memory_utilization}
+    gen = build_generator(args.backend, torch.nn.Linear(1, 1), FakeTokenizer(), **kw)
     assert isinstance(gen, HFGenerator)
     started: list[Any] = []
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
     monkeypatch.setattr(
         VLLMGenerator, "from_model", classmethod(lambda cls, *a, **k: started.append(k) or "vllm")
     )
-    assert vllm_backend.build_generator(args, torch.nn.Linear(1, 1), FakeTokenizer()) == "vllm"
-    assert started and started[0]["gpu_memory_utilization"] == args.vllm_gpu_memory_utilization
+    assert build_generator(args.backend, torch.nn.Linear(1, 1), FakeTokenizer(), **kw) == "vllm"
+    assert started and started[0]["gpu_memory_utilization"] == args.gpu_memory_utilization
 
 
 # ----------------------------------------------------------------------------- parity with HF
@@ -316,8 +314,8 @@ def test_auto_backend_picks_vllm_only_when_available(
 )
 def test_parameters_match_the_hf_backend(sampling: SamplingConfig) -> None:
     """The HF backend's GenerationConfig and the vLLM SamplingParams say the same thing."""
-    from astarpo.llm.generation import HFGenerator
-    from astarpo.llm.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.rollout.hf import HFGenerator
+    from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 
     tok = make_char_tokenizer()
     model = make_toy_model(tok, seed=0, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
@@ -356,7 +354,7 @@ def test_stage1_cli_with_vllm_backend(
     import json
 
     from astarpo.cli import main
-    from astarpo.llm.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 
     tok = make_char_tokenizer()
     model_dir = tmp_path / "model"

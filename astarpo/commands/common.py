@@ -1,0 +1,193 @@
+"""Shared CLI helpers of ``astarpo value``, ``train`` and ``eval``: model, data, rewards and
+the generation backend (one set of flags, ``--backend`` and ``--gpu-memory-utilization``).
+
+Models are loaded from a local directory only (``local_files_only=True``): the command line
+never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm.toy.model`
+(randomly initialized; for smoke tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from astarpo.llm.data.prompts import load_prompts
+from astarpo.llm.data.rewards import MathVerifyReward
+from astarpo.llm.data.scoring import load_reward
+from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
+from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--device``, ``--dtype``."""
+    p.add_argument(
+        "--model",
+        help="a local directory with a saved Hugging Face causal LM and tokenizer, or 'toy' "
+        "(the embedded random tiny model). Nothing is downloaded.",
+    )
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: auto)")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="weights dtype (default auto: bfloat16 on GPU, float32 on CPU)",
+    )
+
+
+def add_generation_arguments(p: argparse.ArgumentParser, gpu_memory_utilization: float) -> None:
+    """``--backend``, ``--gpu-memory-utilization`` and ``--generation-batch-size`` (``value`` and
+    ``eval``; ``train`` gets the same flags from its config fields)."""
+    p.add_argument(
+        "--backend",
+        default="auto",
+        choices=list(BACKENDS),
+        help="generation backend; auto = vllm when installed and a GPU is present, else hf",
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=gpu_memory_utilization,
+        help=f"share of device memory the vLLM engine may take (default {gpu_memory_utilization})",
+    )
+    p.add_argument(
+        "--generation-batch-size",
+        type=int,
+        default=64,
+        help="most rows (prompt x sample) per generate call of the hf backend (default 64)",
+    )
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """Prompt-file options of :func:`astarpo.llm.data.load_prompts`."""
+    p.add_argument(
+        "--template",
+        default="auto",
+        help="prompt template: auto, math, gsm8k, none, or a string with {problem} (default auto)",
+    )
+    p.add_argument("--problem-key", help="column of the problem (default: auto-detected)")
+    p.add_argument("--answer-key", help="column of the gold answer (default: auto-detected)")
+    p.add_argument(
+        "--chat-template",
+        action="store_true",
+        help="wrap prompts with the tokenizer's chat template",
+    )
+    p.add_argument("--system-prompt", help="system message for --chat-template")
+    p.add_argument("--max-prompt-tokens", type=int, help="drop longer prompts (default: keep all)")
+    p.add_argument("--limit", type=int, help="use only the first N rows of each file")
+
+
+def load_prompts_from_args(args: argparse.Namespace, path: str, tokenizer: Any) -> list[dict]:
+    """:func:`astarpo.llm.data.load_prompts` of ``path`` with the options of
+    :func:`add_data_arguments`."""
+    return load_prompts(
+        path,
+        template=args.template,
+        problem_key=args.problem_key,
+        answer_key=args.answer_key,
+        tokenizer=tokenizer,
+        chat_template=args.chat_template,
+        system_prompt=args.system_prompt,
+        max_prompt_tokens=args.max_prompt_tokens,
+        limit=args.limit,
+    )
+
+
+def add_reward_arguments(p: argparse.ArgumentParser, default: str = "math_verify") -> None:
+    """``--reward`` (repeatable) and ``--reward-timeout``."""
+    p.add_argument(
+        "--reward",
+        action="append",
+        help="reward function: math_verify, gsm8k, exact_match or package.module:function; "
+        f"repeat to sum several (default {default})",
+    )
+    p.add_argument(
+        "--reward-timeout",
+        type=float,
+        default=5.0,
+        help="hard per-item timeout of math_verify in seconds (default 5)",
+    )
+
+
+def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:
+    """Reward functions from CLI names (math_verify gets its own pool with ``timeout``)."""
+    out = []
+    for name in names or [default]:
+        out.append(
+            MathVerifyReward(timeout=timeout) if name == "math_verify" else load_reward(name)
+        )
+    return out
+
+
+def load_tokenizer(spec: str | None) -> Any:
+    """The tokenizer of ``spec`` (``toy`` or a local directory) without loading the weights."""
+    if not spec:
+        raise SystemExit("error: --model is required for its tokenizer (a directory or 'toy').")
+    if spec == "toy":
+        return make_char_tokenizer()
+    if not Path(spec).is_dir():
+        raise SystemExit(
+            f"error: --model {spec!r} is not a local directory; nothing is downloaded."
+        )
+    from transformers import AutoTokenizer  # the llm extra
+
+    return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+
+
+def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from ``spec`` (``toy`` or a local directory).
+
+    Raises:
+        SystemExit: with a clear message when the directory is missing or lacks a model.
+    """
+    if not spec:
+        raise SystemExit("error: --model is required (a local model directory or 'toy').")
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    if spec == "toy":
+        tokenizer = make_char_tokenizer()
+        return make_toy_model(tokenizer, seed=0).to(dev), tokenizer
+    path = Path(spec)
+    if not (path / "config.json").is_file():
+        raise SystemExit(
+            f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
+            "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
+        )
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # the llm extra
+
+    if dtype == "auto":
+        torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
+    else:
+        torch_dtype = getattr(torch, dtype)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        path, local_files_only=True, dtype=torch_dtype
+    )
+    return model.to(dev), tokenizer
+
+
+def make_generator(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
+    """The generator of ``--backend`` (see :func:`add_generation_arguments`).
+
+    With ``model=None`` and the vLLM backend, the engine loads ``--model`` itself.
+    """
+    try:
+        return build_generator(
+            args.backend,
+            model,
+            tokenizer,
+            model_path=None if model is not None else args.model,
+            batch_size=args.generation_batch_size,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            seed=args.seed,
+            **({"dtype": args.dtype} if model is None else {}),
+        )
+    except (ImportError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from e
+
+
+def needs_hf_model(args: argparse.Namespace) -> bool:
+    """Whether ``--backend`` needs the weights loaded in this process (not for vLLM from a
+    saved model directory)."""
+    return args.model == "toy" or resolve_backend(args.backend) == "hf"

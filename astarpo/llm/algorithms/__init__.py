@@ -1,0 +1,9 @@
+"""The Stage 2 algorithms: the :class:`~astarpo.llm.algorithms.base.Algorithm` protocol and
+its batch, the pure losses, A*-PO and the baselines, and ``ALGORITHMS``, the one registry.
+
+``base`` (``Algorithm``, ``RolloutBatch``), ``config`` (``TrainConfig``, the loop fields every
+algorithm config extends), ``logprobs`` (sequence log-probs of packed batches), ``losses`` and
+``gae`` (pure functions), one module per algorithm with its config class (``astarpo``,
+``grpo`` with RLOO, ``rebel``, ``ppo`` with ``critic``) and ``registry``. May import
+:mod:`astarpo.objective` and :mod:`astarpo.llm.rollout`; never the trainer.
+"""

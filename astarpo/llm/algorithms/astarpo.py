@@ -1,0 +1,109 @@
+r"""A*-PO's Stage 2 as an :class:`~astarpo.llm.algorithms.base.Algorithm`, and its config.
+
+One on-policy sample per prompt, the frozen reference's log-prob and the Stage 1 value
+``v_star`` of the prompt; the loss is :func:`astarpo.advantage_regression_loss` (paper Eq. 4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from astarpo.llm.algorithms.base import RolloutBatch
+from astarpo.llm.algorithms.config import TrainConfig, doc_field
+from astarpo.llm.algorithms.logprobs import SequenceLogprobs
+from astarpo.objective import advantage_regression_loss, optimal_advantage
+
+__all__ = ["AStarPO", "AStarPOConfig"]
+
+
+def _check_beta2(beta2: Any) -> None:
+    if isinstance(beta2, bool) or not (
+        isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0
+    ):
+        raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
+
+
+@dataclass(frozen=True)
+class AStarPOConfig(TrainConfig):
+    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.config.TrainConfig` plus ``beta2``.
+
+    Example:
+        >>> from astarpo.llm import AStarPOConfig
+        >>> AStarPOConfig(batch_size=64, learning_rate=1e-4, beta2=1e-3).sampling.temperature
+        1.0
+    """
+
+    beta2: float = doc_field(
+        1e-3, "KL strength of the Stage 2 regression (paper Eq. 4; the paper uses 1e-3)."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_beta2(self.beta2)
+
+
+class AStarPO:
+    r"""A*-PO Stage 2 (paper Eq. 4): least-squares regression of the scaled log-ratio onto the
+    optimal advantage, with one on-policy sample per prompt.
+
+    .. math::
+
+        \ell = \frac1b \sum_{i=1}^{b} \Big(\beta_2 \big(\log\pi(y_i|x_i) -
+        \log\pi_{\mathrm{ref}}(y_i|x_i)\big) - \big(r(x_i, y_i) - V^*(x_i)\big)\Big)^2
+
+    The loss is :func:`astarpo.advantage_regression_loss` with ``reduction="mean"``.
+
+    Args:
+        beta2: Regression strength, > 0 (1e-3 in the paper).
+    """
+
+    name: ClassVar[str] = "astarpo"
+    samples_per_prompt: ClassVar[int] = 1
+    needs_reference: ClassVar[bool] = True
+    needs_v_star: ClassVar[bool] = True
+    needs_old_logprobs: ClassVar[bool] = False
+
+    def __init__(self, beta2: float = 1e-3) -> None:
+        _check_beta2(beta2)
+        self.beta2 = float(beta2)
+
+    def __repr__(self) -> str:
+        return f"AStarPO(beta2={self.beta2!r})"
+
+    @classmethod
+    def from_config(
+        cls, config: AStarPOConfig, model: Any = None, ref_model: Any = None
+    ) -> AStarPO:
+        """The algorithm of an :class:`AStarPOConfig` (uses ``beta2``; the models are unused)."""
+        return cls(beta2=config.beta2)
+
+    def modules(self) -> list[torch.nn.Module]:
+        """A*-PO has no trainable module besides the policy."""
+        return []
+
+    def prepare(self, batch: RolloutBatch) -> dict[str, float]:
+        """Store ``extra["advantage"] = reward - v_star`` ``[B]`` and log its mean and std."""
+        if batch.v_star is None:
+            raise ValueError("A*-PO needs batch.v_star (the Stage 1 value of each prompt).")
+        adv = optimal_advantage(batch.rewards, batch.v_star)
+        batch.extra["advantage"] = adv
+        return {
+            "advantage/mean": float(adv.mean()),
+            "advantage/std": float(adv.std(unbiased=False)),
+        }
+
+    def loss(
+        self, out: SequenceLogprobs, minibatch: RolloutBatch
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Mean advantage-regression loss over the minibatch (see the class docstring)."""
+        if minibatch.logp_ref is None or minibatch.v_star is None:
+            raise ValueError("A*-PO needs minibatch.logp_ref and minibatch.v_star.")
+        loss = advantage_regression_loss(
+            out.logp, minibatch.logp_ref, minibatch.rewards, minibatch.v_star, self.beta2, "mean"
+        )
+        log_ratio = (out.logp - minibatch.logp_ref).detach()
+        return loss, {"log_ratio/mean": float(log_ratio.mean())}

@@ -1,0 +1,214 @@
+"""The loop fields every algorithm's config extends, and the helpers of config dataclasses.
+
+:class:`TrainConfig` holds what every algorithm's loop needs (batch sizes, optimizer, sampling,
+logging, checkpoints). Each algorithm's config (``AStarPOConfig`` in
+:mod:`astarpo.llm.algorithms.astarpo`, ``GRPOConfig`` in :mod:`astarpo.llm.algorithms.grpo`,
+...) is a frozen dataclass subclassing it with its own fields and checks; it lives beside its
+algorithm because the algorithm reads loop fields (``max_new_tokens``, ``update_epochs``) and so
+must not import the trainer.
+
+Configs are frozen and validated on construction; an invalid value raises ``ValueError`` saying
+which field is wrong and what is allowed. :func:`doc_field` declares a field with its help text,
+:func:`config_fields` lists every field with its default and help (``astarpo train`` makes one
+flag per field, and the docs' tables are checked against it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from astarpo.llm.rollout.base import SamplingConfig
+
+__all__ = [
+    "TrainConfig",
+    "check_choice",
+    "check_nonneg",
+    "check_positive_fields",
+    "config_fields",
+    "doc_field",
+]
+
+
+def doc_field(default: Any, help_text: str) -> Any:
+    """A dataclass field with ``default`` and its ``help`` text in the metadata."""
+    return field(default=default, metadata={"help": help_text})
+
+
+def check_nonneg(cfg: Any, *names: str) -> None:
+    """Raise unless each field ``names`` of ``cfg`` is a finite number >= 0."""
+    for name in names:
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+
+
+def check_positive_fields(cfg: Any, *names: str) -> None:
+    """Raise unless each field ``names`` of ``cfg`` is a finite number > 0."""
+    check_nonneg(cfg, *names)
+    for name in names:
+        if getattr(cfg, name) == 0:
+            raise ValueError(f"{name} must be > 0, got 0.")
+
+
+def check_choice(cfg: Any, name: str, allowed: tuple[str, ...]) -> None:
+    """Raise unless field ``name`` of ``cfg`` is one of ``allowed``."""
+    v = getattr(cfg, name)
+    if v not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {v!r}.")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Fields shared by every Stage 2 algorithm (see each field's ``help`` metadata).
+
+    One *step* is: draw ``batch_size`` prompts, sample ``samples_per_prompt`` responses each
+    (set by the algorithm), score them, compute reference log-probs, then ``update_epochs``
+    passes over the rollout batch in ``minibatches`` optimizer steps each.
+    """
+
+    output_dir: str = doc_field(
+        "runs/astarpo",
+        "Directory of metrics.jsonl, TensorBoard logs, checkpoints and the final model.",
+    )
+    seed: int = doc_field(0, "Seed of the data order, sampling and minibatch shuffling.")
+    max_steps: int = doc_field(100, "Number of rollout batches (steps) to train for.")
+    batch_size: int = doc_field(
+        64, "Prompts per step (rollout rows = batch_size x samples per prompt)."
+    )
+    minibatches: int = doc_field(
+        1,
+        "Optimizer steps per rollout batch and epoch; the prompts of a "
+        "step are split into this many equal minibatches (whole groups).",
+    )
+    update_epochs: int = doc_field(1, "Passes over each rollout batch (A*-PO uses 1: on-policy).")
+    micro_batch_size: int = doc_field(
+        0,
+        "Rows per forward/backward (gradient accumulation inside "
+        "a minibatch); 0 = the whole minibatch at once.",
+    )
+    learning_rate: float = doc_field(1e-6, "AdamW learning rate (constant).")
+    weight_decay: float = doc_field(0.0, "AdamW weight decay.")
+    max_grad_norm: float = doc_field(1.0, "Gradient clipping by global L2 norm; 0 disables it.")
+    entropy_coef: float = doc_field(
+        0.0,
+        "Weight of the token-mean entropy bonus subtracted from the "
+        "loss (the official A*-PO code uses 0.001).",
+    )
+    max_new_tokens: int = doc_field(
+        256,
+        "Most generated tokens per response (EOS included); "
+        "longer responses are truncated and flagged.",
+    )
+    temperature: float = doc_field(1.0, "Sampling temperature of the rollouts (0 = greedy).")
+    top_p: float = doc_field(1.0, "Nucleus-sampling mass of the rollouts, in (0, 1].")
+    generation_batch_size: int = doc_field(64, "Rows per generate call of the HF generator.")
+    save_steps: int = doc_field(
+        50, "Save a checkpoint every this many steps (and at the end); 0 saves only at the end."
+    )
+    device: str = doc_field(
+        "auto", "'auto' (CUDA when available, else CPU), 'cpu', 'cuda' or 'cuda:N'."
+    )
+    mixed_precision: str = doc_field(
+        "auto",
+        "'auto' (bf16 autocast on CUDA, none on CPU), 'bf16' "
+        "or 'no'. Weights and optimizer state stay float32.",
+    )
+    tensorboard: bool = doc_field(True, "Also write TensorBoard event files to output_dir/tb.")
+    progress: bool = doc_field(True, "Show a tqdm progress bar.")
+    # Scaling up (docs/scaling.md): data parallelism, generation backend, LoRA.
+    parallel: str = doc_field(
+        "ddp",
+        "Under torchrun: 'ddp' (a full replica per rank, gradients all-reduced) or 'fsdp' "
+        "(FSDP2 fully_shard: parameters, gradients and optimizer state sharded).",
+    )
+    seed_chunk_size: int = doc_field(
+        0,
+        "Prompts per seeded generation chunk: 0 = one seed per step in one process and 1 "
+        "under torchrun; runs with the same non-zero value sample the same responses whatever "
+        "their world size.",
+    )
+    backend: str = doc_field(
+        "auto",
+        "Generation backend of the rollouts: 'hf' (transformers), 'vllm', or 'auto' (vLLM when "
+        "it is installed and a GPU is present, else hf).",
+    )
+    gpu_memory_utilization: float = doc_field(
+        0.3,
+        "Share of GPU memory the colocated vLLM engine may take (weights + KV cache); vLLM's "
+        "CPU build reads it as the share of CPU memory.",
+    )
+    lora_r: int = doc_field(
+        0,
+        "LoRA rank; 0 = full fine-tuning. With LoRA the reference is the same model with its "
+        "adapters disabled (no second copy of the weights).",
+    )
+    lora_alpha: int = doc_field(32, "LoRA scaling numerator (update = lora_alpha / lora_r * B A).")
+
+    def __post_init__(self) -> None:
+        ints = {
+            "max_steps": 1,
+            "batch_size": 1,
+            "minibatches": 1,
+            "update_epochs": 1,
+            "micro_batch_size": 0,
+            "max_new_tokens": 1,
+            "generation_batch_size": 1,
+            "save_steps": 0,
+            "seed": 0,
+            "seed_chunk_size": 0,
+            "lora_r": 0,
+            "lora_alpha": 1,
+        }
+        for name, low in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
+        if self.batch_size % self.minibatches:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be divisible by minibatches "
+                f"({self.minibatches}); each minibatch holds whole prompts."
+            )
+        for name in ("learning_rate", "weight_decay", "max_grad_norm", "entropy_coef"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if self.learning_rate == 0:
+            raise ValueError("learning_rate must be > 0.")
+        if self.mixed_precision not in ("auto", "bf16", "no"):
+            raise ValueError(
+                f"mixed_precision must be 'auto', 'bf16' or 'no', got {self.mixed_precision!r}."
+            )
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ValueError(
+                f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}."
+            )
+        SamplingConfig(self.max_new_tokens, self.temperature, self.top_p)  # validates
+        if self.parallel not in ("ddp", "fsdp"):
+            raise ValueError(f"parallel must be 'ddp' or 'fsdp', got {self.parallel!r}.")
+        if self.parallel == "fsdp" and self.lora_r:
+            raise ValueError(
+                "parallel='fsdp' with lora_r > 0 is not supported: use parallel='ddp' with LoRA "
+                "(the frozen base is shared with the reference), or FSDP2 without LoRA."
+            )
+        check_choice(self, "backend", ("auto", "hf", "vllm"))
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(
+                f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}."
+            )
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The rollout :class:`~astarpo.llm.rollout.hf.SamplingConfig`."""
+        return SamplingConfig(self.max_new_tokens, self.temperature, self.top_p)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def config_fields(cls: type) -> list[tuple[str, Any, str]]:
+    """``(name, default, help)`` of every field of a config dataclass, in declaration order."""
+    return [(f.name, f.default, f.metadata.get("help", "")) for f in dataclasses.fields(cls)]

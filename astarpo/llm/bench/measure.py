@@ -1,0 +1,97 @@
+"""Measurements of the efficiency benchmark: peak resident memory and held-out accuracy/KL.
+
+:class:`PeakRSS` samples the resident memory of the process during training;
+``greedy_accuracy_and_kl`` is the evaluation every run of :func:`~astarpo.llm.bench.run.run_one`
+performs every ``eval_every`` steps (outside the timed training).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+
+from astarpo.llm.algorithms.logprobs import sequence_logprobs
+from astarpo.llm.bench.config import BenchConfig
+from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.rollout.hf import HFGenerator
+
+__all__ = ["PeakRSS", "greedy_accuracy_and_kl"]
+
+
+class PeakRSS:
+    """Peak *current* resident memory of this process while the ``with`` block runs.
+
+    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading (a tiny model's
+    training never exceeds it), so a thread reads ``/proc/self/statm`` every ``interval``
+    seconds instead. ``start_mb`` is the resident size on entry, ``peak_mb`` the largest sample;
+    ``peak_mb - start_mb`` is what training added. Where ``/proc`` is missing (macOS), both fall
+    back to ``ru_maxrss``.
+    """
+
+    def __init__(self, interval: float = 0.002) -> None:
+        self.interval = interval
+        self.start_mb = 0.0
+        self.peak_mb = 0.0
+        self._stop = False
+        self._thread: Any = None
+        self.paused = False  # set True to ignore a phase (e.g. evaluation)
+
+    @staticmethod
+    def current_mb() -> float:
+        """Current resident set size in MiB."""
+        try:
+            with open("/proc/self/statm") as f:
+                pages = int(f.read().split()[1])
+            return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        except OSError:
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            return rss / 2**20 if sys.platform == "darwin" else rss / 1024
+
+    def _loop(self) -> None:
+        while not self._stop:
+            if not self.paused:
+                self.peak_mb = max(self.peak_mb, self.current_mb())
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PeakRSS:
+        self.start_mb = self.peak_mb = self.current_mb()
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        self._thread.join()
+        if not self.paused:
+            self.peak_mb = max(self.peak_mb, self.current_mb())
+
+
+def greedy_accuracy_and_kl(
+    model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: BenchConfig, seed: int
+) -> dict[str, float]:
+    """Greedy and sampled (temperature 1, one sample) exact-match accuracy on ``rows``, and the
+    sequence KL to ``ref`` estimated on the sampled responses (mean of log pi - log pi_ref)."""
+    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
+    prompts = [r["prompt"] for r in rows]
+    greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
+    answers = [r["answer"] for r in rows]
+    correct = exact_match_reward(prompts, greedy.completions, answers)
+    sampled = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 1.0), seed + 1)
+    sampled_ok = exact_match_reward(prompts, sampled.completions, answers)
+    pad = int(tokenizer.pad_token_id)
+    with torch.no_grad():
+        logp = sequence_logprobs(model, sampled.prompt_ids, sampled.response_ids, pad).logp
+        logp_ref = sequence_logprobs(ref, sampled.prompt_ids, sampled.response_ids, pad).logp
+    return {
+        "accuracy": float(sum(c or 0.0 for c in correct) / len(rows)),
+        "sampled_accuracy": float(sum(c or 0.0 for c in sampled_ok) / len(rows)),
+        "kl": float((logp - logp_ref).mean()),
+    }

@@ -1,0 +1,327 @@
+r"""Prompt sets: read JSONL/Parquet files, apply the paper's prompt templates, key prompts.
+
+A loaded row is a plain dict with at least
+
+* ``prompt``: the final text fed to the model (template and optional chat template applied),
+* ``problem``: the raw problem text from the file,
+* ``answer``: the gold answer (for GSM8K, the number after ``####``),
+
+so that it can be passed to a :class:`~astarpo.llm.rollout.hf.Generator` (``prompt``) and to
+reward functions as a column (``answer``). :func:`prompt_key` names a prompt in a V* table.
+
+Templates (``{problem}`` is replaced by the problem text, everything else is kept literally):
+
+* ``"math"``: ``{problem} Let's think step by step and output the final answer within \boxed{}.``
+* ``"gsm8k"``: ``{problem} Let's think step by step and output the final answer after "####".``
+* ``"none"``: ``{problem}`` unchanged.
+* any other string containing ``{problem}``: a custom template.
+* ``"auto"`` (default): ``"gsm8k"`` when every gold answer is a GSM8K solution (``#### n``),
+  ``"none"`` when every problem already contains an instruction with ``\boxed`` (the shared
+  benchmark files end with "Please reason step by step, and put your final answer within
+  \boxed{}.") or the file is in the official A*-PO/verl chat format, else ``"math"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TEMPLATES",
+    "apply_template",
+    "extract_gsm8k_answer",
+    "filter_prompt_length",
+    "find_data_dir",
+    "load_prompts",
+    "prompt_key",
+    "read_records",
+    "repeat_columns",
+]
+
+logger = logging.getLogger(__name__)
+
+TEMPLATES: dict[str, str] = {
+    "math": "{problem} Let's think step by step and output the final answer within \\boxed{}.",
+    "gsm8k": '{problem} Let\'s think step by step and output the final answer after "####".',
+    "none": "{problem}",
+}
+
+PROBLEM_KEYS = ("problem", "question", "prompt", "query", "input", "instruction")
+ANSWER_KEYS = ("answer", "final_answer", "ground_truth", "solution", "target", "output")
+_GSM8K_LINE = re.compile(r"^\s*####\s*(.+?)\s*$", re.MULTILINE)
+
+
+def prompt_key(text: str) -> str:
+    """Stable key of a prompt: the SHA-256 hex digest of its exact UTF-8 text (64 chars)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def extract_gsm8k_answer(solution: str) -> str | None:
+    """The gold number of a GSM8K solution: the text after its last ``####``, commas removed.
+
+    Returns ``None`` when there is no ``####`` line.
+    """
+    matches = _GSM8K_LINE.findall(solution)
+    return matches[-1].replace(",", "").strip() if matches else None
+
+
+def apply_template(problem: str, template: str) -> str:
+    """``template`` (a name in :data:`TEMPLATES` or a string with ``{problem}``) applied.
+
+    Raises:
+        ValueError: if a custom template lacks ``{problem}``.
+    """
+    fmt = TEMPLATES.get(template, template)
+    if "{problem}" not in fmt:
+        raise ValueError(
+            f"template {template!r} is neither one of {sorted(TEMPLATES)} nor a string "
+            "containing '{problem}'."
+        )
+    return fmt.replace("{problem}", problem)
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a ``.jsonl``, ``.json`` (list of objects) or ``.parquet`` file, as dicts.
+
+    Raises:
+        FileNotFoundError: if the file does not exist.
+        ValueError: on a line that is not a JSON object (file and line named) or an unknown
+            extension.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"data file {str(p)!r} does not exist.")
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_table(p).to_pylist())
+    if suffix == ".json":
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise ValueError(f"{p}: a .json data file must hold a list of objects.")
+        return data
+    if suffix != ".jsonl":
+        raise ValueError(f"{p}: unknown data format {suffix!r}; use .jsonl, .json or .parquet.")
+    rows = []
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{p}:{lineno}: not valid JSON ({e}).") from e
+            if not isinstance(row, dict):
+                raise ValueError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}.")
+            rows.append(row)
+    return rows
+
+
+def _chat_messages(value: Any) -> list[dict[str, str]] | None:
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        if all("content" in m for m in value):
+            return [dict(m) for m in value]
+    return None
+
+
+def _pick(row: dict[str, Any], key: str | None, candidates: Sequence[str], what: str) -> str:
+    if key is not None:
+        if key not in row:
+            raise KeyError(f"{what} column {key!r} not found; the row has {sorted(row)}.")
+        return key
+    for k in candidates:
+        if k in row:
+            return k
+    raise KeyError(
+        f"no {what} column found among {sorted(row)}; expected one of {list(candidates)} "
+        f"or pass {what}_key=..."
+    )
+
+
+def _is_official(row: dict[str, Any]) -> bool:
+    rm = row.get("reward_model")
+    return isinstance(rm, dict) and "ground_truth" in rm
+
+
+def load_prompts(
+    path: str | os.PathLike[str],
+    template: str = "auto",
+    *,
+    problem_key: str | None = None,
+    answer_key: str | None = None,
+    answer_format: str = "auto",
+    tokenizer: Any = None,
+    chat_template: bool = False,
+    system_prompt: str | None = None,
+    max_prompt_tokens: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Load prompts and gold answers from a JSONL, JSON or Parquet file.
+
+    Args:
+        path: The data file.
+        template: ``"auto"``, ``"math"``, ``"gsm8k"``, ``"none"`` or a custom string with
+            ``{problem}`` (see the module docstring). Applied verbatim: the shared benchmark
+            problems already end with an instruction, so ``"math"`` would add a second one;
+            ``"auto"`` picks ``"none"`` for them.
+        problem_key: Column of the problem (default: the first of ``problem``, ``question``,
+            ``prompt``, ``query``, ``input``, ``instruction``). A column holding a list of chat
+            messages (official A*-PO/verl files) uses its last user message.
+        answer_key: Column of the gold answer (default: ``reward_model.ground_truth`` when
+            present, else the first of ``answer``, ``final_answer``, ``ground_truth``,
+            ``solution``, ``target``, ``output``).
+        answer_format: ``"auto"`` (GSM8K solutions ending in ``#### n`` become ``n``, others are
+            kept), ``"gsm8k"`` (require ``#### n``) or ``"raw"`` (keep as is). The full text is
+            kept in ``solution`` when it was shortened.
+        tokenizer: A ``transformers`` tokenizer; needed for ``chat_template`` and
+            ``max_prompt_tokens``.
+        chat_template: Wrap the templated problem as a user message (after ``system_prompt``
+            if given) with ``tokenizer.apply_chat_template(..., add_generation_prompt=True)``.
+            Default False (plain text, as in the paper's base-model runs).
+        system_prompt: Optional system message for the chat template.
+        max_prompt_tokens: Drop prompts longer than this many tokens (the count of dropped rows
+            is logged; use :func:`filter_prompt_length` to get it). Default None (keep all).
+        limit: Keep only the first ``limit`` rows of the file (before filtering).
+
+    Returns:
+        Rows ``{"prompt", "problem", "answer"}`` (+ ``"solution"`` when the answer was
+        extracted), in file order.
+
+    Raises:
+        FileNotFoundError, KeyError, ValueError: with the file, column or row at fault.
+    """
+    if answer_format not in ("auto", "gsm8k", "raw"):
+        raise ValueError(f"answer_format must be 'auto', 'gsm8k' or 'raw', got {answer_format!r}.")
+    if (chat_template or max_prompt_tokens is not None) and tokenizer is None:
+        raise ValueError("chat_template and max_prompt_tokens need a tokenizer=...")
+    records = read_records(path)
+    if limit is not None:
+        records = records[:limit]
+    rows: list[dict[str, Any]] = []
+    official = bool(records) and all(_is_official(r) for r in records)
+    for i, rec in enumerate(records):
+        pk = _pick(rec, problem_key, PROBLEM_KEYS, "problem")
+        raw_problem = rec[pk]
+        messages = _chat_messages(raw_problem)
+        if messages is not None:
+            users = [m for m in messages if m.get("role", "user") == "user"]
+            problem = str((users or messages)[-1]["content"])
+        elif isinstance(raw_problem, str):
+            problem = raw_problem
+        else:
+            raise ValueError(f"{path}: row {i}: problem column {pk!r} is not text.")
+        if answer_key is None and _is_official(rec):
+            gold_raw: Any = rec["reward_model"]["ground_truth"]
+        else:
+            gold_raw = rec[_pick(rec, answer_key, ANSWER_KEYS, "answer")]
+        gold = str(gold_raw)
+        row: dict[str, Any] = {"problem": problem}
+        if answer_format != "raw":
+            num = extract_gsm8k_answer(gold)
+            if num is None and answer_format == "gsm8k":
+                raise ValueError(f"{path}: row {i}: answer has no '#### n' line: {gold[:80]!r}")
+            if num is not None:
+                row["solution"], gold = gold, num
+        row["answer"] = gold
+        rows.append(row)
+    tmpl = template
+    if template == "auto":
+        if rows and all("solution" in r for r in rows):
+            tmpl = "gsm8k"
+        elif official or (rows and all("\\boxed" in r["problem"] for r in rows)):
+            tmpl = "none"
+        else:
+            tmpl = "math"
+    for row in rows:
+        text = apply_template(row["problem"], tmpl)
+        if chat_template:
+            msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
+            msgs.append({"role": "user", "content": text})
+            text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        row["prompt"] = text
+    if max_prompt_tokens is not None:
+        rows, dropped = filter_prompt_length(rows, tokenizer, max_prompt_tokens)
+        if dropped:
+            logger.warning(
+                "%s: dropped %d of %d prompts longer than %d tokens.",
+                path,
+                dropped,
+                len(rows) + dropped,
+                max_prompt_tokens,
+            )
+    return rows
+
+
+def filter_prompt_length(
+    rows: Sequence[dict[str, Any]], tokenizer: Any, max_prompt_tokens: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Rows whose ``prompt`` has at most ``max_prompt_tokens`` tokens, and how many were dropped.
+
+    Tokens are counted with ``tokenizer(prompt, add_special_tokens=False)``.
+    """
+    if max_prompt_tokens < 1:
+        raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}.")
+    kept = [
+        r
+        for r in rows
+        if len(tokenizer(r["prompt"], add_special_tokens=False)["input_ids"]) <= max_prompt_tokens
+    ]
+    return kept, len(rows) - len(kept)
+
+
+def find_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The shared data folder: ``data_dir``, else ``$ASTARPO_DATA_DIR``, else ``../shared/data``.
+
+    ``../shared/data`` is looked for next to the current directory and next to the checkout of
+    this package (the layout of the project and of CI).
+
+    Raises:
+        FileNotFoundError: naming every place looked at, and how to point to the folder.
+    """
+    if data_dir is not None:
+        p = Path(data_dir)
+        if not p.is_dir():
+            raise FileNotFoundError(f"data dir {str(p)!r} does not exist.")
+        return p
+    env = os.environ.get("ASTARPO_DATA_DIR")
+    if env:
+        p = Path(env)
+        if not p.is_dir():
+            raise FileNotFoundError(f"ASTARPO_DATA_DIR={env!r} is not a directory.")
+        return p
+    repo = Path(__file__).resolve().parents[2]
+    tried = [Path.cwd() / ".." / "shared" / "data", repo / ".." / "shared" / "data"]
+    for p in tried:
+        if p.is_dir():
+            return p.resolve()
+    raise FileNotFoundError(
+        "shared data folder not found; looked in "
+        + ", ".join(str(p) for p in tried)
+        + ". Pass --data-dir DIR or set ASTARPO_DATA_DIR."
+    )
+
+
+def repeat_columns(rows: Sequence[dict[str, Any]], n: int) -> dict[str, list[Any]]:
+    """The reward columns of ``rows`` repeated for ``n`` samples each, prompt-major.
+
+    The one place that lines dataset columns up with the rows of a rollout (row ``i * n + j``
+    is sample ``j`` of prompt ``i``). Columns are those every row has, except ``prompt``.
+
+    Args:
+        rows: Dataset rows ``[P]``.
+        n: Samples per prompt.
+
+    Returns:
+        ``{column: [P * n values]}``, columns sorted by name.
+    """
+    if not rows:
+        return {}
+    cols = set.intersection(*(set(r) for r in rows)) - {"prompt"}
+    return {c: [r[c] for r in rows for _ in range(n)] for c in sorted(cols)}

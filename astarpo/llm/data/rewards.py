@@ -1,0 +1,248 @@
+"""Rule-based rewards with TRL's signature (math-verify, GSM8K, exact match).
+
+Every reward function here has the signature of TRL's ``reward_funcs``::
+
+    fn(prompts: list[str], completions: list[str], **columns) -> list[float | None]
+
+where ``columns`` are the dataset's other columns, one value per completion (``answer`` holds the
+gold answer). A completion may also be a list of chat messages (TRL's conversational format);
+its last message's content is scored. ``None`` means "could not be scored" (no answer found,
+a timeout, an error): :func:`~astarpo.llm.data.scoring.compute_rewards` scores it 0 and
+counts it.
+
+Why an item was not scored travels through an explicit side channel: a function that declares a
+keyword parameter ``report`` receives a fresh :class:`RewardReport` from ``compute_rewards``
+and counts reasons in it (``"timeout"``, ``"unparsable"``, ...). There is no global counter: two
+threads scoring at once each get their own report.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from astarpo.llm.data.pool import KillablePool
+
+__all__ = [
+    "MathVerifyReward",
+    "RewardFunc",
+    "RewardReport",
+    "completion_text",
+    "exact_match_reward",
+    "gsm8k_reward",
+    "math_verify_reward",
+]
+
+RewardFunc = Callable[..., list[Any]]
+
+
+@dataclass
+class RewardReport:
+    """Counts of why items were not scored, filled by a reward function during one call.
+
+    Attributes:
+        counts: Reason -> number of items, e.g. ``{"timeout": 1, "unparsable": 3}``.
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` items for ``reason``."""
+        self.counts[reason] = self.counts.get(reason, 0) + n
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a completion: a string, or the last message's content of a conversational
+    completion (TRL passes ``[{"role": "assistant", "content": ...}]`` for chat datasets)."""
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return str(completion)
+
+
+def _check_batch(prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any]) -> None:
+    if len(completions) != len(answer) or len(prompts) != len(completions):
+        raise ValueError(
+            f"prompts ({len(prompts)}), completions ({len(completions)}) and answer "
+            f"({len(answer)}) must have one entry per completion."
+        )
+
+
+class MathVerifyReward:
+    r"""math-verify correctness: 1.0 if the completion's final answer equals the gold, else 0.0.
+
+    The completion's answer is extracted with ``\boxed{}`` first (then "final answer is ..."
+    patterns, then plain expressions) and compared with the gold answer by math-verify's
+    ``verify`` (symbolic and numeric equality: ``\boxed{1/2}``, ``\boxed{0.5}`` and
+    ``\frac{1}{2}`` all match). A bare gold answer is read as LaTeX math (``$...$``).
+
+    Each item runs in a :class:`~astarpo.llm.data.pool.KillablePool` worker process under a hard
+    wall-clock ``timeout``; a worker still busy at the deadline is killed, so no completion can
+    hang the caller, and the call works from any thread. The pool starts on the first call, is
+    reused by later calls, and is closed by :meth:`close` or at interpreter exit.
+
+    Items not scored return ``None`` and are counted in ``report``: ``"unparsable"`` (no answer
+    found in the completion), ``"unparsable_gold"``, ``"timeout"``, ``"error"``.
+
+    Args:
+        timeout: Hard per-item deadline in seconds. Default 5.0.
+        n_workers: Worker processes (default: ``min(4, os.cpu_count())``).
+        float_rounding: Decimal places floats are rounded to before comparing. Default 6.
+        numeric_precision: Significant digits for numeric comparison. Default 15.
+        strict: math-verify's strict mode (variables must match, sets differ from tuples).
+            Default True.
+    """
+
+    __name__ = "math_verify_reward"
+
+    def __init__(
+        self,
+        timeout: float = 5.0,
+        n_workers: int | None = None,
+        float_rounding: int = 6,
+        numeric_precision: int = 15,
+        strict: bool = True,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
+        self.timeout = float(timeout)
+        self.n_workers = n_workers or min(4, os.cpu_count() or 1)
+        self.options = {
+            "float_rounding": float_rounding,
+            "numeric_precision": numeric_precision,
+            "strict": strict,
+        }
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    def _get_pool(self) -> Any:
+        with self._lock:
+            if self._pool is not None and self._pool.owner_pid != os.getpid():
+                self._pool = None  # forked child: the parent's workers are not ours
+            if self._pool is None:
+                self._pool = KillablePool(
+                    "astarpo.llm.data.math_verify_worker:score",
+                    n_workers=self.n_workers,
+                    timeout=self.timeout,
+                    skip_package_init=True,
+                )
+            return self._pool
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the settings only (a copy starts its own pool)."""
+        state = dict(self.__dict__)
+        state["_pool"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Kill the worker processes (a later call starts new ones)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        completions: Sequence[str],
+        answer: Sequence[Any],
+        report: RewardReport | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        """Score ``completions`` ``[B]`` against ``answer`` ``[B]``; see the class docstring."""
+        _check_batch(prompts, completions, answer)
+        report = report if report is not None else RewardReport()
+        for reason in ("timeout", "unparsable", "error"):
+            report.add(reason, 0)
+        items = [
+            {"completion": completion_text(c), "gold": str(a), **self.options}
+            for c, a in zip(completions, answer, strict=True)
+        ]
+        scores: list[float | None] = []
+        for res in self._get_pool().map(items, timeout=self.timeout):
+            if res.status == "ok" and "score" in res.value:
+                scores.append(float(res.value["score"]))
+                continue
+            scores.append(None)
+            report.add(res.value["reason"] if res.status == "ok" else res.status)
+        return scores
+
+
+math_verify_reward = MathVerifyReward()
+"""The default :class:`MathVerifyReward` (5 s timeout); its pool starts on first use."""
+
+_GSM8K_RE = re.compile(r"####\s*\$?\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?|-?\.[0-9]+)")
+
+
+def _gsm8k_number(text: str) -> float | None:
+    matches = _GSM8K_RE.findall(text)
+    if not matches:
+        return None
+    try:
+        return float(matches[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def gsm8k_reward(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    answer: Sequence[Any],
+    report: RewardReport | None = None,
+    **columns: Any,
+) -> list[float | None]:
+    """GSM8K correctness: the last ``#### number`` of the completion equals the gold number.
+
+    Commas are stripped (``#### 1,000`` is 1000) and numbers are compared as floats
+    (``#### 18.0`` matches ``18``). The gold may be a bare number or a full GSM8K solution
+    ending in ``#### n``. A completion without ``#### number`` scores ``None`` (reason
+    ``"unparsable"``); an unreadable gold gives ``None`` (``"unparsable_gold"``).
+
+    Args:
+        prompts: Prompt of each completion, ``[B]`` (unused).
+        completions: Model responses, ``[B]``.
+        answer: Gold answers, ``[B]``.
+        report: Optional :class:`RewardReport` that receives the reasons.
+
+    Returns:
+        1.0, 0.0 or None per completion, ``[B]``.
+    """
+    _check_batch(prompts, completions, answer)
+    scores: list[float | None] = []
+    for completion, gold in zip(completions, answer, strict=True):
+        gold_s = str(gold)
+        g = _gsm8k_number(gold_s) if "####" in gold_s else _gsm8k_number("#### " + gold_s.strip())
+        p = _gsm8k_number(completion_text(completion))
+        if g is None or p is None:
+            scores.append(None)
+            if report is not None:
+                report.add("unparsable_gold" if g is None else "unparsable")
+            continue
+        scores.append(1.0 if math.isclose(p, g, rel_tol=1e-9, abs_tol=1e-9) else 0.0)
+    return scores
+
+
+def exact_match_reward(
+    prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any], **columns: Any
+) -> list[float | None]:
+    """Exact match after stripping whitespace: ``completion.strip() == answer.strip()``.
+
+    The reward of the toy addition task (``"12+34="`` -> ``"46"``), where the completion is the
+    decoded response without special tokens.
+
+    Returns:
+        1.0 or 0.0 per completion, ``[B]``.
+    """
+    _check_batch(prompts, completions, answer)
+    return [
+        1.0 if completion_text(c).strip() == str(a).strip() else 0.0
+        for c, a in zip(completions, answer, strict=True)
+    ]

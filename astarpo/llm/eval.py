@@ -1,0 +1,248 @@
+"""Accuracy on benchmark files: greedy pass@1 and sampled avg@k, and the paper-style table.
+
+A response is *correct* when its summed reward is > 0 (math-verify gives 1 or 0). For ``P``
+prompts with ``k`` responses each and ``c_i`` correct responses for prompt ``i``:
+
+* ``accuracy`` (avg@k) :math:`= \\frac{1}{P} \\sum_i c_i / k`; with ``k = 1`` and greedy decoding
+  this is pass@1.
+* ``pass_at_k`` :math:`= \\frac{1}{P} \\sum_i [c_i > 0]` (any of the k responses correct).
+
+The shared benchmarks (``../shared/data/benchmarks``) are named in :data:`BENCHMARKS`; AMC23 is
+scored as avg@32 by default (as in the paper) and the others as greedy pass@1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from astarpo.llm.data.prompts import find_data_dir, load_prompts, repeat_columns
+from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.rollout.seeds import derive_seed
+
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "evaluate",
+    "evaluate_benchmarks",
+    "format_table",
+    "resolve_benchmarks",
+]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark file of the shared data folder.
+
+    Args:
+        name: Short name used on the command line and in tables.
+        path: File path relative to the data folder.
+        k: Default responses per prompt: 1 = greedy pass@1, > 1 = sampled avg@k.
+        title: Column title in the table.
+    """
+
+    name: str
+    path: str
+    k: int = 1
+    title: str = ""
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark("math500", "benchmarks/math500.jsonl", 1, "MATH500"),
+        Benchmark("minerva", "benchmarks/minervamath.jsonl", 1, "Minerva"),
+        Benchmark("olympiadbench", "benchmarks/olympiadbench.jsonl", 1, "OlympiadBench"),
+        Benchmark("amc2023", "benchmarks/amc2023.jsonl", 32, "AMC23"),
+        Benchmark("aime24", "benchmarks/aime24.jsonl", 1, "AIME24"),
+        Benchmark("aime25", "benchmarks/aime25.jsonl", 1, "AIME25"),
+        Benchmark("hmmt25_feb", "benchmarks/hmmt25_feb.jsonl", 1, "HMMT25 Feb"),
+        Benchmark("hmmt25_nov", "benchmarks/hmmt25_nov.jsonl", 1, "HMMT25 Nov"),
+    )
+}
+"""The paper's benchmarks: name -> :class:`Benchmark`."""
+
+_ALIASES = {"minervamath": "minerva", "amc23": "amc2023", "olympiad": "olympiadbench"}
+
+
+def resolve_benchmarks(names: str | Sequence[str]) -> list[Benchmark]:
+    """Benchmarks from a comma-separated string or a list; ``"all"`` gives every one.
+
+    Raises:
+        ValueError: naming an unknown benchmark and listing the known ones.
+    """
+    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+    if items == ["all"]:
+        return list(BENCHMARKS.values())
+    out = []
+    for n in items:
+        key = _ALIASES.get(n.lower(), n.lower())
+        if key not in BENCHMARKS:
+            raise ValueError(f"unknown benchmark {n!r}; known: {', '.join(BENCHMARKS)} or 'all'.")
+        out.append(BENCHMARKS[key])
+    return out
+
+
+def evaluate(
+    generator: Any,
+    rows: Sequence[dict[str, Any]],
+    reward_funcs: Sequence[Any],
+    k: int = 1,
+    sampling: Any = None,
+    seed: int = 0,
+    batch_size: int = 32,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Generate ``k`` responses per prompt, score them, and report accuracy.
+
+    Args:
+        generator: A :class:`~astarpo.llm.rollout.hf.Generator`.
+        rows: Rows with ``prompt`` and the reward columns (e.g. ``answer``), ``[P]``.
+        reward_funcs: Reward functions, summed by :func:`~astarpo.llm.data.rewards.compute_rewards`.
+        k: Responses per prompt. ``k == 1`` with greedy sampling is pass@1; ``k > 1`` needs
+            ``temperature > 0`` (avg@k).
+        sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` (default: greedy, 1024 new
+            tokens).
+        seed: Seed of the sampled responses (per batch, derived from it).
+        batch_size: Prompts per ``generate`` call.
+        progress: Show a tqdm bar.
+
+    Returns:
+        ``{"n_prompts", "k", "metric" ("pass@1" or "avg@k"), "accuracy", "pass_at_k",
+        "mean_reward", "truncated_rate", "mean_response_tokens", "unscored" (reason -> count),
+        "correct" (correct responses per prompt, ``[P]``)}``.
+
+    Raises:
+        ValueError: if ``rows`` is empty, ``k < 1``, or ``k > 1`` with greedy decoding.
+    """
+    if not rows:
+        raise ValueError("no rows to evaluate.")
+    if k < 1 or batch_size < 1:
+        raise ValueError(f"k and batch_size must be >= 1, got {k}, {batch_size}.")
+    sampling = sampling if sampling is not None else SamplingConfig(1024, 0.0, 1.0)
+    if k > 1 and sampling.greedy:
+        raise ValueError(f"avg@{k} needs sampling with temperature > 0; greedy gives k copies.")
+    correct: list[int] = []
+    rewards_all: list[np.ndarray] = []
+    truncated = tokens = 0
+    unscored: dict[str, float] = {}
+    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=None if progress else True)
+    for b, start in enumerate(range(0, len(rows), batch_size)):
+        batch = rows[start : start + batch_size]
+        prompts = [r["prompt"] for r in batch]
+        rollout = generator.generate(prompts, k, sampling, derive_seed("eval", seed, b))
+        if len(rollout.completions) != len(batch) * k:
+            raise ValueError(
+                f"generator returned {len(rollout.completions)} responses for {len(batch)} x {k}."
+            )
+        columns = repeat_columns(batch, k)
+        flat, metrics = compute_rewards(reward_funcs, rollout.prompts, rollout.completions, columns)
+        for name, v in metrics.items():
+            if name.startswith("rewards/") and not name.endswith("/mean"):
+                unscored[name] = unscored.get(name, 0.0) + v
+        r = flat.reshape(len(batch), k)
+        rewards_all.append(r)
+        correct.extend(int(c) for c in (r > 0).sum(axis=1))
+        truncated += sum(bool(t) for t in rollout.truncated)
+        tokens += sum(len(ids) for ids in rollout.response_ids)
+        bar.update(len(batch))
+    bar.close()
+    c = np.array(correct, dtype=np.float64)
+    n_resp = len(rows) * k
+    return {
+        "n_prompts": len(rows),
+        "k": k,
+        "metric": "pass@1" if k == 1 and sampling.greedy else f"avg@{k}",
+        "accuracy": float((c / k).mean()),
+        "pass_at_k": float((c > 0).mean()),
+        "mean_reward": float(np.concatenate(rewards_all).mean()),
+        "truncated_rate": truncated / n_resp,
+        "mean_response_tokens": tokens / n_resp,
+        "unscored": unscored,
+        "correct": correct,
+    }
+
+
+def evaluate_benchmarks(
+    generator: Any,
+    benchmarks: Sequence[Benchmark],
+    reward_funcs: Sequence[Any],
+    data_dir: str | Path | None = None,
+    k: Mapping[str, int] | None = None,
+    greedy: Any = None,
+    sampled: Any = None,
+    seed: int = 0,
+    batch_size: int = 32,
+    limit: int | None = None,
+    template: str = "auto",
+    progress: bool = True,
+    prompt_options: Mapping[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """:func:`evaluate` on each benchmark; ``k`` overrides the default k by name.
+
+    Args:
+        generator: The model's :class:`~astarpo.llm.rollout.hf.Generator`.
+        benchmarks: From :func:`resolve_benchmarks`.
+        reward_funcs: Reward functions (usually ``[math_verify_reward]``).
+        data_dir: The shared data folder (default: :func:`~astarpo.llm.data.find_data_dir`).
+        k: Name -> responses per prompt, overriding :attr:`Benchmark.k`.
+        greedy: Sampling for k = 1 (default greedy, 1024 new tokens).
+        sampled: Sampling for k > 1 (default temperature 0.6, top_p 0.95, 1024 new tokens).
+        seed: Seed of the sampled responses.
+        batch_size: Prompts per ``generate`` call.
+        limit: Evaluate only the first ``limit`` prompts of each benchmark (quick runs).
+        template: Prompt template (``"auto"`` keeps the files' own instruction).
+        progress: Show tqdm bars.
+        prompt_options: Other keyword arguments of :func:`~astarpo.llm.data.load_prompts`
+            (``tokenizer``, ``chat_template``, ``system_prompt``, ``max_prompt_tokens``), e.g.
+            to evaluate an instruct model with its chat template.
+
+    Returns:
+        Benchmark name -> the result dict of :func:`evaluate` (plus ``"title"``).
+    """
+    root = find_data_dir(data_dir)
+    greedy = greedy if greedy is not None else SamplingConfig(1024, 0.0, 1.0)
+    sampled = sampled if sampled is not None else SamplingConfig(1024, 0.6, 0.95)
+    out: dict[str, dict[str, Any]] = {}
+    for bench in benchmarks:
+        kk = (k or {}).get(bench.name, bench.k)
+        rows = load_prompts(
+            root / bench.path, template=template, limit=limit, **dict(prompt_options or {})
+        )
+        res = evaluate(
+            generator,
+            rows,
+            reward_funcs,
+            k=kk,
+            sampling=greedy if kk == 1 else sampled,
+            seed=seed,
+            batch_size=batch_size,
+            progress=progress,
+        )
+        out[bench.name] = {"title": bench.title or bench.name, **res}
+    return out
+
+
+def format_table(results: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table, one row per benchmark (accuracy in %), and their average."""
+    lines = [
+        "| benchmark | metric | prompts | accuracy (%) | pass@k (%) | unscored |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    accs = []
+    for name, r in results.items():
+        unscored = int(sum(v for key, v in r["unscored"].items() if key.endswith("/none")))
+        accs.append(r["accuracy"])
+        lines.append(
+            f"| {r.get('title', name)} | {r['metric']} | {r['n_prompts']} | "
+            f"{100 * r['accuracy']:.1f} | {100 * r['pass_at_k']:.1f} | {unscored} |"
+        )
+    if len(accs) > 1:
+        lines.append(f"| average | | | {100 * float(np.mean(accs)):.1f} | | |")
+    return "\n".join(lines)

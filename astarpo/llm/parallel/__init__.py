@@ -1,0 +1,7 @@
+"""Processes and devices: torch.distributed setup and collectives, the full state of wrapped
+models, and LoRA with an adapter-disabled reference.
+
+``dist`` (process group, sharding, reductions, DDP/FSDP2 wrapping, device resolution),
+``state`` (full model and optimizer state under any wrapping) and ``lora``. The lowest layer of
+:mod:`astarpo.llm`: imports only torch (and peft inside ``lora``).
+"""

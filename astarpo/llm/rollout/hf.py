@@ -1,0 +1,128 @@
+"""Hugging Face ``model.generate`` behind the :class:`~astarpo.llm.rollout.base.Generator`
+interface (CPU or GPU), sharing its weights with the trainer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
+
+__all__ = ["HFGenerator"]
+
+
+class HFGenerator:
+    """Hugging Face ``model.generate`` behind the Generator interface (CPU or GPU).
+
+    Prompts are tokenized without special tokens, repeated ``n`` times (prompt-major),
+    left-padded and generated in chunks of ``batch_size`` rows with the KV cache. Sampling is
+    pure ancestral sampling with ``temperature`` and ``top_p`` (``top_k`` disabled);
+    ``temperature == 0`` is greedy.
+    The response keeps its EOS token when one was generated, drops everything after it, and is
+    marked ``truncated`` when ``max_new_tokens`` were reached without EOS.
+
+    Randomness: ``generate`` seeds torch inside :func:`torch.random.fork_rng`, so the same
+    ``seed`` gives the same rollout and the caller's global RNG state is left untouched.
+
+    The model shares its weights with the trainer, so :meth:`sync_weights` is a no-op. It is put
+    in eval mode during generation and back in its previous mode after.
+
+    Args:
+        model: A ``transformers`` causal LM (``PreTrainedModel`` with ``generate``).
+        tokenizer: Its tokenizer; needs a pad token (``eos`` is used when it has none).
+        batch_size: Most rows (prompt x sample) per ``generate`` call. Default 64.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.eos_ids = eos_token_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_token_id: int = int(pad if pad is not None else min(self.eos_ids))
+
+    def sync_weights(self, model: Any) -> None:
+        """Point the generator at ``model`` (weights are shared, nothing is copied)."""
+        self.model = model
+
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seed: int
+    ) -> Rollout:
+        """Sample ``n`` responses per prompt (see the class docstring).
+
+        Args:
+            prompts: Prompt texts ``[P]`` (fed verbatim, no special tokens added).
+            n: Samples per prompt, >= 1.
+            sampling: Token budget, temperature and top-p.
+            seed: Seed of the sampling (ignored for greedy decoding).
+
+        Returns:
+            A :class:`Rollout` of ``P * n`` rows, prompt-major.
+        """
+        from transformers import GenerationConfig  # the llm extra
+
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}.")
+        prompts = list(prompts)
+        encoded = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        for text, ids in zip(prompts, encoded, strict=True):
+            if len(ids) == 0:
+                raise ValueError(f"Prompt {text!r} tokenizes to no tokens; cannot generate.")
+        rows = [ids for ids in encoded for _ in range(n)]
+        gen_cfg = GenerationConfig(
+            max_new_tokens=sampling.max_new_tokens,
+            do_sample=not sampling.greedy,
+            temperature=sampling.temperature if not sampling.greedy else None,
+            top_p=sampling.top_p if not sampling.greedy else None,
+            top_k=0 if not sampling.greedy else None,
+            pad_token_id=self.pad_token_id,
+            eos_token_id=sorted(self.eos_ids),
+            use_cache=True,
+        )
+        model = self.model
+        was_training = model.training
+        device = next(model.parameters()).device
+        responses: list[list[int]] = []
+        truncated: list[bool] = []
+        model.eval()
+        try:
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                torch.manual_seed(seed)
+                for start in range(0, len(rows), self.batch_size):
+                    chunk = rows[start : start + self.batch_size]
+                    width = max(len(r) for r in chunk)
+                    ids = torch.full((len(chunk), width), self.pad_token_id, dtype=torch.long)
+                    mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                    for i, r in enumerate(chunk):
+                        ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+                        mask[i, width - len(r) :] = 1
+                    with torch.no_grad():
+                        out = model.generate(
+                            input_ids=ids.to(device),
+                            attention_mask=mask.to(device),
+                            generation_config=gen_cfg,
+                        )
+                    for row in out[:, width:].tolist():
+                        cut = next((k for k, t in enumerate(row) if t in self.eos_ids), None)
+                        if cut is None:
+                            # No EOS: generate pads only after EOS, so every token is real.
+                            responses.append(row[: sampling.max_new_tokens])
+                            truncated.append(True)
+                        else:
+                            responses.append(row[: cut + 1])
+                            truncated.append(False)
+        finally:
+            model.train(was_training)
+        completions = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
+        return Rollout(
+            prompts=[p for p in prompts for _ in range(n)],
+            prompt_ids=rows,
+            response_ids=responses,
+            completions=list(completions),
+            truncated=truncated,
+            n=n,
+        )

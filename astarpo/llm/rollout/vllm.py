@@ -1,0 +1,312 @@
+"""vLLM generation backend, colocated with training, with the interface of the HF backend.
+
+:class:`VLLMGenerator` implements :class:`astarpo.llm.rollout.base.Generator`: Stage 1 and the
+Stage 2 trainer sample through it exactly as through ``HFGenerator``. The engine lives in the
+training process on the same GPU (``gpu_memory_utilization`` caps the share of GPU memory vLLM
+takes for weights and KV cache; the rest is left to training), and
+:meth:`VLLMGenerator.sync_weights` copies the policy's current weights into it after each update.
+
+Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`):
+
+* ``temperature > 0``: HF ``do_sample=True, temperature=t``; vLLM ``temperature=t``.
+* ``temperature == 0`` (greedy): HF ``do_sample=False``; vLLM ``temperature=0`` (and
+  ``top_p=1``).
+* ``top_p``: ``top_p`` in both.
+* no top-k: HF ``top_k=0`` (its default would be 50); vLLM leaves ``top_k`` at its default
+  (disabled).
+* ``max_new_tokens``: HF ``max_new_tokens``; vLLM ``max_tokens``.
+* stop at EOS: HF ``eos_token_id=tokenizer.eos_token_id``; vLLM
+  ``stop_token_ids=[tokenizer.eos_token_id]`` with ``ignore_eos=False``.
+* ``n`` samples per prompt: HF ``num_return_sequences=n``; vLLM ``n``.
+* seed: HF seeds its sampling generator; vLLM takes one ``seed`` per prompt
+  (:func:`~astarpo.llm.rollout.seeds.prompt_seeds`).
+
+In both backends the EOS token, when generated, is the last token of ``response_ids`` and is
+removed from the decoded ``completions``; ``truncated`` is true when ``max_new_tokens`` was hit
+without EOS (vLLM's ``finish_reason == "length"``).
+
+Supported vLLM versions: 0.8 and newer (``vllm>=0.8``, the ``vllm`` extra). Weights are loaded
+with ``LLM.apply_model(fn)`` (documented: "run a function directly on the model in each worker";
+present in current vLLM), falling back to the V0 path
+``llm.llm_engine.model_executor.driver_worker.model_runner.model`` on versions without it. Both
+call the vLLM model's own ``load_weights(iterable of (name, tensor))`` with Hugging Face
+parameter names. The engine is created in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless
+the user set it) so that weights are handed over by reference, not pickled. Tensor parallelism
+inside vLLM is not supported here (one engine per training rank).
+
+This module imports without vLLM; constructing a :class:`VLLMGenerator` without it raises an
+:class:`ImportError` naming the extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from astarpo.llm.parallel.dist import dist_info_from_env, unwrap_model
+from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
+from astarpo.llm.rollout.seeds import prompt_seeds
+
+__all__ = [
+    "VLLMGenerator",
+    "to_vllm_sampling_kwargs",
+    "vllm_available",
+    "weights_for_vllm",
+]
+
+_INSTALL_HINT = (
+    "the vLLM backend needs the `vllm` package, which ships CUDA-only wheels: "
+    "pip install 'astarpo[vllm]' on a machine with an NVIDIA GPU, or use the Hugging Face "
+    "backend (--backend hf)."
+)
+
+
+def vllm_available() -> bool:
+    """True when ``vllm`` is installed and a CUDA device is visible (what the backend needs)."""
+    try:
+        found = importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):  # a broken or stubbed-out entry in sys.modules
+        found = False
+    return found and torch.cuda.is_available()
+
+
+def _import_vllm() -> Any:
+    try:
+        return importlib.import_module("vllm")
+    except ImportError as err:
+        raise ImportError(_INSTALL_HINT) from err
+
+
+def to_vllm_sampling_kwargs(
+    sampling: SamplingConfig, n: int, seed: int | None, eos_token_id: int | Sequence[int] | None
+) -> dict[str, Any]:
+    """The ``vllm.SamplingParams`` keyword arguments equivalent to the HF backend's sampling.
+
+    Args:
+        sampling: Temperature, top-p and token budget.
+        n: Samples per prompt (``>= 1``).
+        seed: Seed of this request (``None``: unseeded).
+        eos_token_id: Token(s) that end a response (as the HF backend: the tokenizer's EOS and
+            the model's ``generation_config.eos_token_id``), or ``None`` to rely on vLLM's
+            defaults.
+
+    Returns:
+        Keyword arguments for ``vllm.SamplingParams``.
+
+    Raises:
+        ValueError: ``n < 1``.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}.")
+    kwargs: dict[str, Any] = {
+        "n": n,
+        "temperature": 0.0 if sampling.greedy else float(sampling.temperature),
+        "top_p": 1.0 if sampling.greedy else float(sampling.top_p),
+        "max_tokens": int(sampling.max_new_tokens),
+        "seed": seed,
+        "ignore_eos": False,
+        "detokenize": False,
+    }
+    if eos_token_id is not None:
+        ids = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
+        kwargs["stop_token_ids"] = sorted({int(i) for i in ids})
+    return kwargs
+
+
+def weights_for_vllm(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, tensor)`` pairs with Hugging Face names, as vLLM's ``load_weights`` expects.
+
+    Unwraps DDP; gathers FSDP2 ``DTensor`` shards (a collective under FSDP2: every rank must
+    iterate); for a peft LoRA model merges the adapters into the base weights and yields the
+    merged base names (``lora_`` tensors are skipped), then unmerges.
+
+    Args:
+        model: The policy (plain, DDP, FSDP2 or peft).
+
+    Yields:
+        ``(name, tensor)`` for each parameter and buffer.
+    """
+    inner = unwrap_model(model)
+    is_peft = hasattr(inner, "merge_adapter") and hasattr(inner, "unmerge_adapter")
+    if is_peft:
+        inner.merge_adapter()  # type: ignore[operator]
+    try:
+        for name, tensor in inner.state_dict().items():
+            if is_peft:
+                if "lora_" in name or "modules_to_save" in name:
+                    continue
+                name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+            value = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+            yield name, value.detach()
+    finally:
+        if is_peft:
+            inner.unmerge_adapter()  # type: ignore[operator]
+
+
+class VLLMGenerator:
+    """Sample with a vLLM engine colocated with training (same process, same GPU).
+
+    Args:
+        model_path: A Hugging Face model directory (or hub name already in the local cache)
+            that vLLM loads at start; later weights come from :meth:`sync_weights`.
+        tokenizer: The tokenizer used everywhere else (prompts are encoded and responses
+            decoded with it, so text and ids agree with the HF backend).
+        gpu_memory_utilization: Share of the GPU's memory vLLM may take for weights and KV
+            cache, in (0, 1]. Default 0.3, leaving the rest to training.
+        dtype: Weight dtype in vLLM (``"auto"``, ``"bfloat16"``, ``"float16"``...). Default
+            ``"auto"``.
+        seed: Engine seed. Default 0.
+        max_model_len: Longest prompt + response in tokens (``None``: the model's).
+        enable_prefix_caching: Reuse KV of shared prompt prefixes. Default True (the cache
+            is reset after every weight sync).
+        add_special_tokens: Passed to the tokenizer when encoding prompts. Default False (as
+            the HF backend).
+        eos_token_ids: Tokens that end a response (default: the tokenizer's EOS; ``from_model``
+            adds the model's ``generation_config.eos_token_id``, as the HF backend does).
+        **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``enforce_eager=True``). Under
+            ``torchrun`` ``distributed_executor_backend="external_launcher"`` is the default.
+
+    Raises:
+        ImportError: vLLM is not installed (the message names the ``vllm`` extra).
+        ValueError: ``gpu_memory_utilization`` is outside (0, 1].
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        tokenizer: Any,
+        *,
+        gpu_memory_utilization: float = 0.3,
+        dtype: str = "auto",
+        seed: int = 0,
+        max_model_len: int | None = None,
+        enable_prefix_caching: bool = True,
+        add_special_tokens: bool = False,
+        eos_token_ids: Sequence[int] | None = None,
+        **llm_kwargs: Any,
+    ) -> None:
+        if not 0 < gpu_memory_utilization <= 1:
+            raise ValueError(
+                f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}."
+            )
+        vllm = _import_vllm()
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+        if dist_info_from_env().distributed:
+            # Under torchrun: one engine per rank inside the torchrun processes (vLLM's
+            # torchrun-compatible executor), each sampling its own rank's prompts.
+            llm_kwargs.setdefault("distributed_executor_backend", "external_launcher")
+        self._vllm = vllm
+        self.tokenizer = tokenizer
+        self.add_special_tokens = add_special_tokens
+        if eos_token_ids is None:
+            eos = getattr(tokenizer, "eos_token_id", None)
+            eos_token_ids = [] if eos is None else [int(eos)]
+        self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
+        self.llm = vllm.LLM(
+            model=str(model_path),
+            tokenizer=str(model_path),
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            enable_prefix_caching=enable_prefix_caching,
+            tensor_parallel_size=1,
+            **llm_kwargs,
+        )
+
+    @classmethod
+    def from_model(
+        cls, model: torch.nn.Module, tokenizer: Any, workdir: str | Path, **kwargs: Any
+    ) -> VLLMGenerator:
+        """Save an in-memory model and tokenizer to ``workdir`` and start vLLM from there."""
+
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        inner = unwrap_model(model)
+        if hasattr(inner, "get_base_model"):  # peft: save the merged base weights
+            state = dict(weights_for_vllm(inner))
+            inner.get_base_model().save_pretrained(workdir, state_dict=state)  # type: ignore[operator]
+        else:
+            inner.save_pretrained(workdir)  # type: ignore[operator]
+        tokenizer.save_pretrained(workdir)
+        if "eos_token_ids" not in kwargs:  # the HF backend's stop set: tokenizer + model EOS
+            kwargs["eos_token_ids"] = sorted(eos_token_ids(inner, tokenizer))
+        return cls(workdir, tokenizer, **kwargs)
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        sampling: SamplingConfig,
+        seed: int,
+        *,
+        prompt_indices: Sequence[int] | None = None,
+    ) -> Rollout:
+        """Sample ``n`` responses for each prompt (prompt-major rows, see :class:`Rollout`).
+
+        Args:
+            prompts: Prompt texts, ``[P]``.
+            n: Samples per prompt.
+            sampling: Temperature, top-p, token budget.
+            seed: Seed of the call; prompt ``i`` is seeded with
+                ``prompt_seeds(seed, prompt_indices)[i]``.
+            prompt_indices: Global index of each prompt (default ``range(P)``); pass the
+                indices in the global batch under data parallelism so that samples do not
+                depend on the rank.
+
+        Returns:
+            The :class:`Rollout` of ``P * n`` rows.
+        """
+        prompts = list(prompts)
+        indices = list(range(len(prompts))) if prompt_indices is None else list(prompt_indices)
+        if len(indices) != len(prompts):
+            raise ValueError(
+                f"prompt_indices has {len(indices)} entries for {len(prompts)} prompts."
+            )
+        eos = set(self.eos_token_ids)
+        encoded = self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
+        params = [
+            self._vllm.SamplingParams(
+                **to_vllm_sampling_kwargs(sampling, n, s, self.eos_token_ids or None)
+            )
+            for s in prompt_seeds(seed, indices)
+        ]
+        requests = [{"prompt_token_ids": list(ids)} for ids in encoded]
+        outputs = self.llm.generate(requests, params, use_tqdm=False)
+        rollout = Rollout([], [], [], [], [], n=n)
+        for text, ids, out in zip(prompts, encoded, outputs, strict=True):
+            if len(out.outputs) != n:
+                raise RuntimeError(f"vLLM returned {len(out.outputs)} samples, expected {n}.")
+            for completion in out.outputs:
+                response = [int(t) for t in completion.token_ids]
+                body = response[:-1] if response and response[-1] in eos else response
+                rollout.prompts.append(text)
+                rollout.prompt_ids.append(list(ids))
+                rollout.response_ids.append(response)
+                rollout.completions.append(self.tokenizer.decode(body, skip_special_tokens=True))
+                rollout.truncated.append(completion.finish_reason == "length")
+        return rollout
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Load ``model``'s current weights into the engine and drop its prefix cache.
+
+        Under FSDP2 every rank must call it (shards are gathered).
+        """
+        weights = list(weights_for_vllm(model))
+
+        def load(vllm_model: Any) -> None:
+            vllm_model.load_weights(weights)
+
+        if hasattr(self.llm, "apply_model"):
+            self.llm.apply_model(load)
+        else:  # vLLM V0 engine (0.8.x)
+            load(self.llm.llm_engine.model_executor.driver_worker.model_runner.model)
+        if hasattr(self.llm, "reset_prefix_cache"):
+            self.llm.reset_prefix_cache()

@@ -1,0 +1,306 @@
+r"""Stage 1 of A*-PO: the V* table, and how to fill it from a reference model.
+
+For every prompt ``x``, :func:`estimate_values` samples ``N`` responses from the reference
+policy, scores them and stores
+
+.. math:: \hat V^*(x) = \beta_1 \log \frac{1}{N} \sum_{i=1}^N e^{r(x, y_i)/\beta_1}
+   \qquad \text{(paper Eq. 3, computed by } ``astarpo.optimal_value``)
+
+in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
+
+The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
+are appended a batch at a time with flush and fsync; a kill can only leave a
+truncated last line, which loading drops with a warning (corruption anywhere else is an error
+naming the file and line). A rerun with the same settings skips the prompts already in the
+file and, batches being a fixed partition of the prompts with seeds derived from the batch's
+prompt keys, produces the same table as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from astarpo import __version__
+from astarpo.llm.data.prompts import prompt_key, repeat_columns
+from astarpo.llm.data.scoring import compute_rewards, reward_name
+from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.table import (
+    ValueRow,
+    ValueTable,
+    ValueTableError,
+    make_row,
+    read_table_rows,
+)
+
+__all__ = [
+    "estimate_values",
+    "estimate_values_by_rank",
+    "merge_shards",
+    "parse_shard",
+    "part_path",
+]
+
+logger = logging.getLogger(__name__)
+
+_MATCHING = ("model", "n_samples", "beta1", "sampling", "reward", "seed", "batch_size")
+
+
+def parse_shard(spec: str | None) -> tuple[int, int] | None:
+    """``"i/k"`` -> ``(i, k)``; ``"auto"`` reads ``RANK``/``WORLD_SIZE``; ``None`` -> ``None``."""
+    if spec is None:
+        return None
+    if spec == "auto":
+        k = int(os.environ.get("WORLD_SIZE", "1"))
+        return None if k == 1 else (int(os.environ.get("RANK", "0")), k)
+    try:
+        i_s, k_s = spec.split("/")
+        i, k = int(i_s), int(k_s)
+    except ValueError:
+        raise ValueError(f"shard must be 'i/k' (e.g. 0/4) or 'auto', got {spec!r}.") from None
+    if not (k >= 1 and 0 <= i < k):
+        raise ValueError(f"shard {spec!r}: need 0 <= i < k.")
+    return i, k
+
+
+def part_path(out_path: str | os.PathLike[str], i: int, k: int) -> Path:
+    """File of shard ``i`` of ``k``: ``values.jsonl`` -> ``values.part-i-of-k.jsonl``."""
+    p = Path(out_path)
+    stem = p.stem if p.suffix == ".jsonl" else p.name
+    return p.with_name(f"{stem}.part-{i}-of-{k}.jsonl")
+
+
+def _in_shard(key: str, shard: tuple[int, int] | None) -> bool:
+    return shard is None or int(key[:16], 16) % shard[1] == shard[0]
+
+
+def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for i, r in enumerate(rows):
+        if "prompt" not in r:
+            raise KeyError(
+                f"row {i} has no 'prompt' (keys {sorted(r)}); load the data with "
+                "astarpo.llm.data.load_prompts, which adds it."
+            )
+        seen.setdefault(prompt_key(r["prompt"]), r)
+    if len(seen) < len(rows):
+        logger.warning("%d duplicate prompts ignored in Stage 1.", len(rows) - len(seen))
+    return list(seen.items())
+
+
+def estimate_values(
+    generator: Any,
+    rows: Sequence[dict[str, Any]],
+    reward_funcs: Sequence[Any],
+    n_samples: int,
+    beta1: float,
+    sampling: Any,
+    out_path: str | os.PathLike[str],
+    seed: int = 0,
+    batch_size: int = 8,
+    shard: tuple[int, int] | None = None,
+    filter_all_wrong: bool = False,
+    provenance: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> ValueTable:
+    """Stage 1: sample ``n_samples`` reference responses per prompt, score them, write V*.
+
+    Resumable: rows already in the output file (same settings) are kept and their prompts
+    skipped. Duplicate prompts are computed once.
+
+    Args:
+        generator: A :class:`~astarpo.llm.rollout.hf.Generator` sampling from the reference.
+        rows: Dataset rows with ``prompt`` and the reward columns (e.g. ``answer``).
+        reward_funcs: Reward functions (TRL signature), summed by
+            :func:`~astarpo.llm.data.rewards.compute_rewards`.
+        n_samples: N, responses per prompt (the paper uses 8).
+        beta1: KL strength of V* (the paper uses 0.5).
+        sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` of the reference samples.
+        out_path: The table file (JSONL). With ``shard=(i, k)`` the part file
+            :func:`part_path` ``(out_path, i, k)`` is written instead.
+        seed: Base seed; batch seeds are derived from it and the batch's prompt keys.
+        batch_size: Prompts per ``generate`` call (``batch_size * n_samples`` responses).
+            Keep it fixed across resumed runs for identical results.
+        shard: ``(i, k)``: only the prompts whose key hash is ``i`` mod ``k``.
+        filter_all_wrong: Leave all-wrong prompts (pass rate 0) out of the returned table (the
+            file keeps them). Default False, as in the paper.
+        provenance: Extra provenance (e.g. ``{"model": "Qwen/Qwen2.5-1.5B"}``).
+        progress: Show a tqdm bar.
+
+    Returns:
+        The table of this run's prompts (of this shard).
+
+    Raises:
+        ValueTableError: if the file exists with different settings, or is corrupt.
+        ValueError: on bad arguments or a generator returning the wrong number of responses.
+    """
+
+    if n_samples < 1 or batch_size < 1:
+        raise ValueError(f"n_samples and batch_size must be >= 1, got {n_samples}, {batch_size}.")
+    path = Path(out_path) if shard is None else part_path(out_path, *shard)
+    prov: dict[str, Any] = {"model": "unknown", **(provenance or {})}
+    prov.update(
+        n_samples=n_samples,
+        beta1=float(beta1),
+        sampling=asdict(sampling),
+        reward=[reward_name(f) for f in reward_funcs],
+        seed=seed,
+        batch_size=batch_size,
+        astarpo_version=__version__,
+    )
+    todo = [(k, r) for k, r in _unique(rows) if _in_shard(k, shard)]
+    done: dict[str, ValueRow] = {}
+    if path.exists():
+        old, good = read_table_rows(path)
+        for vr in old:
+            diff = [m for m in _MATCHING if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
+            if diff:
+                raise ValueTableError(
+                    f"{path} was made with other settings ({', '.join(diff)} differ). Use the "
+                    "same settings to resume, or another --out."
+                )
+            done[vr.key] = vr
+        with path.open("r+b") as fh:
+            fh.truncate(good)
+            if good > 0:
+                fh.seek(good - 1)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+        logger.info("%s: resuming, %d prompts already done.", path, len(done))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+
+    bar = tqdm(
+        total=len(todo), desc="Stage 1 (V*)", unit="prompt", disable=None if progress else True
+    )
+    bar.update(sum(k in done for k, _ in todo))
+    counts: dict[str, float] = {}
+    with path.open("a", encoding="utf-8") as f:
+        for batch in batches:
+            if all(k in done for k, _ in batch):
+                continue
+            prompts = [r["prompt"] for _, r in batch]
+            rollout = generator.generate(
+                prompts, n_samples, sampling, derive_seed(seed, *(k for k, _ in batch))
+            )
+            if len(rollout.completions) != len(batch) * n_samples:
+                raise ValueError(
+                    f"generator returned {len(rollout.completions)} responses for "
+                    f"{len(batch)} prompts x {n_samples} samples."
+                )
+            columns = repeat_columns([r for _, r in batch], n_samples)
+            flat, metrics = compute_rewards(
+                reward_funcs, rollout.prompts, rollout.completions, columns
+            )
+            for m, v in metrics.items():
+                if not m.startswith("reward/") and not m.endswith("/mean"):
+                    counts[m] = counts.get(m, 0.0) + v
+            rewards = flat.reshape(len(batch), n_samples)
+            for (key, r), rw in zip(batch, rewards, strict=True):
+                if key in done:
+                    continue
+                row = make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
+                f.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+                done[key] = row
+                bar.update(1)
+            f.flush()
+            os.fsync(f.fileno())
+    bar.close()
+    if any(counts.values()):
+        logger.warning("Stage 1 unscored responses: %s", counts)
+    keep = [done[k] for k, _ in todo if k in done]
+    if filter_all_wrong:
+        keep = [r for r in keep if r.pass_rate > 0]
+    return ValueTable(keep, path)
+
+
+def merge_shards(
+    out_path: str | os.PathLike[str], k: int, rows: Sequence[dict[str, Any]] | None = None
+) -> ValueTable:
+    """Merge the ``k`` part files of ``out_path`` into one table written at ``out_path``.
+
+    Args:
+        out_path: The final table (the parts are :func:`part_path` ``(out_path, i, k)``).
+        k: Number of shards.
+        rows: The dataset; when given, every prompt must be in the merged table, and the
+            merged rows follow the dataset's order (else the parts' order).
+
+    Raises:
+        ValueTableError: if a part is missing, parts disagree on settings or on a prompt, or
+            (with ``rows``) prompts are missing.
+    """
+    merged: dict[str, ValueRow] = {}
+    ref: dict[str, Any] | None = None
+    for i in range(k):
+        p = part_path(out_path, i, k)
+        if not p.is_file():
+            raise ValueTableError(f"part {i} of {k} is missing: {p}. Run `--shard {i}/{k}`.")
+        for r in ValueTable.load(p):
+            sig = {f: r.provenance.get(f) for f in _MATCHING}
+            if ref is None:
+                ref = sig
+            elif sig != ref:
+                raise ValueTableError(f"{p}: made with other settings than part 0.")
+            if r.key in merged and merged[r.key] != r:
+                raise ValueTableError(f"{p}: prompt {r.prompt[:60]!r} differs between parts.")
+            merged[r.key] = r
+    if rows is not None:
+        missing = [r["prompt"] for r in rows if prompt_key(r["prompt"]) not in merged]
+        if missing:
+            raise ValueTableError(
+                f"merged table lacks {len(missing)} prompts (first: {missing[0][:60]!r}); "
+                "a shard did not finish: rerun it (it resumes)."
+            )
+        order = list(dict.fromkeys(prompt_key(r["prompt"]) for r in rows))
+        merged = {k: merged[k] for k in order} | merged  # dataset order first
+    table = ValueTable(merged.values())
+    table.save(out_path)
+    return table
+
+
+def estimate_values_by_rank(
+    generator: Any,
+    rows: Sequence[dict[str, Any]],
+    *,
+    out_path: str | os.PathLike[str],
+    **kwargs: Any,
+) -> Any:
+    """Stage 1 under ``torchrun``: shard ``(rank, world_size)`` per rank, merged on rank 0.
+
+    Without a process group this is :func:`estimate_values`. With one, every rank runs it with
+    ``shard=(rank, world_size)`` (writing its own part file, resumable), waits at a barrier,
+    rank 0 merges the parts into ``out_path`` (checking every prompt is there), and every rank
+    returns the merged table.
+
+    Args:
+        generator: Each rank's generator (on its own device).
+        rows: The full dataset (every rank passes all rows; sharding is by prompt key).
+        out_path: The merged table file.
+        **kwargs: The other arguments of ``estimate_values`` (``reward_funcs``, ``n_samples``,
+            ``beta1``, ``sampling``, ``seed``...), except ``shard``.
+
+    Returns:
+        The merged ``ValueTable``.
+    """
+    if "shard" in kwargs:
+        raise ValueError("estimate_values_by_rank chooses the shard from the rank; drop `shard`.")
+    info = init_distributed()
+    if not info.distributed:
+        return estimate_values(generator, rows, out_path=out_path, **kwargs)
+    estimate_values(
+        generator, rows, out_path=out_path, shard=(info.rank, info.world_size), **kwargs
+    )
+    barrier()
+    if info.is_main:
+        merge_shards(out_path, info.world_size, rows)
+    barrier()
+    return ValueTable.load(out_path)

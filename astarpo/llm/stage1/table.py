@@ -1,0 +1,351 @@
+r"""The V* table: one row per prompt with its N reference rewards and :math:`\hat V^*`.
+
+Written by Stage 1 (:func:`astarpo.llm.stage1.estimate.estimate_values`), read by Stage 2 through
+:meth:`ValueTable.v_star`. File format (JSONL, one object per line and per prompt)::
+
+    {"key": sha256 of the prompt text, "prompt": text, "answer": gold or null,
+     "rewards": [r_1, ..., r_N], "v_star": float, "pass_rate": fraction of r_i > 0,
+     "provenance": {"model", "n_samples", "beta1", "sampling", "reward", "seed",
+                    "batch_size", "astarpo_version", ...}}
+
+Provenance is repeated in every row, so a row is self-describing and part files merge without
+a header. A truncated last line (a kill during a write) is dropped with a warning; corruption
+anywhere else is a :class:`ValueTableError` naming the file and line. ``.parquet`` tables hold
+the same columns (provenance as a JSON string).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo import __version__, optimal_value
+from astarpo.llm.data.prompts import prompt_key, read_records
+
+__all__ = [
+    "MissingPromptError",
+    "ValueRow",
+    "ValueTable",
+    "ValueTableError",
+    "lookup_v_star",
+    "make_row",
+    "read_table_rows",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class ValueTableError(ValueError):
+    """A V* table file is missing, corrupt, or inconsistent with the run."""
+
+
+class MissingPromptError(KeyError):
+    """A prompt has no row in the V* table (the message names the prompt and the table)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "prompt not in V* table"
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    """One prompt of a V* table.
+
+    Attributes:
+        key: :func:`~astarpo.llm.data.prompt_key` of ``prompt``.
+        prompt: The exact prompt text.
+        rewards: The N rewards of the reference samples, ``[N]``.
+        v_star: :math:`\\hat V^*` of the prompt (``optimal_value(rewards, beta1)``).
+        pass_rate: Fraction of the N rewards that are > 0.
+        provenance: How the row was made (model, N, beta1, sampling, reward, version, ...).
+        answer: The gold answer, when known.
+    """
+
+    key: str
+    prompt: str
+    rewards: tuple[float, ...]
+    v_star: float
+    pass_rate: float
+    provenance: dict[str, Any] = field(default_factory=dict, compare=True)
+    answer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict (the file format above)."""
+        return {
+            "key": self.key,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "rewards": list(self.rewards),
+            "v_star": self.v_star,
+            "pass_rate": self.pass_rate,
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> ValueRow:
+        """Parse and check one row; ``where`` ("file:line") is named in errors."""
+        if not isinstance(d, dict):
+            raise ValueTableError(f"{where}: expected a JSON object, got {type(d).__name__}.")
+        missing = [k for k in ("key", "prompt", "rewards", "v_star", "pass_rate") if k not in d]
+        if missing:
+            raise ValueTableError(f"{where}: V* row lacks {missing}.")
+        rewards = d["rewards"]
+        if not isinstance(rewards, list) or not rewards:
+            raise ValueTableError(f"{where}: 'rewards' must be a non-empty list.")
+        try:
+            vals = tuple(float(r) for r in rewards)
+            v_star, pass_rate = float(d["v_star"]), float(d["pass_rate"])
+        except (TypeError, ValueError) as e:
+            raise ValueTableError(f"{where}: non-numeric rewards/v_star/pass_rate ({e}).") from e
+        if not all(math.isfinite(x) for x in (*vals, v_star, pass_rate)):
+            raise ValueTableError(f"{where}: non-finite rewards/v_star/pass_rate.")
+        if d["key"] != prompt_key(str(d["prompt"])):
+            raise ValueTableError(f"{where}: 'key' is not the sha256 of 'prompt'.")
+        prov = d.get("provenance") or {}
+        if isinstance(prov, str):
+            prov = json.loads(prov)
+        answer = d.get("answer")
+        return cls(
+            d["key"],
+            d["prompt"],
+            vals,
+            v_star,
+            pass_rate,
+            prov,
+            None if answer is None else str(answer),
+        )
+
+
+def read_table_rows(path: Path) -> tuple[list[ValueRow], int]:
+    """Rows of a table file and the byte length of its valid part (a torn last line dropped)."""
+    lines = path.read_bytes().split(b"\n")
+    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
+    last = nonblank[-1] if nonblank else -1
+    rows: list[ValueRow] = []
+    pos = good = 0
+    for i, raw in enumerate(lines):
+        end = pos + len(raw) + (1 if i < len(lines) - 1 else 0)
+        if raw.strip():
+            try:
+                obj = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                if i == last:
+                    logger.warning("%s:%d: dropping a truncated last line (%s).", path, i + 1, e)
+                    break
+                raise ValueTableError(f"{path}:{i + 1}: corrupt line ({e}).") from e
+            rows.append(ValueRow.from_json(obj, f"{path}:{i + 1}"))
+        good = pos = end
+    return rows, good
+
+
+class ValueTable:
+    """The Stage 1 result: V* and rewards of each prompt, looked up by prompt text.
+
+    Args:
+        rows: The rows (a later row with the same key replaces an earlier one).
+        path: Where the table came from (named in errors).
+    """
+
+    def __init__(self, rows: Iterable[ValueRow], path: str | os.PathLike[str] | None = None):
+        self.rows: dict[str, ValueRow] = {r.key: r for r in rows}
+        self.path = None if path is None else str(path)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[ValueRow]:
+        return iter(self.rows.values())
+
+    def __contains__(self, prompt: object) -> bool:
+        return isinstance(prompt, str) and prompt_key(prompt) in self.rows
+
+    def __repr__(self) -> str:
+        return f"ValueTable({len(self)} prompts, path={self.path!r})"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], drop_all_wrong: bool = False) -> ValueTable:
+        """Read a ``.jsonl`` or ``.parquet`` table.
+
+        Args:
+            path: The table file.
+            drop_all_wrong: Leave out prompts whose N rewards are all <= 0 (``pass_rate == 0``).
+                Default False (the paper keeps them).
+
+        Raises:
+            ValueTableError: if the file is missing, empty of rows, or corrupt (file and line).
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise ValueTableError(
+                f"V* table {str(p)!r} does not exist; create it with `astarpo value` (Stage 1)."
+            )
+        if p.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                records = pq.read_table(p).to_pylist()
+            except Exception as e:
+                raise ValueTableError(f"{p}: cannot read Parquet V* table ({e}).") from e
+            rows = [ValueRow.from_json(r, f"{p}:row {i}") for i, r in enumerate(records)]
+        else:
+            rows, _ = read_table_rows(p)
+        if not rows:
+            raise ValueTableError(f"V* table {str(p)!r} has no rows.")
+        if drop_all_wrong:
+            rows = [r for r in rows if r.pass_rate > 0]
+        return cls(rows, p)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the table (``.parquet`` or JSONL) atomically: a temporary file, then rename."""
+        p = Path(path)
+        tmp = p.with_name(p.name + ".tmp")
+        if p.suffix.lower() == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            recs = [r.to_json() for r in self]
+            for rec in recs:
+                rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
+            pq.write_table(pa.Table.from_pylist(recs), tmp)
+        else:
+            with tmp.open("w", encoding="utf-8") as f:
+                for r in self:
+                    f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+        os.replace(tmp, p)
+        self.path = str(p)
+
+    def get(self, prompt: str) -> ValueRow:
+        """The row of ``prompt``; raises :class:`MissingPromptError` naming it and the table."""
+        row = self.rows.get(prompt_key(prompt))
+        if row is None:
+            short = prompt if len(prompt) <= 80 else prompt[:77] + "..."
+            raise MissingPromptError(
+                f"prompt {short!r} is not in the V* table {self.path or '(in memory)'} "
+                f"({len(self)} prompts). Run `astarpo value` on this data with the same template "
+                "and chat template, or drop the prompt."
+            )
+        return row
+
+    def v_star(self, prompts: Sequence[str]) -> np.ndarray:
+        """V* of each prompt, float64 ``[B]``; :class:`MissingPromptError` if one is absent."""
+        return np.array([self.get(p).v_star for p in prompts], dtype=np.float64)
+
+    def select(self, rows: Sequence[dict[str, Any]], field: str = "prompt") -> list[dict[str, Any]]:
+        """The dataset rows whose ``row[field]`` prompt is in the table (e.g. after a filter)."""
+        return [r for r in rows if r[field] in self]
+
+    @classmethod
+    def from_official(
+        cls,
+        source: str | os.PathLike[str] | Sequence[dict[str, Any]],
+        beta1: float,
+        prompt_column: str = "prompt",
+        tokenizer: Any = None,
+        chat_template: bool = False,
+    ) -> ValueTable:
+        """Import an official A*-PO Stage 1 dataset (columns ``eval_0`` .. ``eval_{N-1}``).
+
+        The prompt column may be text or a list of chat messages; messages become the text of
+        their last user message (what the official generation script fed the model), or the
+        chat-formatted text with ``tokenizer.apply_chat_template`` when ``chat_template``.
+        The gold answer is read from ``reward_model.ground_truth`` or ``answer`` when present.
+
+        Args:
+            source: A ``.parquet``/``.jsonl`` file or a list of row dicts.
+            beta1: KL strength of V* (the paper uses 0.5).
+            prompt_column: Column of the prompt. Default ``"prompt"``.
+            tokenizer: Needed with ``chat_template``.
+            chat_template: Key prompts by their chat-formatted text. Default False.
+
+        Raises:
+            ValueTableError: if there are no ``eval_i`` columns or they are not ``0..N-1``.
+        """
+
+        name = str(source) if isinstance(source, (str, os.PathLike)) else "(rows)"
+        records = read_records(source) if isinstance(source, (str, os.PathLike)) else source
+        if not records:
+            raise ValueTableError(f"{name}: no rows to import.")
+        idx = sorted(int(k[5:]) for k in records[0] if k.startswith("eval_") and k[5:].isdigit())
+        if not idx or idx != list(range(len(idx))):
+            raise ValueTableError(
+                f"{name}: expected columns eval_0 .. eval_{{N-1}}, found eval indices {idx}."
+            )
+        n = len(idx)
+        prov = {"source": "official", "file": name, "n_samples": n, "beta1": float(beta1)}
+        prov["astarpo_version"] = __version__
+        out = []
+        for i, rec in enumerate(records):
+            value = rec[prompt_column]
+            if isinstance(value, list):
+                if chat_template:
+                    if tokenizer is None:
+                        raise ValueError("chat_template=True needs a tokenizer=...")
+                    text = tokenizer.apply_chat_template(
+                        value, tokenize=False, add_generation_prompt=True
+                    )
+                else:
+                    users = [m for m in value if m.get("role", "user") == "user"] or value
+                    text = str(users[-1]["content"])
+            else:
+                text = str(value)
+            try:
+                rewards = np.array([float(rec[f"eval_{j}"]) for j in idx], dtype=np.float64)
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueTableError(f"{name}: row {i}: bad eval_i value ({e}).") from e
+            rm = rec.get("reward_model")
+            answer = rm.get("ground_truth") if isinstance(rm, dict) else rec.get("answer")
+            out.append(make_row(text, rewards, beta1, prov, answer))
+        return cls(out, None)
+
+
+def make_row(
+    prompt: str, rewards: np.ndarray, beta1: float, prov: dict[str, Any], answer: Any
+) -> ValueRow:
+    """A table row of ``prompt`` with ``v_star = optimal_value(rewards, beta1)``.
+
+    Args:
+        prompt: The prompt text.
+        rewards: Rewards of its N reference samples ``[N]``.
+        beta1: Stage 1 temperature.
+        prov: Provenance fields of the row.
+        answer: The gold answer (stored for inspection).
+    """
+    return ValueRow(
+        key=prompt_key(prompt),
+        prompt=prompt,
+        rewards=tuple(float(r) for r in rewards),
+        v_star=float(optimal_value(rewards, beta1)),
+        pass_rate=float((rewards > 0).mean()),
+        provenance=prov,
+        answer=None if answer is None else str(answer),
+    )
+
+
+def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
+    """V* of each prompt ``[B]`` from a :class:`ValueTable` or a ``{prompt: v_star}`` mapping.
+
+    Raises:
+        MissingPromptError: naming the first prompt missing from the table.
+        TypeError: ``table`` is neither.
+    """
+    if isinstance(table, ValueTable):
+        return np.asarray(table.v_star(list(prompts)), dtype=np.float64)
+    if isinstance(table, Mapping):
+        for p in prompts:
+            if p not in table:
+                short = p if len(p) <= 80 else p[:77] + "..."
+                raise MissingPromptError(
+                    f"prompt {short!r} is missing from the V* mapping; run Stage 1 (astarpo "
+                    "value) on the same prompts (same template) as training."
+                )
+        return np.array([float(table[p]) for p in prompts], dtype=np.float64)
+    raise TypeError(
+        f"v_star_table must be a ValueTable or a {{prompt: v_star}} mapping, got {type(table)}."
+    )

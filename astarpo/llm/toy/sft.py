@@ -1,0 +1,171 @@
+"""Supervised fine-tuning of the demo's reference model, cached on disk.
+
+The CPU demo needs a reference policy that already solves some problems (A*-PO improves a
+reference; it cannot start from a random model). :func:`sft` fits ``problem -> answer<eos>``
+by maximum likelihood on the response tokens:
+
+.. math:: \\mathcal L = -\\frac{1}{\\sum_i |y_i|} \\sum_i \\log \\pi(y_i \\mid x_i)
+
+:func:`cached_sft` stores the result under ``<cache_dir>/sft-<hash>`` where the hash covers the
+model config, the vocabulary, the data and the :class:`SFTConfig`, so the second demo run skips
+it. The cache directory is ``$ASTARPO_CACHE`` or ``~/.cache/astarpo`` unless given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from astarpo.llm.algorithms.logprobs import pack, sequence_logprobs
+
+__all__ = ["SFTConfig", "cached_sft", "default_cache_dir", "sft"]
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """Settings of :func:`sft`.
+
+    Args:
+        steps: Optimizer steps. Default 600.
+        batch_size: Examples per step. Default 64.
+        learning_rate: AdamW learning rate (linear warm-up over the first 5% of steps, then
+            constant). Default 3e-3.
+        seed: Seed of the example order.
+    """
+
+    steps: int = 600
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(
+                f"steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}."
+            )
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
+
+
+def default_cache_dir() -> Path:
+    """``$ASTARPO_CACHE`` if set, else ``~/.cache/astarpo``."""
+    env = os.environ.get("ASTARPO_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "astarpo"
+
+
+def sft(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, str]],
+    config: SFTConfig,
+    callback: Callable[[int, float], None] | None = None,
+) -> list[float]:
+    """Fine-tune ``model`` in place on ``prompt -> answer + eos``; returns the loss per step.
+
+    Args:
+        model: A causal LM.
+        tokenizer: Its tokenizer (with an EOS token).
+        rows: Examples with ``prompt`` and ``answer`` keys.
+        config: Steps, batch size, learning rate and seed.
+        callback: Optional ``callback(step, loss)`` after each step.
+    """
+    if not rows:
+        raise ValueError("sft needs at least one example.")
+    prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([r["answer"] for r in rows], add_special_tokens=False)["input_ids"]
+    answers = [[*a, tokenizer.eos_token_id] for a in answers]
+    gen = torch.Generator().manual_seed(config.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    warmup = max(1, config.steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
+    model.train()
+    losses = []
+    for step in range(config.steps):
+        idx = torch.randint(len(rows), (config.batch_size,), generator=gen).tolist()
+        batch = pack([prompts[i] for i in idx], [answers[i] for i in idx], tokenizer.pad_token_id)
+        out = sequence_logprobs(model, batch)
+        loss = -out.token_logp.sum() / out.mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+        if callback is not None:
+            callback(step + 1, losses[-1])
+    return losses
+
+
+def _key(model: Any, tokenizer: Any, rows: Sequence[dict[str, str]], config: SFTConfig) -> str:
+    blob = json.dumps(
+        {
+            "model": model.config.to_dict(),
+            "vocab": sorted(tokenizer.get_vocab().items()),
+            "rows": [[r["prompt"], r["answer"]] for r in rows],
+            "sft": asdict(config),
+            "version": 1,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def cached_sft(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, str]],
+    config: SFTConfig,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """:func:`sft` with a disk cache; returns the fine-tuned model and an info dict.
+
+    Args:
+        model: The freshly initialized model (its config is part of the cache key).
+        tokenizer, rows, config: As in :func:`sft`.
+        cache_dir: Cache root (default :func:`default_cache_dir`).
+        progress: Show a tqdm bar while training.
+
+    Returns:
+        ``(model, info)``; ``info`` has keys ``cached`` (bool), ``path``, ``seconds`` and
+        ``final_loss`` (the last two from the run that made the cache).
+    """
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = root / f"sft-{_key(model, tokenizer, rows, config)}"
+    if (path / "sft_info.json").exists():
+        info = json.loads((path / "sft_info.json").read_text())
+        loaded = type(model).from_pretrained(path)
+        loaded.generation_config = model.generation_config
+        return loaded, {**info, "cached": True, "path": str(path)}
+    bar = tqdm(total=config.steps, desc="sft", disable=None if progress else True)
+
+    def tick(step: int, loss: float) -> None:
+        bar.update(1)
+        if step % 20 == 0:
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+    t0 = time.perf_counter()
+    try:
+        losses = sft(model, tokenizer, rows, config, tick)
+    finally:
+        bar.close()
+    info = {"seconds": time.perf_counter() - t0, "final_loss": losses[-1]}
+    tmp = root / f".tmp-{path.name}-{os.getpid()}"
+    model.save_pretrained(tmp)
+    (tmp / "sft_info.json").write_text(json.dumps(info))
+    if path.exists():  # another process made it meanwhile
+        shutil.rmtree(tmp)
+    else:
+        tmp.rename(path)
+    return model, {**info, "cached": False, "path": str(path)}

@@ -1,0 +1,8 @@
+"""The Stage 2 trainer: one loop for every registered algorithm.
+
+``trainer`` (:class:`~astarpo.llm.training.trainer.Trainer`: loop, step, checkpoints, resume),
+``trainers`` (``AStarPOTrainer``, ``GRPOTrainer``, ... as named entry points over the
+registry), ``checkpoint`` (the on-disk layout), ``data_parallel`` (the hooks that make the same
+step run under ``torchrun``) and ``metrics`` (logging, timing, peak memory). May import every
+subpackage below it: data, rollout, stage1, algorithms, parallel.
+"""

@@ -1,0 +1,349 @@
+"""The Stage 2 trainer: one loop for every algorithm of the registry.
+
+Read :meth:`Trainer.step` top to bottom: it is one iteration of::
+
+    prompts (deterministic order from the seed) -> generate -> rewards -> V* lookup
+    -> reference log-probs (no grad) -> algorithm.prepare -> minibatch updates -> log
+
+The algorithm (:mod:`astarpo.llm.algorithms`) decides how many samples per prompt and the loss;
+everything else (AdamW, gradient clipping, the entropy bonus, bf16 autocast on CUDA, metrics,
+checkpoints, resume) is here, shared by A*-PO and the baselines. :meth:`Trainer.train` runs
+:meth:`Trainer.step` until ``max_steps`` with logging, evaluation and checkpoints.
+
+Determinism: the data order of epoch ``e`` is ``default_rng([seed, e]).permutation``
+(:class:`~astarpo.llm.training.data_order.EpochOrder`), the
+sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``
+(:func:`~astarpo.llm.rollout.seeds.derive_seed`), so a run resumed from a checkpoint
+reproduces the losses of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
+from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.registry import build_algorithm
+from astarpo.llm.data.prompts import repeat_columns
+from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.parallel.lora import maybe_apply_lora
+from astarpo.llm.rollout.backend import build_generator
+from astarpo.llm.rollout.base import Generator
+from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.table import lookup_v_star
+from astarpo.llm.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from astarpo.llm.training.data_order import EpochOrder
+from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.metrics import peak_memory, timed
+from astarpo.llm.training.update import optimizer_step
+
+__all__ = ["EvalFn", "Trainer"]
+
+EvalFn = Callable[[Any], Mapping[str, float]]
+"""``eval_fn(model) -> {name: value}``: an evaluation run between training steps."""
+
+
+class Trainer:
+    """Stage 2 loop for any :class:`~astarpo.llm.algorithms.base.Algorithm`.
+
+    Args:
+        model: The policy (a ``transformers`` causal LM), trained in place.
+        ref_model: The frozen reference (put in eval mode, no gradients). ``None``: a frozen
+            copy of ``model`` as it is at construction, when the algorithm needs a reference
+            (under LoRA the policy with its adapters disabled, no copy).
+        reward_funcs: Reward functions with TRL's signature (see :mod:`astarpo.llm.data.rewards`).
+        args: The algorithm's config (``AStarPOConfig``, ``GRPOConfig``, ...); the algorithm is
+            built from it through the registry unless ``algorithm`` is given.
+        train_dataset: Rows with a ``prompt`` key; the other keys (e.g. ``answer``) are passed to
+            the reward functions as columns.
+        v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
+            ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
+            one fails before training starts.
+        tokenizer: The policy's tokenizer (for generation and padding).
+        generator: A :class:`~astarpo.llm.rollout.base.Generator` sampling from ``model``
+            (default: :func:`~astarpo.llm.rollout.backend.build_generator` of ``args.backend``).
+        eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, every
+            ``eval_steps`` steps and at the end; logged with an ``eval/`` prefix. Its time is
+            not counted in ``time/train_total``.
+        eval_steps: Steps between evaluations (0: only before and after training).
+        algorithm: An algorithm object to use instead of the registry's for ``args``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        ref_model: Any = None,
+        reward_funcs: Sequence[Callable[..., Any]] = (),
+        *,
+        args: TrainConfig,
+        train_dataset: Sequence[Mapping[str, Any]] = (),
+        v_star_table: Any = None,
+        tokenizer: Any = None,
+        generator: Generator | None = None,
+        eval_fn: EvalFn | None = None,
+        eval_steps: int = 0,
+        algorithm: Algorithm | None = None,
+    ) -> None:
+        self.args = args
+        self.dp = DataParallel(args.parallel, args.seed_chunk_size)
+        self.dp.check_batch(args.batch_size, args.minibatches)
+        self.device = self.dp.device(resolve_device(args.device))
+        model, ref_model = maybe_apply_lora(
+            model, ref_model, args.lora_r, args.lora_alpha, args.seed
+        )
+        self.model = model.to(self.device)
+        if algorithm is None:
+            algorithm = build_algorithm(args, model, ref_model)
+        self.algorithm = algorithm
+        if algorithm.needs_reference and ref_model is None:
+            ref_model = copy.deepcopy(self.model)  # the policy as it starts, frozen below
+        self.ref_model = ref_model
+        if algorithm.needs_reference:
+            self.ref_model = ref_model.to(self.device).eval().requires_grad_(False)
+            self.ref_model = self.dp.prepare_reference(self.ref_model)
+        self.reward_funcs = list(reward_funcs)
+        self.rows = [dict(r) for r in train_dataset]
+        if not self.rows:
+            raise ValueError("train_dataset is empty.")
+        for i, r in enumerate(self.rows):
+            if not isinstance(r.get("prompt"), str):
+                raise ValueError(f"train_dataset row {i} has no 'prompt' string: {r!r}.")
+        self.v_star = None
+        if algorithm.needs_v_star:
+            if v_star_table is None:
+                raise ValueError(
+                    f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`)."
+                )
+            self.v_star = lookup_v_star(v_star_table, [r["prompt"] for r in self.rows])
+        if tokenizer is None:
+            from transformers import AutoTokenizer  # transformers only when no tokenizer given
+
+            tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
+        self.tokenizer = tokenizer
+        self.pad_token_id = int(
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+        if generator is None:  # built before sharding: vLLM starts from the full weights
+            generator = build_generator(
+                args.backend,
+                self.model,
+                tokenizer,
+                batch_size=args.generation_batch_size,
+                gpu_memory_utilization=args.gpu_memory_utilization,
+                seed=args.seed,
+                workdir=Path(args.output_dir) / "vllm_init" / f"rank{self.dp.info.rank}",
+            )
+        self.generator = self.dp.wrap_generator(generator)
+        self.train_model = self.dp.wrap_policy(self.model)  # DDP/FSDP2 under torchrun
+        self.modules = [m.to(self.device) for m in algorithm.modules()]
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.params += [p for m in self.modules for p in m.parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("the policy has no trainable parameters (requires_grad is off).")
+        self.optimizer = torch.optim.AdamW(
+            self.params, lr=args.learning_rate, weight_decay=args.weight_decay
+        )
+        bf16 = args.mixed_precision == "bf16" or (
+            args.mixed_precision == "auto" and self.device.type == "cuda"
+        )
+        self.autocast_enabled = bf16 and self.device.type == "cuda"
+        self.eval_fn = eval_fn
+        self.eval_steps = eval_steps
+        self.step_count = 0
+        self.order = EpochOrder(len(self.rows), args.seed)
+        self.train_time = 0.0
+        self.history: list[dict[str, Any]] = []
+
+    # ----------------------------------------------------------------- helpers
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.autocast_enabled:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _micro(self, rows: int) -> int:
+        return self.args.micro_batch_size or rows
+
+    # --------------------------------------------------------------- one step
+    def step(self) -> dict[str, Any]:
+        """One rollout batch and its updates; returns the logged record."""
+        args, algo, t = self.args, self.algorithm, self.step_count + 1
+        times: dict[str, float] = {}
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        record: dict[str, Any] = {"step": t}
+
+        # 1. Prompts and generation.
+        global_idx = self.order.take(args.batch_size)
+        positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
+        idx = [global_idx[i] for i in positions]
+        prompts = [self.rows[i]["prompt"] for i in idx]
+        n = algo.samples_per_prompt
+        with timed(times, "generate", self.device):
+            self.generator.sync_weights(self.model)
+            rollout = self.dp.generate(
+                self.generator, prompts, n, args.sampling, derive_seed(args.seed, t), positions
+            )
+
+        # 2. Rewards (other dataset columns repeated per sample).
+        with timed(times, "reward"):
+            columns = repeat_columns([self.rows[i] for i in idx], n)
+            rewards, reward_metrics = compute_rewards(
+                self.reward_funcs, rollout.prompts, rollout.completions, columns
+            )
+            rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
+        record.update(self.dp.reduce(reward_metrics))
+        v_star = None
+        if self.v_star is not None:
+            v_star = np.repeat(self.v_star[global_idx], n)
+            record["v_star/mean"] = float(v_star.mean())
+        batch = RolloutBatch.from_rollout(rollout, rewards, self.pad_token_id, self.device, v_star)
+
+        # 3. Reference (and old-policy) log-probs, no gradient.
+        with timed(times, "ref_logprobs", self.device):
+            if algo.needs_reference:
+                ref = self.dp.logprobs(self.ref_model, batch, self._micro, self._autocast)
+                batch.logp_ref, batch.token_logp_ref = ref.logp, ref.token_logp
+            if algo.needs_old_logprobs:
+                old = self.dp.logprobs(self.model, batch, self._micro, self._autocast)
+                batch.logp_old, batch.token_logp_old = old.logp, old.token_logp
+
+        # 4. Updates: update_epochs x minibatches optimizer steps over whole prompt groups.
+        with timed(times, "update", self.device):
+            with torch.no_grad(), self._autocast():
+                record.update(algo.prepare(batch))
+            sums: dict[str, float] = {}
+            n_updates = 0
+            groups = len(global_idx)
+            per_mb = groups // args.minibatches
+            for epoch in range(args.update_epochs):
+                gen = torch.Generator().manual_seed(derive_seed(args.seed, t, epoch, 1))
+                order = torch.randperm(groups, generator=gen)
+                for m in range(args.minibatches):
+                    chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
+                    rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()
+                    rows = rows[self.dp.shard(len(rows))]  # this rank's block of the minibatch
+                    stats = optimizer_step(
+                        self.train_model,
+                        self.algorithm,
+                        batch.select(rows),
+                        self.optimizer,
+                        self.params,
+                        self.modules,
+                        self.dp,
+                        args,
+                        self._autocast,
+                    )
+                    stats = self.dp.reduce(stats)
+                    for k, v in stats.items():
+                        sums[k] = sums.get(k, 0.0) + v
+                    n_updates += 1
+            record.update({k: v / n_updates for k, v in sums.items()})
+
+        # 5. Metrics.
+        lengths = batch.response_lengths.float()
+        record["response_length/mean"] = float(lengths.mean())
+        record["response_length/max"] = float(lengths.max())
+        record["truncation_rate"] = float(batch.truncated.float().mean())
+        record.update(times)
+        record["time/step"] = sum(times.values())
+        record.update(peak_memory(self.device))
+        self.step_count = t
+        self.train_time += record["time/step"]
+        record["time/train_total"] = self.train_time
+        return record
+
+    # ------------------------------------------------------ loop, checkpoints
+    def save(self) -> Path:
+        """Write a checkpoint of the current step to ``output_dir`` (every rank must call it)."""
+        state = {
+            "data_epoch": self.order.epoch,
+            "data_index": self.order.index,
+            "train_time": self.train_time,
+            "algorithm": self.algorithm.name,
+        }
+        return save_checkpoint(
+            self.args.output_dir, self.step_count, self.model, self.optimizer, self.modules, state
+        )
+
+    def resume(self, path: str | Path | None = None) -> int:
+        """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
+
+        Raises:
+            FileNotFoundError: if there is no checkpoint to resume from.
+        """
+        ckpt = Path(path) if path is not None else latest_checkpoint(self.args.output_dir)
+        if ckpt is None:
+            raise FileNotFoundError(
+                f"no checkpoint-<step> directory in {self.args.output_dir} to resume from."
+            )
+        state = load_checkpoint(ckpt, self.model, self.optimizer, self.modules)
+        self.step_count = int(state["step"])
+        self.order.epoch = int(state["data_epoch"])
+        self.order.index = int(state["data_index"])
+        self.train_time = float(state["train_time"])
+        return self.step_count
+
+    def _evaluate(self, logger: Any) -> None:
+        if self.eval_fn is None:
+            return
+        result = self.eval_fn(self.model)
+        rec = {"step": self.step_count, "time/train_total": self.train_time}
+        rec.update({f"eval/{k}": float(v) for k, v in result.items()})
+        logger.log(rec)
+        self.history.append(rec)
+
+    def train(self, resume: bool | str | Path = False) -> list[dict[str, Any]]:
+        """Run until ``max_steps``; ``resume=True`` continues from the latest checkpoint in
+        ``output_dir`` (or from the given checkpoint path).
+
+        Returns:
+            The records logged by this call (step records and ``eval/`` records).
+        """
+        from tqdm.auto import tqdm  # the llm extra; keeps the module importable without it
+
+        args = self.args
+        resume_step = None
+        if resume:
+            resume_step = self.resume(None if resume is True else resume)
+        logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
+        self.history = []
+        if resume_step is None:
+            self._evaluate(logger)
+        bar = tqdm(
+            total=args.max_steps,
+            initial=self.step_count,
+            # disable=None: tqdm shows the bar only on a terminal
+            disable=None if (args.progress and self.dp.is_main) else True,
+            desc="train",
+        )
+        try:
+            while self.step_count < args.max_steps:
+                record = self.step()
+                logger.log(record)
+                self.history.append(record)
+                bar.update(1)
+                bar.set_postfix(
+                    reward=f"{record.get('reward/mean', float('nan')):.3f}",
+                    loss=f"{record['loss']:.4g}",
+                    kl=f"{record['kl']:.3g}",
+                )
+                t = self.step_count
+                if self.eval_steps and t % self.eval_steps == 0 and t < args.max_steps:
+                    self._evaluate(logger)
+                if args.save_steps and t % args.save_steps == 0 and t < args.max_steps:
+                    self.save()
+            if resume_step is None or resume_step < args.max_steps:
+                self._evaluate(logger)
+            self.save()
+        finally:
+            bar.close()
+            logger.close()
+        return self.history

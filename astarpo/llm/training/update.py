@@ -1,0 +1,79 @@
+"""One optimizer step of the Stage 2 loop on a minibatch of whole prompt groups.
+
+The minibatch is split into micro-batches (gradient accumulation); each runs the policy forward
+with gradient, the algorithm's loss and the entropy bonus, and backward. Then the gradients of
+extra modules are averaged over ranks, clipped by global norm together with the policy's, and
+AdamW steps. Returns the minibatch's metrics (row-weighted means over the micro-batches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
+from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.logprobs import sequence_logprobs
+from astarpo.llm.training.data_parallel import DataParallel
+
+__all__ = ["optimizer_step"]
+
+
+def optimizer_step(
+    train_model: Any,
+    algorithm: Algorithm,
+    mb: RolloutBatch,
+    optimizer: torch.optim.Optimizer,
+    params: Sequence[torch.nn.Parameter],
+    modules: Sequence[torch.nn.Module],
+    dp: DataParallel,
+    args: TrainConfig,
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]],
+) -> dict[str, float]:
+    """One optimizer step on ``mb`` (see the module docstring).
+
+    Args:
+        train_model: The policy to run with gradient (DDP/FSDP2-wrapped under torchrun).
+        algorithm: Gives the loss of each micro-batch.
+        mb: The minibatch (rows of whole prompt groups).
+        optimizer: AdamW over ``params``.
+        params: Every trainable parameter (policy and ``modules``), clipped together.
+        modules: The algorithm's extra modules (their gradients are averaged over ranks here).
+        dp: The data-parallel hooks.
+        args: ``micro_batch_size``, ``entropy_coef``, ``max_grad_norm``.
+        autocast: Returns the autocast context of the forward (bf16 on CUDA, or none).
+
+    Returns:
+        ``loss``, ``entropy``, ``kl``, ``grad_norm`` and the algorithm's metrics.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    stats: dict[str, float] = {}
+    size = args.micro_batch_size or len(mb)
+    for s in range(0, len(mb), size):
+        micro = mb.select(torch.arange(s, min(s + size, len(mb))))
+        w = len(micro) / len(mb)
+        last = s + size >= len(mb)  # gradients are all-reduced on the last micro-batch only
+        with dp.gradient_sync(train_model, last), autocast():
+            out = sequence_logprobs(
+                train_model, micro.packed, entropy=True, entropy_grad=args.entropy_coef > 0
+            )
+            loss, metrics = algorithm.loss(out, micro)
+            entropy = out.entropy_mean()
+            total = loss - args.entropy_coef * entropy if args.entropy_coef else loss
+            (total * w).backward()
+        kl = 0.0
+        if micro.logp_ref is not None:
+            kl = float((out.logp.detach() - micro.logp_ref).mean())
+        parts = {"loss": float(loss.detach()), "entropy": float(entropy.detach()), "kl": kl}
+        parts.update(metrics)
+        for k, v in parts.items():
+            stats[k] = stats.get(k, 0.0) + w * v
+    dp.average_gradients([p for m in modules for p in m.parameters()])
+    # max_norm=inf measures the global norm without clipping.
+    max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
+    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    optimizer.step()
+    return stats
