@@ -117,10 +117,9 @@ def test_resume_reproduces_uninterrupted_run(tokenizer, tmp_path):
 
 
 def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
-    tr = make_trainer(tokenizer, tmp_path, max_steps=2, tensorboard=True)
+    tr = make_trainer(tokenizer, tmp_path, max_steps=2, tensorboard=True, eval_steps=1)
     calls = []
     tr.eval_fn = lambda model: calls.append(model.training) or {"acc": 0.5}
-    tr.eval_steps = 1
     hist = tr.train()
     steps = [r for r in hist if "loss" in r]
     evals = [r for r in hist if "eval/acc" in r]
@@ -334,3 +333,72 @@ def test_docs_list_every_config_field() -> None:
     for name, default, help_text in config_fields(AStarPOConfig):
         assert f"| `{name}` | `{default!r}` |" in page, f"docs/llm.md lacks config field {name}"
         assert help_text, f"config field {name} has no help text"
+
+
+class StopAt:
+    """A callback that stops training after step ``at`` and records what it saw."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.seen: list[int] = []
+        self.evals = 0
+        self.ended = False
+
+    def on_step_end(self, record):
+        self.seen.append(record["step"])
+        return record["step"] >= self.at
+
+    def on_evaluate(self, record):
+        self.evals += 1
+
+    def on_train_end(self, history):
+        self.ended = True
+
+
+def test_callback_stops_training_and_gets_every_hook(tokenizer, tmp_path):
+    tr = make_trainer(tokenizer, tmp_path, max_steps=10)
+    tr.eval_fn = lambda model: {"acc": 1.0}
+    cb = StopAt(2)
+    tr.callbacks = [cb]
+    hist = tr.train()
+    assert cb.seen == [1, 2] and tr.step_count == 2 and cb.ended
+    assert cb.evals == 2  # before training and at the end
+    assert (tmp_path / "checkpoint-2").exists()
+    assert [r["step"] for r in hist if "loss" in r] == [1, 2]
+
+
+def test_wall_clock_budget_and_time_schedule(tokenizer, tmp_path, monkeypatch):
+    """Training time is a fake clock of 1 s per step: a 3.5 s budget stops after step 4,
+    evaluations every 2 s of training time come after steps 2 and 4, and the evaluation
+    time is not counted."""
+    tr = make_trainer(
+        tokenizer, tmp_path, max_steps=50, max_train_seconds=3.5, eval_every_seconds=2.0
+    )
+    real_step = tr.step
+
+    def step_of_one_second():
+        rec = real_step()
+        tr.train_time = float(rec["step"])  # 1 s of training per step
+        rec["time/train_total"] = tr.train_time
+        return rec
+
+    tr.step = step_of_one_second
+    tr.eval_fn = lambda model: {"acc": 0.0}
+    hist = tr.train()
+    assert tr.step_count == 4
+    eval_steps = [r["step"] for r in hist if "eval/acc" in r]
+    assert eval_steps == [0, 2, 4]  # before, at 2 s, and the final one at 4 s
+    assert all(r["time/train_total"] == r["step"] for r in hist if "eval/acc" in r)
+
+
+def test_schedule_rules():
+    from astarpo.llm.training.callbacks import Schedule
+
+    s = Schedule(max_steps=10, eval_steps=3)
+    assert [t for t in range(1, 10) if s.evaluate_now(t, float(t))] == [3, 6, 9]
+    s = Schedule(max_steps=10, eval_every_seconds=2.0)
+    assert [t for t in range(1, 8) if s.evaluate_now(t, float(t))] == [2, 4, 6]
+    s = Schedule(max_steps=10, eval_every_seconds=2.0, train_time=3.0)  # resumed at 3 s
+    assert [t for t in range(4, 8) if s.evaluate_now(t, float(t))] == [4, 6]
+    assert Schedule(max_steps=3).done(3, 0.0) and not Schedule(max_steps=3).done(2, 1e9)
+    assert Schedule(max_steps=99, max_train_seconds=1.0).done(1, 1.0)

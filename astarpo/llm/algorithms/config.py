@@ -105,6 +105,17 @@ class TrainConfig:
     temperature: float = doc_field(1.0, "Sampling temperature of the rollouts (0 = greedy).")
     top_p: float = doc_field(1.0, "Nucleus-sampling mass of the rollouts, in (0, 1].")
     generation_batch_size: int = doc_field(64, "Rows per generate call of the HF generator.")
+    max_train_seconds: float = doc_field(
+        0.0,
+        "Wall-clock budget of training in seconds (generation, rewards, reference log-probs and "
+        "updates; evaluation and checkpoints excluded); 0 = no limit, stop at max_steps.",
+    )
+    eval_steps: int = doc_field(
+        0, "Evaluate (the trainer's eval_fn) every this many steps; 0 = only before and after."
+    )
+    eval_every_seconds: float = doc_field(
+        0.0, "Evaluate every this many seconds of training time; 0 = off."
+    )
     save_steps: int = doc_field(
         50, "Save a checkpoint every this many steps (and at the end); 0 saves only at the end."
     )
@@ -157,6 +168,7 @@ class TrainConfig:
             "max_new_tokens": 1,
             "generation_batch_size": 1,
             "save_steps": 0,
+            "eval_steps": 0,
             "seed": 0,
             "seed_chunk_size": 0,
             "lora_r": 0,
@@ -171,7 +183,14 @@ class TrainConfig:
                 f"batch_size ({self.batch_size}) must be divisible by minibatches "
                 f"({self.minibatches}); each minibatch holds whole prompts."
             )
-        for name in ("learning_rate", "weight_decay", "max_grad_norm", "entropy_coef"):
+        for name in (
+            "learning_rate",
+            "weight_decay",
+            "max_grad_norm",
+            "entropy_coef",
+            "max_train_seconds",
+            "eval_every_seconds",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")

@@ -22,17 +22,14 @@ __all__ = ["ALGORITHMS", "AlgorithmSpec", "build_algorithm", "name_of_config"]
 
 
 class AlgorithmSpec(NamedTuple):
-    """One registered algorithm.
-
-    Attributes:
-        config: Its config class (a :class:`~astarpo.llm.algorithms.config.TrainConfig`).
-        algorithm: Its class; ``algorithm.from_config(config, model, ref_model)`` builds it.
-        summary: One line for ``--help`` and the docs' table.
-    """
+    """One registered algorithm: ``(config, algorithm, summary)``."""
 
     config: type[TrainConfig]
+    """Its config class (a :class:`~astarpo.llm.algorithms.config.TrainConfig` subclass)."""
     algorithm: type[Any]
+    """Its class; ``algorithm.from_config(config, model, ref_model)`` builds it."""
     summary: str
+    """One line for ``--help`` and the docs."""
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {

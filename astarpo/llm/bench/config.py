@@ -131,6 +131,7 @@ def algorithm_config(name: str, cfg: BenchConfig, seed: int, out: Path) -> Train
         progress=False,
         generation_batch_size=cfg.generation_batch_size,
         backend=cfg.backend,
+        eval_steps=cfg.eval_every,
     )
     own = {f.name for f in fields(config_type)}
     for extra in ("beta2", "group_size", "eta"):

@@ -97,7 +97,6 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         train_dataset=spec["train"],
         tokenizer=tokenizer,
         eval_fn=eval_fn,
-        eval_steps=cfg.eval_every,
     )
     table = ValueTable.load(spec["values"]) if ALGORITHMS[algo].algorithm.needs_v_star else None
     trainer = Trainer(policy, ref, [exact_match_reward], args=args, v_star_table=table, **kwargs)

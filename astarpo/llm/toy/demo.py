@@ -192,12 +192,11 @@ def _run_demo(
         policy,
         ref,
         [exact_match_reward],
-        args=cfg.train.replace(progress=progress),  # type: ignore[arg-type]
+        args=cfg.train.replace(progress=progress, eval_steps=cfg.eval_steps),  # type: ignore[arg-type]
         train_dataset=train_rows,
         v_star_table=table,
         tokenizer=tokenizer,
         eval_fn=lambda m: _heldout_eval(m, tokenizer, test, cfg),
-        eval_steps=cfg.eval_steps,
     )
     history = trainer.train()
     curve = [

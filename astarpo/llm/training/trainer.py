@@ -39,6 +39,7 @@ from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.table import lookup_v_star
+from astarpo.llm.training.callbacks import Schedule, call_hook
 from astarpo.llm.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from astarpo.llm.training.data_order import EpochOrder
 from astarpo.llm.training.data_parallel import DataParallel
@@ -70,10 +71,12 @@ class Trainer:
         tokenizer: The policy's tokenizer (for generation and padding).
         generator: A :class:`~astarpo.llm.rollout.base.Generator` sampling from ``model``
             (default: :func:`~astarpo.llm.rollout.backend.build_generator` of ``args.backend``).
-        eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, every
-            ``eval_steps`` steps and at the end; logged with an ``eval/`` prefix. Its time is
-            not counted in ``time/train_total``.
-        eval_steps: Steps between evaluations (0: only before and after training).
+        eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, on the
+            schedule of ``args.eval_steps`` / ``args.eval_every_seconds`` and at the end;
+            logged with an ``eval/`` prefix. Its time is not counted in ``time/train_total``.
+        callbacks: Objects with ``on_step_end(record) -> bool`` (``True`` stops training) and
+            optionally ``on_train_begin``, ``on_evaluate``, ``on_train_end``
+            (:mod:`astarpo.llm.training.callbacks`).
         algorithm: An algorithm object to use instead of the registry's for ``args``.
     """
 
@@ -89,7 +92,7 @@ class Trainer:
         tokenizer: Any = None,
         generator: Generator | None = None,
         eval_fn: EvalFn | None = None,
-        eval_steps: int = 0,
+        callbacks: Sequence[Any] = (),
         algorithm: Algorithm | None = None,
     ) -> None:
         self.args = args
@@ -156,7 +159,7 @@ class Trainer:
         )
         self.autocast_enabled = bf16 and self.device.type == "cuda"
         self.eval_fn = eval_fn
-        self.eval_steps = eval_steps
+        self.callbacks = list(callbacks)
         self.step_count = 0
         self.order = EpochOrder(len(self.rows), args.seed)
         self.train_time = 0.0
@@ -299,10 +302,12 @@ class Trainer:
         rec.update({f"eval/{k}": float(v) for k, v in result.items()})
         logger.log(rec)
         self.history.append(rec)
+        call_hook(self.callbacks, "on_evaluate", rec)
 
     def train(self, resume: bool | str | Path = False) -> list[dict[str, Any]]:
-        """Run until ``max_steps``; ``resume=True`` continues from the latest checkpoint in
-        ``output_dir`` (or from the given checkpoint path).
+        """Run until ``max_steps``, the ``max_train_seconds`` budget or a callback's stop;
+        ``resume=True`` continues from the latest checkpoint in ``output_dir`` (or from the
+        given checkpoint path).
 
         Returns:
             The records logged by this call (step records and ``eval/`` records).
@@ -315,6 +320,14 @@ class Trainer:
             resume_step = self.resume(None if resume is True else resume)
         logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
         self.history = []
+        schedule = Schedule(
+            args.max_steps,
+            args.max_train_seconds,
+            args.eval_steps,
+            args.eval_every_seconds,
+            self.train_time,
+        )
+        call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             self._evaluate(logger)
         bar = tqdm(
@@ -325,7 +338,8 @@ class Trainer:
             desc="train",
         )
         try:
-            while self.step_count < args.max_steps:
+            stop = schedule.done(self.step_count, self.train_time)
+            while not stop:
                 record = self.step()
                 logger.log(record)
                 self.history.append(record)
@@ -336,13 +350,16 @@ class Trainer:
                     kl=f"{record['kl']:.3g}",
                 )
                 t = self.step_count
-                if self.eval_steps and t % self.eval_steps == 0 and t < args.max_steps:
+                stop = call_hook(self.callbacks, "on_step_end", record)
+                stop = schedule.done(t, self.train_time) or stop
+                if schedule.evaluate_now(t, self.train_time) and not stop:
                     self._evaluate(logger)
-                if args.save_steps and t % args.save_steps == 0 and t < args.max_steps:
+                if args.save_steps and t % args.save_steps == 0 and not stop:
                     self.save()
-            if resume_step is None or resume_step < args.max_steps:
+            if resume_step is None or resume_step < self.step_count:
                 self._evaluate(logger)
             self.save()
+            call_hook(self.callbacks, "on_train_end", self.history)
         finally:
             bar.close()
             logger.close()
