@@ -16,8 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from astarpo.theory.algorithm import Stage2Config, policy_gradient_baseline, run_stage2
-from astarpo.theory.bandit import LogLinearBandit
+from astarpo.theory import LogLinearBandit, Stage2Config, policy_gradient_baseline, run_stage2
 
 
 def rate(fn: Callable[[int], object], rounds: int) -> float:
