@@ -1,6 +1,7 @@
 """The order in which the trainer visits its prompts: a seeded permutation per epoch.
 
-Epoch ``e`` visits the rows in the order ``numpy.random.default_rng([seed, e]).permutation(n)``;
+Epoch ``e`` visits the rows in the order
+``numpy.random.default_rng(derive_seed(seed, "epoch", e)).permutation(n)``;
 a step takes the next ``batch_size`` of them, crossing into the next epoch when one runs out.
 The position ``(epoch, index)`` is saved in checkpoints, so a resumed run continues exactly where
 the interrupted one stopped. The permutation is computed once per epoch, not once per step.
@@ -9,6 +10,8 @@ the interrupted one stopped. The permutation is computed once per epoch, not onc
 from __future__ import annotations
 
 import numpy as np
+
+from astarpo.llm.rollout.seeds import derive_seed
 
 __all__ = ["EpochOrder"]
 
@@ -37,7 +40,8 @@ class EpochOrder:
     def permutation(self, epoch: int) -> np.ndarray:
         """The row order of ``epoch`` ``[n]`` (cached for the current epoch)."""
         if self._perm is None or self._perm[0] != epoch:
-            self._perm = (epoch, np.random.default_rng([self.seed, epoch]).permutation(self.n))
+            rng = np.random.default_rng(derive_seed(self.seed, "epoch", epoch))
+            self._perm = (epoch, rng.permutation(self.n))
         return self._perm[1]
 
     def take(self, batch_size: int) -> list[int]:

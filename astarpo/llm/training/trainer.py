@@ -10,7 +10,7 @@ everything else (AdamW, gradient clipping, the entropy bonus, bf16 autocast on C
 checkpoints, resume) is here, shared by A*-PO and the baselines. :meth:`Trainer.train` runs
 :meth:`Trainer.step` until ``max_steps`` with logging, evaluation and checkpoints.
 
-Determinism: the data order of epoch ``e`` is ``default_rng([seed, e]).permutation``
+Determinism: the data order of epoch ``e`` is a permutation seeded by ``(seed, e)``
 (:class:`~astarpo.llm.training.data_order.EpochOrder`), the
 sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``
 (:func:`~astarpo.llm.rollout.seeds.derive_seed`), so a run resumed from a checkpoint
