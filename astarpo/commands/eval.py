@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from astarpo.commands._model import (
     add_data_arguments,
@@ -40,6 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=0.95, help="for avg@k, k > 1 (0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of sampled responses (0)")
     parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call")
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "hf", "vllm"],
+        help="generation backend; auto = vllm when installed and a GPU is present, else hf",
+    )
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        help="share of GPU memory for vLLM (--backend vllm; default 0.9)",
+    )
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
@@ -84,8 +97,29 @@ def run(args: argparse.Namespace) -> int:
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise
         per_name = {resolve_benchmarks([n])[0].name: k for n, k in per_name.items()}
-    model, tokenizer = load_model(args.model, args.device, args.dtype)
-    gen = make_generator(model, tokenizer, args.gen_batch_size)
+    backend = args.backend
+    if backend == "auto":
+        from astarpo.llm.vllm_backend import vllm_available
+
+        backend = "vllm" if vllm_available() and args.model != "toy" else "hf"
+    gen: Any
+    if backend == "vllm":
+        from astarpo.commands._model import load_tokenizer
+        from astarpo.llm.vllm_backend import VLLMGenerator
+
+        if args.model == "toy":
+            raise SystemExit("error: --backend vllm needs --model DIR (a saved HF model).")
+        tokenizer = load_tokenizer(args.model)
+        gen = VLLMGenerator(
+            args.model,
+            tokenizer,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            dtype=args.dtype,
+            seed=args.seed,
+        )
+    else:
+        model, tokenizer = load_model(args.model, args.device, args.dtype)
+        gen = make_generator(model, tokenizer, args.gen_batch_size)
     rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
     greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
     sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)

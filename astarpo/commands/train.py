@@ -38,6 +38,11 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
 
 # Config fields set by other flags of the command.
 _OWN = {"output_dir": "--out", "device": "--device", "generation_batch_size": "--gen-batch-size"}
+# Shorter names of config-field flags, shared with `astarpo value` and `astarpo eval`.
+_ALIASES = {
+    "generation_backend": "--backend",
+    "vllm_gpu_memory_utilization": "--gpu-memory-utilization",
+}
 
 
 def _resolve(spec: str) -> Any:
@@ -84,10 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         where = "" if len(algos) == len(ALGORITHMS) else f" [{', '.join(sorted(algos))}]"
         text = f"{help_text} (default {default}){where}".replace("%", "%%")
+        flags = [_ALIASES[name], flag] if name in _ALIASES else [flag]
         if isinstance(default, bool):
-            group.add_argument(flag, type=_bool, default=None, metavar="BOOL", help=text)
+            group.add_argument(
+                *flags, dest=name, type=_bool, default=None, metavar="BOOL", help=text
+            )
         else:
-            group.add_argument(flag, type=type(default), default=None, help=text)
+            group.add_argument(*flags, dest=name, type=type(default), default=None, help=text)
 
 
 def _bool(text: str) -> bool:
