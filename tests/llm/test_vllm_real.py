@@ -34,7 +34,7 @@ else:
         "vllm", reason="vLLM is not installed: `make test-vllm` creates .venv-vllm with it"
     )
 
-from vllm_helpers import INIT_RANGE, any_digit_reward, pass_rate_permutation_test
+from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
 
 from astarpo.llm.generation import HFGenerator, Rollout, SamplingConfig
 from astarpo.llm.parallel import ChunkSeededGenerator
@@ -148,7 +148,7 @@ def _train_and_probe(engine: VLLMGenerator, tok: Any, tmp: Path, **cfg: Any) -> 
     trainer = AStarPOTrainer(
         model,
         ref,
-        [any_digit_reward],
+        [first_digit_reward],
         args,
         rows,
         {r["prompt"]: 0.5 for r in rows},
@@ -299,7 +299,7 @@ def stage1_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _stage1_args(model_dir: Path, data: Path, out: Path, backend: str) -> list[str]:
     return _astarpo(
         "value", "--model", str(model_dir), "--data", str(data), "--out", str(out),
-        "--template", "none", "--reward", "vllm_helpers:any_digit_reward",
+        "--template", "none", "--reward", "vllm_helpers:first_digit_reward",
         "--n-samples", str(N_SAMPLES), "--max-new-tokens", "4", "--batch-size", "4",
         "--seed", "0", "--backend", backend, "--no-progress",
     )  # fmt: skip
@@ -360,7 +360,7 @@ def test_stage1_vllm_resumes_after_kill_and_matches_hf(
     engine.sync_weights(_policy(tok))
     rows = [{"prompt": p, "answer": "0"} for p in vtab]
     ref = estimate_values(
-        engine, rows, [any_digit_reward], N_SAMPLES, 0.5, SamplingConfig(4, 1.0, 1.0),
+        engine, rows, [first_digit_reward], N_SAMPLES, 0.5, SamplingConfig(4, 1.0, 1.0),
         tmp_path / "uninterrupted.jsonl", seed=0, batch_size=4, progress=False,
     )  # fmt: skip
     assert {r.prompt: list(r.rewards) for r in ref} == vtab
@@ -398,9 +398,9 @@ def test_stage2_train_vllm_matches_hf(
         out = tmp_path / backend
         cmd = _astarpo(
             "train", "--model", str(model_dir), "--data", str(data), "--v-star", str(hf_table),
-            "--out", str(out), "--template", "none", "--reward", "vllm_helpers:any_digit_reward",
+            "--out", str(out), "--template", "none", "--reward", "vllm_helpers:first_digit_reward",
             "--max-steps", "5", "--batch-size", "64", "--max-new-tokens", "4",
-            "--learning-rate", "1e-3", "--device", "cpu", "--tensorboard", "false",
+            "--learning-rate", "1e-4", "--device", "cpu", "--tensorboard", "false",
             "--progress", "false", "--save-steps", "0", "--backend", backend,
         )  # fmt: skip
         res = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True)
@@ -408,7 +408,8 @@ def test_stage2_train_vllm_matches_hf(
         runs[backend] = _metrics(out)
         assert [r["step"] for r in runs[backend]] == [1, 2, 3, 4, 5]
     assert (tmp_path / "vllm" / "vllm_init").is_dir()  # the vLLM backend really ran
-    # Sampling variance of the per-step difference, from the Stage 1 table (reference policy):
+    # Sampling variance of the per-step difference, from the Stage 1 table (reference policy;
+    # the learning rate is small enough for the policies to stay near it over 5 steps):
     # the batches hold the same prompts, so only the within-prompt variance counts. For a 0/1
     # reward with pass probability p and V*: Var(r) = p(1-p), Var((r - V*)^2) =
     # p(1-p)(1 - 2V*)^2 (beta2 * log-ratio is negligible at beta2 = 1e-3).

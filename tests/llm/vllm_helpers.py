@@ -1,7 +1,7 @@
 """Helpers of the real-vLLM tests (``test_vllm_real.py``) and ``benchmarks/vllm_throughput.py``.
 
 Kept free of vLLM and pytest imports: the CLI subprocesses of the tests import
-:func:`any_digit_reward` from here (``--reward vllm_helpers:any_digit_reward``).
+:func:`first_digit_reward` from here (``--reward vllm_helpers:first_digit_reward``).
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ import numpy as np
 #: Initializer range of the toy model in these tests: sharper, prompt-dependent next-token
 #: distributions than the default 0.02 (near uniform), so that a backend that sampled from the
 #: wrong model, prompt or temperature would be detected by the statistical tests.
-INIT_RANGE = 0.1
+INIT_RANGE = 0.15
 
 
-def any_digit_reward(
+def first_digit_reward(
     prompts: Sequence[str], completions: Sequence[str], **columns: Any
 ) -> list[float]:
-    """1.0 when the completion contains a digit, else 0.0 (pass rates between 0 and 1 that
-    depend on the prompt under the toy model)."""
-    return [float(any(c.isdigit() for c in text)) for text in completions]
+    """1.0 when the completion starts with a digit, else 0.0: under the toy model (initializer
+    range :data:`INIT_RANGE`) pass rates of about 0.26 on average with a standard deviation of
+    about 0.17 across prompts, so a pass-rate test can tell prompts apart."""
+    return [float(text[:1].isdigit()) for text in completions]
 
 
 def pass_rate_permutation_test(
