@@ -23,8 +23,8 @@ Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`):
 
 In both backends the EOS token, when generated, is the last token of ``response_ids``;
 ``completions`` are the responses decoded with ``skip_special_tokens=True`` (so an EOS is not in
-the text, an ordinary token used as a stop id is); ``truncated`` is true when ``max_new_tokens`` was hit
-without EOS (vLLM's ``finish_reason == "length"``).
+the text, an ordinary token used as a stop id is); ``truncated`` is true when
+``max_new_tokens`` was hit without EOS (vLLM's ``finish_reason == "length"``).
 
 Weight sync (:meth:`VLLMGenerator.sync_weights`): the policy's tensors, with Hugging Face
 names, go to vLLM's in-place reload, ``llm.collective_rpc("reload_weights",

@@ -24,6 +24,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
+
+from astarpo.llm.generation import HFGenerator, Rollout, SamplingConfig
+from astarpo.llm.parallel import ChunkSeededGenerator
+from astarpo.llm.toy import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.vllm_backend import VLLMGenerator, prompt_seeds, to_vllm_sampling_kwargs
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
 
@@ -33,13 +39,6 @@ else:
     vllm = pytest.importorskip(
         "vllm", reason="vLLM is not installed: `make test-vllm` creates .venv-vllm with it"
     )
-
-from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
-
-from astarpo.llm.generation import HFGenerator, Rollout, SamplingConfig
-from astarpo.llm.parallel import ChunkSeededGenerator
-from astarpo.llm.toy import addition_task, make_char_tokenizer, make_toy_model
-from astarpo.llm.vllm_backend import VLLMGenerator, prompt_seeds, to_vllm_sampling_kwargs
 
 REPO = Path(__file__).resolve().parents[2]
 TOL = 5e-4  # max abs error of a sequence log-prob, fp32 (the issue's bound)
@@ -102,7 +101,9 @@ def hf_sequence_logprobs(model: Any, rollout: Rollout) -> np.ndarray:
 
 def sync_error(model: Any, rollout: Rollout) -> float:
     """Max abs difference between vLLM's reported and the HF sequence log-probs."""
-    return float(np.abs(np.array(rollout.extra["logprobs"]) - hf_sequence_logprobs(model, rollout)).max())
+    return float(
+        np.abs(np.array(rollout.extra["logprobs"]) - hf_sequence_logprobs(model, rollout)).max()
+    )
 
 
 class SyncProbe:
@@ -292,7 +293,9 @@ N_PROMPTS, N_SAMPLES = 256, 8
 def stage1_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data") / "prompts.jsonl"
     rows = addition_task(N_PROMPTS, seed=1)
-    path.write_text("".join(json.dumps({"problem": r["prompt"], "answer": r["answer"]}) + "\n" for r in rows))
+    path.write_text(
+        "".join(json.dumps({"problem": r["prompt"], "answer": r["answer"]}) + "\n" for r in rows)
+    )
     return path
 
 
@@ -420,9 +423,14 @@ def test_stage2_train_vllm_matches_hf(
     se_reward = np.sqrt(2 * np.mean(p * (1 - p)) / b)
     se_loss = np.sqrt(2 * np.mean(p * (1 - p) * (1 - 2 * v) ** 2) / b)
     z_r = np.array(
-        [(x["reward/mean"] - y["reward/mean"]) / se_reward for x, y in zip(runs["vllm"], runs["hf"])]
+        [
+            (x["reward/mean"] - y["reward/mean"]) / se_reward
+            for x, y in zip(runs["vllm"], runs["hf"], strict=True)
+        ]
     )
-    z_l = np.array([(x["loss"] - y["loss"]) / se_loss for x, y in zip(runs["vllm"], runs["hf"])])
+    z_l = np.array(
+        [(x["loss"] - y["loss"]) / se_loss for x, y in zip(runs["vllm"], runs["hf"], strict=True)]
+    )
     from scipy.stats import chi2
 
     p_r, p_l = chi2.sf((z_r**2).sum(), 5), chi2.sf((z_l**2).sum(), 5)
