@@ -80,9 +80,9 @@ __all__ = [
 ]
 
 _INSTALL_HINT = (
-    "the vLLM backend needs the `vllm` package, which ships CUDA-only wheels: "
-    "pip install 'astarpo[vllm]' on a machine with an NVIDIA GPU, or use the Hugging Face "
-    "backend (--backend hf)."
+    "the vLLM backend needs the `vllm` package: pip install 'astarpo[vllm]' on a machine with "
+    "an NVIDIA GPU (on CPU, vLLM's CPU build: `make test-vllm` shows the install steps), or "
+    "use the Hugging Face backend (--backend hf)."
 )
 
 
