@@ -64,8 +64,11 @@ vllm-install: $(VLLM_STAMP)
 # and skips (REQUIRE_VLLM=1 makes that a failure); once installed, a failing test fails.
 test-vllm:
 	@if $(MAKE) --no-print-directory vllm-install; then \
-	  ASTARPO_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=WARNING \
-	    $(VLLM_BIN)/python -m pytest -q -m vllm -p no:cacheprovider tests; \
+	  rm -f $(VLLM_VENV)/test-report.txt; \
+	  ASTARPO_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=WARNING ASTARPO_VLLM_REPORT=$(VLLM_VENV)/test-report.txt \
+	    $(VLLM_BIN)/python -m pytest -q -m vllm -p no:cacheprovider tests; rc=$$?; \
+	  echo "--- measured by the vllm tests:"; cat $(VLLM_VENV)/test-report.txt 2>/dev/null; \
+	  exit $$rc; \
 	else \
 	  echo "test-vllm SKIPPED: $(VLLM) could not be installed into $(VLLM_VENV) (see the pip output above); no vLLM test ran."; \
 	  test "$(REQUIRE_VLLM)" != 1; \

@@ -46,6 +46,17 @@ SAMPLING = SamplingConfig(max_new_tokens=6, temperature=1.0, top_p=1.0)
 PROBE = ["12+34=", "5+6=", "77+1=", "9+90="]
 
 
+def report(line: str) -> None:
+    """Print a measured figure; also append it to $ASTARPO_VLLM_REPORT (make test-vllm shows
+    that file after the run)."""
+    print(line)
+    path = os.environ.get("ASTARPO_VLLM_REPORT")
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line.strip() + "\n")
+
+
 # ----------------------------------------------------------------------------- fixtures
 
 
@@ -79,8 +90,16 @@ def engine(tok: Any, tmp_path_factory: pytest.TempPathFactory) -> VLLMGenerator:
         max_model_len=64,
         return_logprobs=True,
     )
-    print(f"\nvLLM engine started in {time.perf_counter() - t0:.1f} s")
+    report(f"\nvLLM engine (in-process) started in {time.perf_counter() - t0:.1f} s")
     return gen
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in x.items()) + "}"
+    if isinstance(x, list):
+        return "[" + ", ".join(_fmt(v) for v in x) + "]"
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
 def hf_sequence_logprobs(model: Any, rollout: Rollout) -> np.ndarray:
@@ -168,7 +187,10 @@ def test_weight_sync_is_real(engine: VLLMGenerator, tok: Any, tmp_path: Path) ->
     """After each optimizer step the engine samples from the current policy: the log-probs it
     reports equal the HF forward's; before the sync they do not."""
     probe = _train_and_probe(engine, tok, tmp_path, learning_rate=3e-3)
-    print(f"\nfull fine-tuning: error before sync {probe.before}, after {probe.after}")
+    report(
+        f"\nsync, full fine-tuning: |logp error| before sync {_fmt(probe.before)}, "
+        f"after {_fmt(probe.after)}"
+    )
     assert len(probe.after) == 4 and max(probe.after) <= TOL
     assert min(probe.before[1:]) > 20 * TOL  # steps 2-4: the engine still had the old weights
 
@@ -176,7 +198,9 @@ def test_weight_sync_is_real(engine: VLLMGenerator, tok: Any, tmp_path: Path) ->
 def test_lora_weight_sync(engine: VLLMGenerator, tok: Any, tmp_path: Path) -> None:
     """LoRA: the merged weights reach the engine (same check)."""
     probe = _train_and_probe(engine, tok, tmp_path, learning_rate=2e-2, lora_r=4, lora_alpha=8)
-    print(f"\nLoRA: error before sync {probe.before}, after {probe.after}")
+    report(
+        f"\nsync, LoRA: |logp error| before sync {_fmt(probe.before)}, after {_fmt(probe.after)}"
+    )
     assert len(probe.after) == 4 and max(probe.after) <= TOL
     assert min(probe.before[1:]) > 20 * TOL
 
@@ -374,12 +398,12 @@ def test_stage1_vllm_resumes_after_kill_and_matches_hf(
     kv = np.array([sum(x > 0 for x in vtab[p]) for p in prompts])
     kh = np.array([sum(x > 0 for x in htab[p]) for p in prompts])
     stats = pass_rate_permutation_test(kv, kh, N_SAMPLES)
-    print(f"\nStage 1, vLLM vs HF, {N_PROMPTS} prompts x {N_SAMPLES}: {stats}")
+    report(f"\nStage 1 pass rates, vLLM vs HF, {N_PROMPTS} prompts x {N_SAMPLES}: {_fmt(stats)}")
     assert 0.05 < stats["mean1"] < 0.95  # informative pass rates
     assert stats["p_S"] > 1e-3 and stats["p_D"] > 1e-3
     # The test has power: pairing vLLM's rates with other prompts' HF rates is rejected.
     shuffled = pass_rate_permutation_test(kv, np.roll(kh, 1), N_SAMPLES)
-    print(f"same test, HF rates of the wrong prompts: {shuffled}")
+    report(f"same test, HF rates of the wrong prompts (power check): {_fmt(shuffled)}")
     assert shuffled["p_S"] < 1e-3
 
 
@@ -434,7 +458,7 @@ def test_stage2_train_vllm_matches_hf(
     from scipy.stats import chi2
 
     p_r, p_l = chi2.sf((z_r**2).sum(), 5), chi2.sf((z_l**2).sum(), 5)
-    print(
+    report(
         f"\nStage 2 losses hf {[round(r['loss'], 4) for r in runs['hf']]}, "
         f"vllm {[round(r['loss'], 4) for r in runs['vllm']]}; z(loss) {np.round(z_l, 2)}, "
         f"z(reward) {np.round(z_r, 2)}; chi2 p: loss {p_l:.3g}, reward {p_r:.3g}"
