@@ -425,21 +425,13 @@ class VLLMGenerator:
             self.llm.reset_prefix_cache()
 
 
-def _dtype_name(model: torch.nn.Module) -> str:
-    """``"float32"``/``"bfloat16"``/... of the model's first floating parameter (else auto)."""
-    for p in model.parameters():
-        if p.is_floating_point():
-            return str(p.dtype).removeprefix("torch.")
-    return "auto"
-
-
 def build_generator(args: Any, model: torch.nn.Module, tokenizer: Any) -> Any:
     """The trainer's default generator for ``args.generation_backend``.
 
     ``"hf"``: :class:`~astarpo.llm.generation.HFGenerator` on the policy (shared weights).
     ``"vllm"``: a :class:`VLLMGenerator` started from the policy saved under
-    ``args.output_dir/vllm_init`` (``args.vllm_gpu_memory_utilization``), in the policy's
-    dtype, synced every step.
+    ``args.output_dir/vllm_init`` (``args.vllm_gpu_memory_utilization``), synced every step;
+    its dtype is vLLM's ``"auto"`` (float32 on CPU, see :class:`VLLMGenerator`).
     ``"auto"``: ``"vllm"`` when :func:`vllm_available`, else ``"hf"``.
     """
     backend = getattr(args, "generation_backend", "hf")
@@ -455,7 +447,6 @@ def build_generator(args: Any, model: torch.nn.Module, tokenizer: Any) -> Any:
             tokenizer,
             workdir,
             gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-            dtype=_dtype_name(model),
             seed=args.seed,
         )
     from astarpo.llm.generation import HFGenerator

@@ -137,18 +137,6 @@ def test_cpu_memory_error_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> 
         VLLMGenerator("m", Tok(), kv_cache_memory_bytes=1 << 40)
 
 
-def test_build_generator_uses_the_policy_dtype(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from astarpo.llm.config import AStarPOConfig
-
-    seen: dict[str, Any] = {}
-    monkeypatch.setattr(
-        VLLMGenerator, "from_model", classmethod(lambda cls, *a, **k: seen.update(k) or "gen")
-    )
-    args = AStarPOConfig(output_dir=str(tmp_path), generation_backend="vllm")
-    assert vllm_backend.build_generator(args, _tiny().to(torch.bfloat16), Tok()) == "gen"
-    assert seen["dtype"] == "bfloat16"
-
-
 def test_lora_weights_are_the_merged_ones() -> None:
     """The tensors handed to vLLM are W + (alpha/r) B A, not views that the unmerge resets."""
     from peft import LoraConfig, get_peft_model
