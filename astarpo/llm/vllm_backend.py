@@ -30,9 +30,12 @@ Weight sync (:meth:`VLLMGenerator.sync_weights`): the policy's tensors, with Hug
 names, go to vLLM's in-place reload, ``llm.collective_rpc("reload_weights",
 kwargs={"weights_iterator": ..., "is_checkpoint_format": True})``, then the prefix cache is
 reset. ``reload_weights`` is a method of vLLM's GPU ``Worker`` (the CPU worker subclasses it and
-its model runner subclasses the GPU model runner), so the CPU and GPU builds run the same code:
-it feeds the checkpoint-format tensors to the model's ``load_weights`` and re-runs vLLM's
-post-loading weight processing (kernel layouts, repacking). Calling ``load_weights`` directly on
+its model runner subclasses the GPU model runner; the GPU build's second model runner has the
+same method), so the CPU and GPU builds run the same code: it feeds the checkpoint-format
+tensors to the model's ``load_weights`` and re-runs vLLM's post-loading weight processing
+(kernel layouts, repacking). vLLM's weight-transfer engines (NCCL, IPC: for a trainer in other
+processes) load checkpoint-format weights through the same layerwise reload; a colocated,
+in-process engine needs none of them. Calling ``load_weights`` directly on
 the model (``LLM.apply_model``) does not: after the first load vLLM has replaced the parameters
 by processed ones, and the real engine (vLLM 0.32, CPU) fails with ``'Parameter' object has no
 attribute 'weight_loader'``. Engines whose workers lack ``reload_weights`` (older vLLM) fall back
