@@ -59,6 +59,8 @@ class Rollout:
         completions: Decoded response text without special tokens, ``[B]``.
         truncated: Whether the response hit ``max_new_tokens`` without EOS, ``[B]``.
         n: Samples per prompt.
+        logprobs: Sequence log-prob of each response under the sampling engine, ``[B]``, when
+            the backend reports it (vLLM with ``return_logprobs=True``), else ``None``.
     """
 
     prompts: list[str]
@@ -67,6 +69,7 @@ class Rollout:
     completions: list[str]
     truncated: list[bool]
     n: int = 1
+    logprobs: list[float] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)

