@@ -33,7 +33,6 @@ from astarpo.llm.algorithms.config import config_fields
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.training.checkpoint import save_final_model
 from astarpo.llm.training.trainer import Trainer
 
 # Config fields set by other flags of the command.
@@ -134,9 +133,8 @@ def run(args: argparse.Namespace) -> int:
     trainer = Trainer(
         model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer
     )
-    history = trainer.train(resume=args.resume)
-    # Written once (rank 0); FSDP2 shards gathered, LoRA adapters merged.
-    final = save_final_model(trainer.model, tokenizer, Path(args.out) / "final")
+    history = trainer.train(resume=args.resume)  # also writes OUT/final (Trainer.save_model)
+    final = Path(args.out) / "final"
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
     if dist_info.is_main:
