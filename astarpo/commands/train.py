@@ -60,7 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(ALGORITHMS),
         help=f"algorithm (default astarpo) -- {algos}".replace("%", "%%"),
     )
-    parser.add_argument("--data", help="training prompts (.jsonl, .json or .parquet)")
+    parser.add_argument(
+        "--data",
+        help="training prompts: a .jsonl, .json or .parquet file, a Dataset.save_to_disk "
+        "folder, or hf:NAME[:CONFIG]:SPLIT (a hub dataset, downloaded only when named)",
+    )
     parser.add_argument("--v-star", help="the Stage 1 V* table (from `astarpo value`)")
     parser.add_argument("--out", required=True, help="output directory (metrics, checkpoints)")
     parser.add_argument(
@@ -116,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise SystemExit(f"error: {e}") from e
     if not args.data:
-        raise SystemExit("error: --data is required (a .jsonl, .json or .parquet prompt file).")
+        raise SystemExit(
+            "error: --data is required (a prompt file, a save_to_disk folder or hf:NAME:SPLIT)."
+        )
     dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
