@@ -217,3 +217,9 @@ def test_toy_refuses_data_it_cannot_read(tmp_path):
     with pytest.raises(ValueError, match=r"prompt of 68 tokens exceeds the model's 64 positions"):
         make([{"prompt": "1+1=" * 17, "answer": "2"}])
     make([{"prompt": "1+1=" * 16, "answer": "2"}])  # 64 tokens fit
+
+
+def test_a_reward_in_ref_models_place_is_refused(model_dir, tmp_path):
+    """TRL's second positional argument is reward_funcs, astarpo's is ref_model: say so."""
+    with pytest.raises(TypeError, match="reward_funcs="):
+        AStarPOTrainer(str(model_dir), exact_match_reward, args=_args(tmp_path))
