@@ -181,3 +181,22 @@ def test_saved_hf_dataset_is_a_data_source(tmp_path):
     assert len(read_records(tmp_path / "dd" / "train")) == 2
     with pytest.raises(FileNotFoundError, match="save_to_disk"):
         read_records(tmp_path / "missing")
+
+
+def test_hub_dataset_names_are_parsed_without_contacting_the_hub(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    calls = []
+
+    def fake_load_dataset(name, config, split):
+        calls.append((name, config, split))
+        return [{"question": "1+1?", "answer": "#### 2"}]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    assert load_prompts("hf:openai/gsm8k:main:train")[0]["answer"] == "2"
+    read_records("hf:openai/gsm8k:test")
+    read_records("hf:some/set")
+    assert calls == [
+        ("openai/gsm8k", "main", "train"),
+        ("openai/gsm8k", None, "test"),
+        ("some/set", None, "train"),
+    ]

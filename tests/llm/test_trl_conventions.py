@@ -223,3 +223,16 @@ def test_a_reward_in_ref_models_place_is_refused(model_dir, tmp_path):
     """TRL's second positional argument is reward_funcs, astarpo's is ref_model: say so."""
     with pytest.raises(TypeError, match="reward_funcs="):
         AStarPOTrainer(str(model_dir), exact_match_reward, args=_args(tmp_path))
+
+
+def test_cli_value_refuses_toy_on_data_it_cannot_tokenize(tmp_path):
+    import json
+
+    from astarpo.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"problem": "What is 2+2?", "answer": "4"}) + "\n")
+    cmd = ["value", "--model", "toy", "--data", str(data), "--out", str(tmp_path / "v.jsonl")]
+    with pytest.raises(SystemExit, match=r"cannot encode the characters 'W'"):
+        main([*cmd, "--template", "none", "--reward", "exact_match", "--no-progress"])
+    assert not (tmp_path / "v.jsonl").exists()
