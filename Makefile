@@ -37,8 +37,11 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not vllm"
 
+# The built site carries MathJax; a page is then opened in headless Chromium with no network and
+# must show typeset formulas (skipped with a message when Chromium is not installed).
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python docs/check_offline_math.py docs/_build/html/theory.html
 
 test: lint typecheck pytest docs
 

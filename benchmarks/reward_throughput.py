@@ -8,7 +8,7 @@ Prints, for the 500 MATH500 gold answers scored as completions (``\\boxed{gold}`
 items/s of in-process math-verify (no timeout protection, the baseline) and of
 :class:`astarpo.llm.data.rewards.MathVerifyReward` with 1..W workers, their ratio, and the wall
 time of scoring the hanging completion ``\\boxed{9^{9^{9^{9^{9}}}}}`` (should be about the
-timeout). Also counts gold answers of every shared benchmark that math-verify cannot parse.
+timeout). Also counts gold answers of every packaged benchmark that math-verify cannot parse.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import argparse
 import logging
 import time
 
-from astarpo.llm.data.prompts import find_data_dir, load_prompts
+from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward, RewardReport
 from astarpo.llm.eval import BENCHMARKS
 
 
 def in_process(completions: list[str], golds: list[str]) -> tuple[float, int]:
-    from astarpo.llm import _math_verify_worker as w
+    from astarpo.llm.data import math_verify_worker as w
 
     t0 = time.perf_counter()
     ok = sum(
@@ -39,8 +39,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=5.0)
     args = ap.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    root = find_data_dir()
-    rows = load_prompts(root / "benchmarks" / "math500.jsonl")
+    rows = load_prompts(benchmark_path("math500.jsonl"))
     golds = [r["answer"] for r in rows]
     completions = [f"The answer is $\\boxed{{{g}}}$." for g in golds]
     n = len(golds)
@@ -70,7 +69,7 @@ def main() -> None:
         reward.close()
     reward = MathVerifyReward(timeout=args.timeout)
     for b in BENCHMARKS.values():
-        brows = load_prompts(root / b.path)
+        brows = load_prompts(benchmark_path(b.path))
         report = RewardReport()
         out = reward(["p"] * len(brows), [f"\\boxed{{{r['answer']}}}" for r in brows],
                      [r["answer"] for r in brows], report=report)  # fmt: skip

@@ -9,6 +9,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax copied into the built site (_static/mathjax): formulas render with no network.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
 ]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]

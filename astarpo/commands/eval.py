@@ -34,11 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--data", action="append", help="a prompt file to evaluate (repeatable)")
     src.add_argument(
         "--benchmarks",
-        help="comma-separated shared benchmarks: math500, minerva, olympiadbench, amc2023, "
-        "aime24, aime25, hmmt25_feb, hmmt25_nov, or 'all'",
-    )
-    parser.add_argument(
-        "--data-dir", help="shared data folder (default: ../shared/data or $ASTARPO_DATA_DIR)"
+        help="comma-separated benchmarks shipped with the package: math500, minerva, "
+        "olympiadbench, amc2023, aime24, aime25, hmmt25_feb, hmmt25_nov, or 'all'",
     )
     add_data_arguments(parser)
     add_reward_arguments(parser)
@@ -93,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
             gen,
             benchmarks,
             rewards,
-            data_dir=args.data_dir,
             k=ks,
             greedy=greedy,
             sampled=sampled,

@@ -33,7 +33,6 @@ from astarpo.llm.algorithms.config import config_fields
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.training.checkpoint import save_final_model
 from astarpo.llm.training.trainer import Trainer
 
 # Config fields set by other flags of the command.
@@ -61,7 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(ALGORITHMS),
         help=f"algorithm (default astarpo) -- {algos}".replace("%", "%%"),
     )
-    parser.add_argument("--data", help="training prompts (.jsonl, .json or .parquet)")
+    parser.add_argument(
+        "--data",
+        help="training prompts: a .jsonl, .json or .parquet file, a Dataset.save_to_disk "
+        "folder, or hf:NAME[:CONFIG]:SPLIT (a hub dataset, downloaded only when named)",
+    )
     parser.add_argument("--v-star", help="the Stage 1 V* table (from `astarpo value`)")
     parser.add_argument("--out", required=True, help="output directory (metrics, checkpoints)")
     parser.add_argument(
@@ -117,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise SystemExit(f"error: {e}") from e
     if not args.data:
-        raise SystemExit("error: --data is required (a .jsonl, .json or .parquet prompt file).")
+        raise SystemExit(
+            "error: --data is required (a prompt file, a save_to_disk folder or hf:NAME:SPLIT)."
+        )
     dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
@@ -134,9 +139,8 @@ def run(args: argparse.Namespace) -> int:
     trainer = Trainer(
         model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer
     )
-    history = trainer.train(resume=args.resume)
-    # Written once (rank 0); FSDP2 shards gathered, LoRA adapters merged.
-    final = save_final_model(trainer.model, tokenizer, Path(args.out) / "final")
+    history = trainer.train(resume=args.resume)  # also writes OUT/final (Trainer.save_model)
+    final = Path(args.out) / "final"
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
     if dist_info.is_main:

@@ -30,6 +30,7 @@ from astarpo.commands.common import (
 )
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.rollout.models import check_model_fits
 from astarpo.llm.stage1.estimate import (
     estimate_values,
     estimate_values_by_rank,
@@ -42,7 +43,11 @@ from astarpo.llm.stage1.table import ValueTable
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``astarpo value``."""
     parser.add_argument("--out", required=True, help="the V* table file (.jsonl; or .parquet)")
-    parser.add_argument("--data", help="prompt file (.jsonl, .json or .parquet)")
+    parser.add_argument(
+        "--data",
+        help="prompts: a .jsonl, .json or .parquet file, a Dataset.save_to_disk folder, or "
+        "hf:NAME[:CONFIG]:SPLIT (a hub dataset, downloaded only when named)",
+    )
     add_model_arguments(parser)
     add_data_arguments(parser)
     add_reward_arguments(parser)
@@ -102,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = None, load_tokenizer(args.model)
         generator = make_generator(args, model, tokenizer)
         rows = load_prompts_from_args(args, args.data, tokenizer)
+        if model is not None:  # e.g. the toy model on data it cannot tokenize: refuse now
+            try:
+                check_model_fits(rows, tokenizer, model, args.max_new_tokens, args.data)
+            except ValueError as e:
+                raise SystemExit(f"error: {e}") from e
         rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)

@@ -7,21 +7,21 @@ prompts with ``k`` responses each and ``c_i`` correct responses for prompt ``i``
   this is pass@1.
 * ``pass_at_k`` :math:`= \\frac{1}{P} \\sum_i [c_i > 0]` (any of the k responses correct).
 
-The shared benchmarks (``../shared/data/benchmarks``) are named in :data:`BENCHMARKS`; AMC23 is
-scored as avg@32 by default (as in the paper) and the others as greedy pass@1.
+The paper's benchmarks ship with the package (``astarpo/llm/data/benchmarks``, provenance in its
+README) and are named in :data:`BENCHMARKS`; AMC23 is scored as avg@32 by default (as in the
+paper) and the others as greedy pass@1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from astarpo.llm.data.prompts import find_data_dir, load_prompts, repeat_columns
+from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
 from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
@@ -38,11 +38,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark file of the shared data folder.
+    """A benchmark file shipped with the package.
 
     Args:
         name: Short name used on the command line and in tables.
-        path: File path relative to the data folder.
+        path: File name in the package's ``benchmarks`` folder (see
+            :func:`~astarpo.llm.data.prompts.benchmark_path`).
         k: Default responses per prompt: 1 = greedy pass@1, > 1 = sampled avg@k.
         title: Column title in the table.
     """
@@ -56,14 +57,14 @@ class Benchmark:
 BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in (
-        Benchmark("math500", "benchmarks/math500.jsonl", 1, "MATH500"),
-        Benchmark("minerva", "benchmarks/minervamath.jsonl", 1, "Minerva"),
-        Benchmark("olympiadbench", "benchmarks/olympiadbench.jsonl", 1, "OlympiadBench"),
-        Benchmark("amc2023", "benchmarks/amc2023.jsonl", 32, "AMC23"),
-        Benchmark("aime24", "benchmarks/aime24.jsonl", 1, "AIME24"),
-        Benchmark("aime25", "benchmarks/aime25.jsonl", 1, "AIME25"),
-        Benchmark("hmmt25_feb", "benchmarks/hmmt25_feb.jsonl", 1, "HMMT25 Feb"),
-        Benchmark("hmmt25_nov", "benchmarks/hmmt25_nov.jsonl", 1, "HMMT25 Nov"),
+        Benchmark("math500", "math500.jsonl", 1, "MATH500"),
+        Benchmark("minerva", "minervamath.jsonl", 1, "Minerva"),
+        Benchmark("olympiadbench", "olympiadbench.jsonl", 1, "OlympiadBench"),
+        Benchmark("amc2023", "amc2023.jsonl", 32, "AMC23"),
+        Benchmark("aime24", "aime24.jsonl", 1, "AIME24"),
+        Benchmark("aime25", "aime25.jsonl", 1, "AIME25"),
+        Benchmark("hmmt25_feb", "hmmt25_feb.jsonl", 1, "HMMT25 Feb"),
+        Benchmark("hmmt25_nov", "hmmt25_nov.jsonl", 1, "HMMT25 Nov"),
     )
 }
 """The paper's benchmarks: name -> :class:`Benchmark`."""
@@ -142,7 +143,14 @@ def evaluate(
                 f"generator returned {len(rollout.completions)} responses for {len(batch)} x {k}."
             )
         columns = repeat_columns(batch, k)
-        flat, metrics = compute_rewards(reward_funcs, rollout.prompts, rollout.completions, columns)
+        flat, metrics = compute_rewards(
+            reward_funcs,
+            rollout.prompts,
+            rollout.completions,
+            columns,
+            completion_ids=rollout.response_ids,
+            truncated=rollout.truncated,
+        )
         for name, v in metrics.items():
             if name.startswith("rewards/") and not name.endswith("/mean"):
                 unscored[name] = unscored.get(name, 0.0) + v
@@ -173,7 +181,6 @@ def evaluate_benchmarks(
     generator: Any,
     benchmarks: Sequence[Benchmark],
     reward_funcs: Sequence[Any],
-    data_dir: str | Path | None = None,
     k: Mapping[str, int] | None = None,
     greedy: Any = None,
     sampled: Any = None,
@@ -190,7 +197,6 @@ def evaluate_benchmarks(
         generator: The model's :class:`~astarpo.llm.rollout.hf.Generator`.
         benchmarks: From :func:`resolve_benchmarks`.
         reward_funcs: Reward functions (usually ``[math_verify_reward]``).
-        data_dir: The shared data folder (default: :func:`~astarpo.llm.data.find_data_dir`).
         k: Name -> responses per prompt, overriding :attr:`Benchmark.k`.
         greedy: Sampling for k = 1 (default greedy, 1024 new tokens).
         sampled: Sampling for k > 1 (default temperature 0.6, top_p 0.95, 1024 new tokens).
@@ -206,14 +212,13 @@ def evaluate_benchmarks(
     Returns:
         Benchmark name -> the result dict of :func:`evaluate` (plus ``"title"``).
     """
-    root = find_data_dir(data_dir)
     greedy = greedy if greedy is not None else SamplingConfig(1024, 0.0, 1.0)
     sampled = sampled if sampled is not None else SamplingConfig(1024, 0.6, 0.95)
     out: dict[str, dict[str, Any]] = {}
     for bench in benchmarks:
         kk = (k or {}).get(bench.name, bench.k)
         rows = load_prompts(
-            root / bench.path, template=template, limit=limit, **dict(prompt_options or {})
+            benchmark_path(bench.path), template=template, limit=limit, **dict(prompt_options or {})
         )
         res = evaluate(
             generator,

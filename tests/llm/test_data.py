@@ -1,4 +1,4 @@
-"""Prompt loading: the shared files as they are, templates, chat template, length filter."""
+"""Prompt loading: the packaged files as they are, templates, chat template, length filter."""
 
 from __future__ import annotations
 
@@ -11,15 +11,26 @@ import pytest
 from astarpo.llm.data.prompts import (
     TEMPLATES,
     apply_template,
+    benchmark_path,
     extract_gsm8k_answer,
     filter_prompt_length,
-    find_data_dir,
     load_prompts,
     prompt_key,
     read_records,
 )
 
-DATA = find_data_dir()
+# Rows and a field of each packaged file, as in its README (the copies given to the project).
+PACKAGED = {
+    "math500.jsonl": (500, "problem"),
+    "minervamath.jsonl": (272, "problem"),
+    "olympiadbench.jsonl": (674, "problem"),
+    "amc2023.jsonl": (40, "problem"),
+    "aime24.jsonl": (30, "problem"),
+    "aime25.jsonl": (30, "problem"),
+    "hmmt25_feb.jsonl": (30, "problem"),
+    "hmmt25_nov.jsonl": (30, "problem"),
+    "gsm8k_test.jsonl": (1319, "question"),
+}
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -49,8 +60,8 @@ def test_prompt_key_is_sha256_of_exact_text():
 
 
 def test_math500_as_is():
-    rows = load_prompts(DATA / "benchmarks" / "math500.jsonl")
-    raw = read_records(DATA / "benchmarks" / "math500.jsonl")
+    rows = load_prompts(benchmark_path("math500.jsonl"))
+    raw = read_records(benchmark_path("math500.jsonl"))
     assert len(rows) == 500
     # The problems already carry an instruction: "auto" leaves them unchanged.
     assert rows[0]["prompt"] == raw[0]["problem"]
@@ -58,7 +69,7 @@ def test_math500_as_is():
 
 
 def test_gsm8k_answers_extracted_and_template():
-    rows = load_prompts(DATA / "gsm8k" / "test.jsonl", limit=3)
+    rows = load_prompts(benchmark_path("gsm8k_test.jsonl"), limit=3)
     assert rows[0]["answer"] == "18"
     assert rows[0]["solution"].endswith("#### 18")
     assert rows[0]["prompt"] == (
@@ -140,13 +151,52 @@ def test_chat_template_and_length_filter(tmp_path):
         load_prompts(f, chat_template=True)
 
 
-def test_find_data_dir(tmp_path, monkeypatch):
-    assert (DATA / "benchmarks" / "math500.jsonl").is_file()
-    assert find_data_dir(tmp_path) == tmp_path
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        find_data_dir(tmp_path / "nope")
-    monkeypatch.setenv("ASTARPO_DATA_DIR", str(tmp_path))
-    assert find_data_dir() == tmp_path
-    monkeypatch.setenv("ASTARPO_DATA_DIR", str(tmp_path / "nope"))
-    with pytest.raises(FileNotFoundError, match="ASTARPO_DATA_DIR"):
-        find_data_dir()
+def test_packaged_benchmarks_read_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing beside the working directory
+    folder = benchmark_path("math500.jsonl").parent
+    assert sorted(p.name for p in folder.glob("*.jsonl")) == sorted(PACKAGED)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    for name, (n, field) in PACKAGED.items():
+        rows = read_records(benchmark_path(name))
+        assert len(rows) == n, name
+        assert all(isinstance(r[field], str) and r["answer"] for r in rows), name
+        assert f"`{name}`" in readme, f"{name} has no provenance line in the README"
+    assert "MIT" in (folder / "LICENSE-gsm8k").read_text(encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match=r"math500\.jsonl"):
+        benchmark_path("nope.jsonl")
+
+
+def test_saved_hf_dataset_is_a_data_source(tmp_path):
+    """A folder written by `Dataset.save_to_disk` loads offline like a file (`--data DIR`)."""
+    datasets = pytest.importorskip("datasets")
+    rows = [{"question": "1+1?", "answer": "a\n#### 2"}, {"question": "2+2?", "answer": "#### 4"}]
+    ds = datasets.Dataset.from_list(rows)
+    ds.save_to_disk(str(tmp_path / "ds"))
+    loaded = load_prompts(tmp_path / "ds")
+    assert [r["answer"] for r in loaded] == ["2", "4"]
+    assert loaded[0]["prompt"].startswith("1+1? Let's think")  # gsm8k template, as for a file
+    datasets.DatasetDict({"train": ds, "test": ds}).save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(ValueError, match="splits"):
+        read_records(tmp_path / "dd")
+    assert len(read_records(tmp_path / "dd" / "train")) == 2
+    with pytest.raises(FileNotFoundError, match="save_to_disk"):
+        read_records(tmp_path / "missing")
+
+
+def test_hub_dataset_names_are_parsed_without_contacting_the_hub(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    calls = []
+
+    def fake_load_dataset(name, config, split):
+        calls.append((name, config, split))
+        return [{"question": "1+1?", "answer": "#### 2"}]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    assert load_prompts("hf:openai/gsm8k:main:train")[0]["answer"] == "2"
+    read_records("hf:openai/gsm8k:test")
+    read_records("hf:some/set")
+    assert calls == [
+        ("openai/gsm8k", "main", "train"),
+        ("openai/gsm8k", None, "test"),
+        ("some/set", None, "train"),
+    ]

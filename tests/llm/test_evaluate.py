@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from astarpo.cli import main
-from astarpo.llm.data.prompts import find_data_dir, load_prompts
+from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward, exact_match_reward
 from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
 from astarpo.llm.rollout.base import SamplingConfig
@@ -18,7 +18,6 @@ from astarpo.llm.rollout.base import SamplingConfig
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes import FakeGenerator
 
-DATA = find_data_dir()
 SAMPLED = SamplingConfig(16, 1.0, 1.0)
 
 
@@ -34,7 +33,7 @@ def _gen_for(rows, **kw):
 
 
 def test_greedy_pass_at_1_on_real_rows(mv):
-    rows = load_prompts(DATA / "benchmarks" / "math500.jsonl", limit=3)
+    rows = load_prompts(benchmark_path("math500.jsonl"), limit=3)
     res = evaluate(_gen_for(rows), rows, [mv], progress=False)
     assert res["metric"] == "pass@1" and res["n_prompts"] == 3
     assert res["accuracy"] == 1.0 and res["correct"] == [1, 1, 1]
@@ -66,12 +65,10 @@ def test_benchmarks_table(mv):
     assert len(resolve_benchmarks("all")) == 8
     with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
         resolve_benchmarks("gsm")
-    rows = load_prompts(DATA / "benchmarks" / "math500.jsonl", limit=3)
-    rows += load_prompts(DATA / "benchmarks" / "amc2023.jsonl", limit=3)
+    rows = load_prompts(benchmark_path("math500.jsonl"), limit=3)
+    rows += load_prompts(benchmark_path("amc2023.jsonl"), limit=3)
     gen = _gen_for(rows, p_correct=1.0)
-    res = evaluate_benchmarks(
-        gen, names, [mv], data_dir=DATA, k={"amc2023": 2}, limit=3, progress=False
-    )
+    res = evaluate_benchmarks(gen, names, [mv], k={"amc2023": 2}, limit=3, progress=False)
     assert res["math500"]["metric"] == "pass@1" and res["amc2023"]["metric"] == "avg@2"
     assert res["amc2023"]["accuracy"] == 1.0
     table = format_table(res)
@@ -136,16 +133,30 @@ def test_benchmarks_with_chat_template(mv):
             assert not tokenize and add_generation_prompt
             return "<user>" + messages[-1]["content"] + "<assistant>"
 
-    rows = load_prompts(DATA / "benchmarks" / "aime24.jsonl", limit=2)
+    rows = load_prompts(benchmark_path("aime24.jsonl"), limit=2)
     gen = FakeGenerator({f"<user>{r['prompt']}<assistant>": r["answer"] for r in rows})
     res = evaluate_benchmarks(
         gen,
         resolve_benchmarks("aime24"),
         [mv],
-        data_dir=DATA,
         limit=2,
         progress=False,
         prompt_options={"tokenizer": Tok(), "chat_template": True},
     )
     assert res["aime24"]["accuracy"] == 1.0
     assert all(p.startswith("<user>") for p in gen.calls[0][0])
+
+
+def test_cli_benchmarks_from_another_directory(tmp_path):
+    """`astarpo eval --model toy --benchmarks math500 --limit N` with no data flags, run in an
+    empty directory outside the checkout: the benchmark comes from the installed package."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "astarpo", "eval", "--model", "toy", "--benchmarks", "math500"]
+    cmd += ["--limit", "2", "--max-new-tokens", "4", "--no-progress", "--device", "cpu"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "| MATH500 | pass@1 | 2 |" in out.stdout

@@ -16,7 +16,7 @@ Templates (``{problem}`` is replaced by the problem text, everything else is kep
 * ``"none"``: ``{problem}`` unchanged.
 * any other string containing ``{problem}``: a custom template.
 * ``"auto"`` (default): ``"gsm8k"`` when every gold answer is a GSM8K solution (``#### n``),
-  ``"none"`` when every problem already contains an instruction with ``\boxed`` (the shared
+  ``"none"`` when every problem already contains an instruction with ``\boxed`` (the packaged
   benchmark files end with "Please reason step by step, and put your final answer within
   \boxed{}.") or the file is in the official A*-PO/verl chat format, else ``"math"``.
 """
@@ -29,15 +29,18 @@ import logging
 import os
 import re
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
 
 __all__ = [
     "TEMPLATES",
     "apply_template",
+    "benchmark_path",
     "extract_gsm8k_answer",
     "filter_prompt_length",
-    "find_data_dir",
     "load_prompts",
     "prompt_key",
     "read_records",
@@ -87,16 +90,23 @@ def apply_template(problem: str, template: str) -> str:
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a ``.jsonl``, ``.json`` (list of objects) or ``.parquet`` file, as dicts.
+    """Rows of a ``.jsonl``, ``.json`` (list of objects) or ``.parquet`` file, of a folder saved
+    with ``datasets.Dataset.save_to_disk``, or of a hub dataset ``"hf:NAME[:CONFIG]:SPLIT"``
+    (see :func:`~astarpo.llm.data.hub.read_hf_dataset`), as dicts.
 
     Raises:
         FileNotFoundError: if the file does not exist.
         ValueError: on a line that is not a JSON object (file and line named) or an unknown
             extension.
     """
+    if str(path).startswith("hf:") or is_saved_dataset(Path(path)):
+        return read_hf_dataset(str(path))
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"data file {str(p)!r} does not exist.")
+        raise FileNotFoundError(
+            f"data file {str(p)!r} does not exist (give a .jsonl/.json/.parquet file, a folder "
+            "saved with Dataset.save_to_disk, or hf:NAME[:CONFIG]:SPLIT for a hub dataset)."
+        )
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -168,7 +178,7 @@ def load_prompts(
     Args:
         path: The data file.
         template: ``"auto"``, ``"math"``, ``"gsm8k"``, ``"none"`` or a custom string with
-            ``{problem}`` (see the module docstring). Applied verbatim: the shared benchmark
+            ``{problem}`` (see the module docstring). Applied verbatim: the packaged benchmark
             problems already end with an instruction, so ``"math"`` would add a second one;
             ``"auto"`` picks ``"none"`` for them.
         problem_key: Column of the problem (default: the first of ``problem``, ``question``,
@@ -276,36 +286,21 @@ def filter_prompt_length(
     return kept, len(rows) - len(kept)
 
 
-def find_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The shared data folder: ``data_dir``, else ``$ASTARPO_DATA_DIR``, else ``../shared/data``.
+def benchmark_path(name: str) -> Path:
+    """The packaged evaluation file ``name`` (e.g. ``"math500.jsonl"``), from the installed
+    package (:mod:`importlib.resources`), so it is found from any working directory.
 
-    ``../shared/data`` is looked for next to the current directory and next to the checkout of
-    this package (the layout of the project and of CI).
+    The files and their provenance are listed in ``astarpo/llm/data/benchmarks/README.md``.
 
     Raises:
-        FileNotFoundError: naming every place looked at, and how to point to the folder.
+        FileNotFoundError: naming the file and the packaged ones.
     """
-    if data_dir is not None:
-        p = Path(data_dir)
-        if not p.is_dir():
-            raise FileNotFoundError(f"data dir {str(p)!r} does not exist.")
-        return p
-    env = os.environ.get("ASTARPO_DATA_DIR")
-    if env:
-        p = Path(env)
-        if not p.is_dir():
-            raise FileNotFoundError(f"ASTARPO_DATA_DIR={env!r} is not a directory.")
-        return p
-    repo = Path(__file__).resolve().parents[2]
-    tried = [Path.cwd() / ".." / "shared" / "data", repo / ".." / "shared" / "data"]
-    for p in tried:
-        if p.is_dir():
-            return p.resolve()
-    raise FileNotFoundError(
-        "shared data folder not found; looked in "
-        + ", ".join(str(p) for p in tried)
-        + ". Pass --data-dir DIR or set ASTARPO_DATA_DIR."
-    )
+    folder = resources.files("astarpo.llm.data") / "benchmarks"
+    entry = folder / name
+    if not entry.is_file():
+        known = sorted(e.name for e in folder.iterdir() if e.name.endswith(".jsonl"))
+        raise FileNotFoundError(f"no packaged benchmark file {name!r}; the package has {known}.")
+    return Path(str(entry))  # a regular file: setuptools installs package data unzipped
 
 
 def repeat_columns(rows: Sequence[dict[str, Any]], n: int) -> dict[str, list[Any]]:

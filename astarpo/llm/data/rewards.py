@@ -231,18 +231,32 @@ def gsm8k_reward(
 
 
 def exact_match_reward(
-    prompts: Sequence[str], completions: Sequence[str], answer: Sequence[Any], **columns: Any
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    answer: Sequence[Any],
+    truncated: Sequence[bool] | None = None,
+    require_eos: bool = False,
+    **columns: Any,
 ) -> list[float | None]:
     """Exact match after stripping whitespace: ``completion.strip() == answer.strip()``.
 
     The reward of the toy addition task (``"12+34="`` -> ``"46"``), where the completion is the
-    decoded response without special tokens.
+    decoded response without special tokens. With ``require_eos=True`` a response that never
+    emitted EOS (``truncated``) scores 0 even when its text matches, so a policy cannot earn the
+    reward by running to the token budget; bind it with
+    ``functools.partial(exact_match_reward, require_eos=True)``.
 
     Returns:
         1.0 or 0.0 per completion, ``[B]``.
+
+    Raises:
+        ValueError: if ``require_eos`` is set and ``truncated`` is not given.
     """
     _check_batch(prompts, completions, answer)
+    if require_eos and truncated is None:
+        raise ValueError("exact_match_reward(require_eos=True) needs truncated=[...] per item.")
+    cut = [False] * len(completions) if not require_eos or truncated is None else truncated
     return [
-        1.0 if completion_text(c).strip() == str(a).strip() else 0.0
-        for c, a in zip(completions, answer, strict=True)
+        1.0 if completion_text(c).strip() == str(a).strip() and not t else 0.0
+        for c, a, t in zip(completions, answer, cut, strict=True)
     ]

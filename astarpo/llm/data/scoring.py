@@ -7,16 +7,24 @@ channel are in :mod:`astarpo.llm.data.rewards`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from astarpo.llm.data.rewards import RewardFunc, RewardReport
 
-__all__ = ["BUILTIN_REWARDS", "compute_rewards", "load_reward", "reward_name"]
+__all__ = [
+    "BUILTIN_REWARDS",
+    "accepted_kwargs",
+    "as_reward_funcs",
+    "compute_rewards",
+    "load_reward",
+    "reward_name",
+]
 
 
 BUILTIN_REWARDS: dict[str, str] = {
@@ -59,16 +67,54 @@ def load_reward(spec: str) -> RewardFunc:
     return fn  # type: ignore[return-value]
 
 
+def as_reward_funcs(reward_funcs: Any) -> list[Callable[..., Any]]:
+    """``reward_funcs`` as a list: one callable or name, or a list of them (names resolved
+    with :func:`load_reward`).
+
+    Raises:
+        TypeError: if an entry is neither callable nor a name.
+    """
+    items = (
+        [reward_funcs] if callable(reward_funcs) or isinstance(reward_funcs, str) else reward_funcs
+    )
+    out = []
+    for i, f in enumerate(list(items)):
+        if isinstance(f, str):
+            f = load_reward(f)
+        if not callable(f):
+            raise TypeError(f"reward_funcs[{i}] is a {type(f).__name__}, not a callable.")
+        out.append(f)
+    return out
+
+
 def reward_name(fn: RewardFunc) -> str:
-    """The name used in metrics: the function's ``__name__`` (or its class name)."""
-    return str(getattr(fn, "__name__", type(fn).__name__))
+    """The name used in metrics: the function's ``__name__`` (of the wrapped function for a
+    ``functools.partial``), or its class name."""
+    inner = getattr(fn, "func", fn) if isinstance(fn, functools.partial) else fn
+    return str(getattr(inner, "__name__", type(inner).__name__))
 
 
-def _accepts_report(fn: RewardFunc) -> bool:
+def accepted_kwargs(fn: RewardFunc, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``kwargs`` that ``fn`` accepts: all of them when it takes ``**kwargs``
+    (or its signature cannot be read), else only its named parameters. So a reward may declare
+    just the columns it reads (``def r(completions, completion_ids): ...``)."""
     try:
-        return "report" in inspect.signature(fn).parameters
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return False
+        return dict(kwargs)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return dict(kwargs)
+    names = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
+def _eos_cut(ids: Sequence[int], eos: set[int]) -> list[int]:
+    out = []
+    for t in ids:
+        out.append(int(t))
+        if t in eos:
+            break
+    return out
 
 
 def compute_rewards(
@@ -77,13 +123,20 @@ def compute_rewards(
     completions: Sequence[str],
     columns: Mapping[str, Sequence[Any]],
     weights: Sequence[float] | None = None,
+    *,
+    completion_ids: Sequence[Sequence[int]] | None = None,
+    truncated: Sequence[bool] | None = None,
+    eos_token_ids: Sequence[int] = (),
 ) -> tuple[np.ndarray, dict[str, float]]:
     """Sum of the reward functions over a batch, with ``None`` scored as 0 and counted.
 
     .. math:: r_b = \\sum_f w_f \\, r_f(x_b, y_b), \\qquad r_f = 0 \\text{ where it is None}
 
-    Each function is called as ``fn(prompts=..., completions=..., **columns)``, plus
-    ``report=RewardReport()`` when it declares a ``report`` parameter.
+    Each function is called with TRL's keyword arguments ``prompts``, ``completions``,
+    ``completion_ids`` (token ids up to and including the first EOS), ``truncated`` (no EOS
+    within the token budget) and the dataset's other ``columns``, plus ``report=RewardReport()``;
+    a function gets only the arguments its signature names unless it takes ``**kwargs``
+    (:func:`accepted_kwargs`).
 
     Args:
         reward_funcs: Reward functions (TRL signature).
@@ -91,6 +144,9 @@ def compute_rewards(
         completions: ``[B]`` completion texts.
         columns: Other columns, each ``[B]`` (e.g. ``{"answer": [...]}``).
         weights: Weight of each function (default all 1).
+        completion_ids: ``[B]`` generated token ids (passed only when given).
+        truncated: ``[B]`` whether each response hit the token budget (passed only when given).
+        eos_token_ids: ``completion_ids`` are cut after the first of these (the stop set).
 
     Returns:
         ``(rewards, metrics)``: rewards float64 ``[B]``; metrics ``reward/mean``, ``reward/std``
@@ -113,15 +169,22 @@ def compute_rewards(
     w = [1.0] * len(reward_funcs) if weights is None else [float(x) for x in weights]
     if len(w) != len(reward_funcs):
         raise ValueError(f"{len(w)} weights for {len(reward_funcs)} reward functions.")
+    given: dict[str, Any] = {"prompts": list(prompts), "completions": list(completions)}
+    if completion_ids is not None:
+        eos = {int(t) for t in eos_token_ids}
+        given["completion_ids"] = [_eos_cut(ids, eos) for ids in completion_ids]
+    if truncated is not None:
+        given["truncated"] = [bool(t) for t in truncated]
+    for name, col in given.items():
+        if len(col) != b:
+            raise ValueError(f"{name} has {len(col)} entries, expected {b}.")
     total = np.zeros(b, dtype=np.float64)
     metrics: dict[str, float] = {}
     for fn, wf in zip(reward_funcs, w, strict=True):
         name = reward_name(fn)
-        kwargs: dict[str, Any] = dict(columns)
         report = RewardReport()
-        if _accepts_report(fn):
-            kwargs["report"] = report
-        out = list(fn(prompts=list(prompts), completions=list(completions), **kwargs))
+        kwargs = accepted_kwargs(fn, {**columns, **given, "report": report})
+        out = list(fn(**kwargs))
         if len(out) != b:
             raise ValueError(f"reward {name!r} returned {len(out)} values for {b} completions.")
         values = np.array([0.0 if v is None else float(v) for v in out], dtype=np.float64)

@@ -18,10 +18,11 @@ prompt keys, produces the same table as an uninterrupted run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,11 @@ from tqdm.auto import tqdm
 
 from astarpo import __version__
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
-from astarpo.llm.data.scoring import compute_rewards, reward_name
+from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name
 from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.sampler import reference_sampler
 from astarpo.llm.stage1.table import (
     ValueRow,
     ValueTable,
@@ -97,35 +100,50 @@ def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def estimate_values(
-    generator: Any,
-    rows: Sequence[dict[str, Any]],
-    reward_funcs: Sequence[Any],
-    n_samples: int,
-    beta1: float,
-    sampling: Any,
-    out_path: str | os.PathLike[str],
+    generator: Any = None,
+    rows: Iterable[Mapping[str, Any]] = (),
+    reward_funcs: Any = (),
+    n_samples: int = 8,
+    beta1: float = 0.5,
+    sampling: Any = None,
+    out_path: str | os.PathLike[str] | None = None,
     seed: int = 0,
     batch_size: int = 8,
     shard: tuple[int, int] | None = None,
     filter_all_wrong: bool = False,
     provenance: dict[str, Any] | None = None,
     progress: bool = True,
+    *,
+    model: Any = None,
+    tokenizer: Any = None,
+    max_new_tokens: int = 256,
 ) -> ValueTable:
     """Stage 1: sample ``n_samples`` reference responses per prompt, score them, write V*.
 
-    Resumable: rows already in the output file (same settings) are kept and their prompts
-    skipped. Duplicate prompts are computed once.
+    In one call from Python (TRL style)::
+
+        table = estimate_values(model="models/base", rows=dataset, reward_funcs=fn,
+                                n_samples=8, beta1=0.5, max_new_tokens=512)
+        trainer = AStarPOTrainer(model="models/base", ..., v_star_table=table)
+
+    With a file (``out_path``) it is resumable: rows already in the file (same settings) are
+    kept and their prompts skipped. Duplicate prompts are computed once.
 
     Args:
-        generator: A :class:`~astarpo.llm.rollout.hf.Generator` sampling from the reference.
-        rows: Dataset rows with ``prompt`` and the reward columns (e.g. ``answer``).
-        reward_funcs: Reward functions (TRL signature), summed by
-            :func:`~astarpo.llm.data.rewards.compute_rewards`.
+        generator: A :class:`~astarpo.llm.rollout.base.Generator` sampling from the reference;
+            or give ``model`` instead.
+        rows: Dataset rows (a list of dicts or a ``datasets.Dataset``) with ``prompt`` (text or
+            chat messages, rendered with the tokenizer's chat template) and the reward columns
+            (e.g. ``answer``).
+        reward_funcs: One reward function or a list (TRL signature), summed by
+            :func:`~astarpo.llm.data.scoring.compute_rewards`.
         n_samples: N, responses per prompt (the paper uses 8).
         beta1: KL strength of V* (the paper uses 0.5).
-        sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` of the reference samples.
-        out_path: The table file (JSONL). With ``shard=(i, k)`` the part file
-            :func:`part_path` ``(out_path, i, k)`` is written instead.
+        sampling: :class:`~astarpo.llm.rollout.base.SamplingConfig` of the reference samples
+            (default: temperature 1, top-p 1, ``max_new_tokens``).
+        out_path: The table file (JSONL); ``None`` keeps the table in memory and writes
+            nothing. With ``shard=(i, k)`` the part file :func:`part_path` ``(out_path, i, k)``
+            is written instead.
         seed: Base seed; batch seeds are derived from it and the batch's prompt keys.
         batch_size: Prompts per ``generate`` call (``batch_size * n_samples`` responses).
             Keep it fixed across resumed runs for identical results.
@@ -134,6 +152,10 @@ def estimate_values(
             file keeps them). Default False, as in the paper.
         provenance: Extra provenance (e.g. ``{"model": "Qwen/Qwen2.5-1.5B"}``).
         progress: Show a tqdm bar.
+        model: The reference model (object, local directory or hub id) sampled with the HF
+            backend, instead of ``generator``.
+        tokenizer: Its tokenizer (default: loaded with the model, or from its directory).
+        max_new_tokens: Token budget per response when ``sampling`` is not given.
 
     Returns:
         The table of this run's prompts (of this shard).
@@ -145,7 +167,15 @@ def estimate_values(
 
     if n_samples < 1 or batch_size < 1:
         raise ValueError(f"n_samples and batch_size must be >= 1, got {n_samples}, {batch_size}.")
-    path = Path(out_path) if shard is None else part_path(out_path, *shard)
+    sampling = sampling if sampling is not None else SamplingConfig(max_new_tokens, 1.0, 1.0)
+    generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
+    reward_funcs = as_reward_funcs(reward_funcs)
+    if out_path is None and shard is not None:
+        raise ValueError("shard=(i, k) writes a part file; give out_path.")
+    path = None if out_path is None else Path(out_path)
+    if path is not None and shard is not None:
+        path = part_path(path, *shard)
+    provenance = {**prov_model, **(provenance or {})}
     prov: dict[str, Any] = {"model": "unknown", **(provenance or {})}
     prov.update(
         n_samples=n_samples,
@@ -158,7 +188,7 @@ def estimate_values(
     )
     todo = [(k, r) for k, r in _unique(rows) if _in_shard(k, shard)]
     done: dict[str, ValueRow] = {}
-    if path.exists():
+    if path is not None and path.exists():
         old, good = read_table_rows(path)
         for vr in old:
             diff = [m for m in _MATCHING if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
@@ -175,7 +205,7 @@ def estimate_values(
                 if fh.read(1) != b"\n":
                     fh.write(b"\n")
         logger.info("%s: resuming, %d prompts already done.", path, len(done))
-    else:
+    elif path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
 
@@ -184,7 +214,8 @@ def estimate_values(
     )
     bar.update(sum(k in done for k, _ in todo))
     counts: dict[str, float] = {}
-    with path.open("a", encoding="utf-8") as f:
+    sink = path.open("a", encoding="utf-8") if path is not None else contextlib.nullcontext()
+    with sink as f:
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
@@ -199,7 +230,12 @@ def estimate_values(
                 )
             columns = repeat_columns([r for _, r in batch], n_samples)
             flat, metrics = compute_rewards(
-                reward_funcs, rollout.prompts, rollout.completions, columns
+                reward_funcs,
+                rollout.prompts,
+                rollout.completions,
+                columns,
+                completion_ids=rollout.response_ids,
+                truncated=rollout.truncated,
             )
             for m, v in metrics.items():
                 if not m.startswith("reward/") and not m.endswith("/mean"):
@@ -209,11 +245,13 @@ def estimate_values(
                 if key in done:
                     continue
                 row = make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
-                f.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+                if f is not None:
+                    f.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
                 done[key] = row
                 bar.update(1)
-            f.flush()
-            os.fsync(f.fileno())
+            if f is not None:
+                f.flush()
+                os.fsync(f.fileno())
     bar.close()
     if any(counts.values()):
         logger.warning("Stage 1 unscored responses: %s", counts)

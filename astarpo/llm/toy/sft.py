@@ -145,7 +145,7 @@ def cached_sft(
     path = root / f"sft-{_key(model, tokenizer, rows, config)}"
     if (path / "sft_info.json").exists():
         info = json.loads((path / "sft_info.json").read_text())
-        loaded = type(model).from_pretrained(path)
+        loaded = type(model).from_pretrained(path, local_files_only=True)
         loaded.generation_config = model.generation_config
         return loaded, {**info, "cached": True, "path": str(path)}
     bar = tqdm(total=config.steps, desc="sft", disable=None if progress else True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.data.prompts import repeat_columns
-from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.parallel.lora import maybe_apply_lora
 from astarpo.llm.rollout.backend import build_generator
@@ -40,9 +40,15 @@ from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.callbacks import Schedule, call_hook
-from astarpo.llm.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from astarpo.llm.training.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    save_final_model,
+)
 from astarpo.llm.training.data_order import EpochOrder
 from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.inputs import resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.llm.training.update import optimizer_step
 
@@ -56,19 +62,31 @@ class Trainer:
     """Stage 2 loop for any :class:`~astarpo.llm.algorithms.base.Algorithm`.
 
     Args:
-        model: The policy (a ``transformers`` causal LM), trained in place.
-        ref_model: The frozen reference (put in eval mode, no gradients). ``None``: a frozen
-            copy of ``model`` as it is at construction, when the algorithm needs a reference
-            (under LoRA the policy with its adapters disabled, no copy).
-        reward_funcs: Reward functions with TRL's signature (see :mod:`astarpo.llm.data.rewards`).
+        model: The policy: a ``transformers`` causal LM (trained in place, put in train mode),
+            a local directory (loaded with ``local_files_only=True``) or a hub id (downloaded
+            because named; :mod:`astarpo.llm.rollout.models`).
+        ref_model: The frozen reference (object or name as ``model``; put in eval mode, no
+            gradients). ``None``: a frozen copy of ``model`` as it is at construction, when
+            the algorithm needs a reference (under LoRA the policy with its adapters disabled,
+            no copy).
+        reward_funcs: One reward function or a list (or ``"module:function"`` names), called
+            with TRL's keyword arguments ``prompts``, ``completions``, ``completion_ids``,
+            ``truncated`` and the dataset's other columns; each gets those its signature names
+            (:func:`~astarpo.llm.data.scoring.compute_rewards`).
         args: The algorithm's config (``AStarPOConfig``, ``GRPOConfig``, ...); the algorithm is
             built from it through the registry unless ``algorithm`` is given.
-        train_dataset: Rows with a ``prompt`` key; the other keys (e.g. ``answer``) are passed to
-            the reward functions as columns.
+        train_dataset: A ``datasets.Dataset`` or a list of dicts with a ``prompt`` (text, or a
+            list of ``{"role", "content"}`` messages rendered with the tokenizer's chat
+            template); the other keys (e.g. ``answer``) are passed to the reward functions as
+            columns. Rows the model cannot read (characters its tokenizer maps to unknown,
+            prompts longer than its positions) are refused here
+            (:func:`~astarpo.llm.rollout.models.check_model_fits`).
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
             one fails before training starts.
-        tokenizer: The policy's tokenizer (for generation and padding).
+        tokenizer: The policy's tokenizer (for generation and padding); default: loaded from
+            the model's local directory.
+        processing_class: TRL's name for ``tokenizer`` (give one of the two).
         generator: A :class:`~astarpo.llm.rollout.base.Generator` sampling from ``model``
             (default: :func:`~astarpo.llm.rollout.backend.build_generator` of ``args.backend``).
         eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, on the
@@ -84,12 +102,13 @@ class Trainer:
         self,
         model: Any,
         ref_model: Any = None,
-        reward_funcs: Sequence[Callable[..., Any]] = (),
+        reward_funcs: Any = (),
         *,
         args: TrainConfig,
-        train_dataset: Sequence[Mapping[str, Any]] = (),
+        train_dataset: Iterable[Mapping[str, Any]] = (),
         v_star_table: Any = None,
         tokenizer: Any = None,
+        processing_class: Any = None,
         generator: Generator | None = None,
         eval_fn: EvalFn | None = None,
         callbacks: Sequence[Any] = (),
@@ -99,10 +118,13 @@ class Trainer:
         self.dp = DataParallel(args.parallel, args.seed_chunk_size)
         self.dp.check_batch(args.batch_size, args.minibatches)
         self.device = self.dp.device(resolve_device(args.device))
+        model, ref_model, tokenizer, self.rows = resolve_inputs(
+            model, ref_model, tokenizer, processing_class, train_dataset, args
+        )
         model, ref_model = maybe_apply_lora(
             model, ref_model, args.lora_r, args.lora_alpha, args.seed
         )
-        self.model = model.to(self.device)
+        self.model = model.to(self.device).train()
         if algorithm is None:
             algorithm = build_algorithm(args, model, ref_model)
         self.algorithm = algorithm
@@ -112,13 +134,9 @@ class Trainer:
         if algorithm.needs_reference:
             self.ref_model = ref_model.to(self.device).eval().requires_grad_(False)
             self.ref_model = self.dp.prepare_reference(self.ref_model)
-        self.reward_funcs = list(reward_funcs)
-        self.rows = [dict(r) for r in train_dataset]
-        if not self.rows:
-            raise ValueError("train_dataset is empty.")
-        for i, r in enumerate(self.rows):
-            if not isinstance(r.get("prompt"), str):
-                raise ValueError(f"train_dataset row {i} has no 'prompt' string: {r!r}.")
+        self.reward_funcs = as_reward_funcs(reward_funcs)
+        if not self.reward_funcs:
+            raise ValueError("reward_funcs is empty; give a reward function (or a list).")
         self.v_star = None
         if algorithm.needs_v_star:
             if v_star_table is None:
@@ -126,10 +144,6 @@ class Trainer:
                     f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`)."
                 )
             self.v_star = lookup_v_star(v_star_table, [r["prompt"] for r in self.rows])
-        if tokenizer is None:
-            from transformers import AutoTokenizer  # transformers only when no tokenizer given
-
-            tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
         self.tokenizer = tokenizer
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -199,7 +213,12 @@ class Trainer:
         with timed(times, "reward"):
             columns = repeat_columns([self.rows[i] for i in idx], n)
             rewards, reward_metrics = compute_rewards(
-                self.reward_funcs, rollout.prompts, rollout.completions, columns
+                self.reward_funcs,
+                rollout.prompts,
+                rollout.completions,
+                columns,
+                completion_ids=rollout.response_ids,
+                truncated=rollout.truncated,
             )
             rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
         record.update(self.dp.reduce(reward_metrics))
@@ -276,6 +295,13 @@ class Trainer:
             self.args.output_dir, self.step_count, self.model, self.optimizer, self.modules, state
         )
 
+    def save_model(self, output_dir: str | Path | None = None) -> Path:
+        """Write the policy and tokenizer with ``save_pretrained`` (TRL's ``save_model``):
+        ``AutoModelForCausalLM.from_pretrained(dir)`` reloads it (LoRA adapters merged, FSDP2
+        shards gathered; every rank must call it). Default ``output_dir``: ``OUT/final``."""
+        out = Path(output_dir) if output_dir is not None else Path(self.args.output_dir) / "final"
+        return save_final_model(self.model, self.tokenizer, out)
+
     def resume(self, path: str | Path | None = None) -> int:
         """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
 
@@ -298,6 +324,7 @@ class Trainer:
         if self.eval_fn is None:
             return
         result = self.eval_fn(self.model)
+        self.model.train()  # eval_fn may have switched it to eval mode
         rec = {"step": self.step_count, "time/train_total": self.train_time}
         rec.update({f"eval/{k}": float(v) for k, v in result.items()})
         logger.log(rec)
@@ -359,6 +386,7 @@ class Trainer:
             if resume_step is None or resume_step < self.step_count:
                 self._evaluate(logger)
             self.save()
+            self.save_model()  # OUT/final: a plain Hugging Face model directory
             call_hook(self.callbacks, "on_train_end", self.history)
         finally:
             bar.close()

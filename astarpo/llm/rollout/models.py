@@ -1,0 +1,132 @@
+"""Loading a causal LM and its tokenizer by name: the one place that calls ``from_pretrained``
+for the trainer, Stage 1 and the command line.
+
+A local directory is read with ``local_files_only=True`` (nothing is downloaded). A string that
+names no existing directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and
+downloaded by ``transformers`` as usual: the hub is contacted only when the user names a remote
+model. A string that looks like a path (starts with ``/``, ``.`` or ``~``) but does not exist is
+an error, so a typo never turns into a download.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["check_model_fits", "is_model_name", "load_causal_lm", "load_tokenizer"]
+
+
+def is_model_name(spec: Any) -> bool:
+    """Whether ``spec`` names a model to load (a path or hub id) rather than being a model."""
+    return isinstance(spec, (str, os.PathLike))
+
+
+def _resolve(spec: str | os.PathLike[str]) -> tuple[str, bool]:
+    """``(name, local)``; raises for a missing path-like spec or a directory without a model."""
+    text = os.fspath(spec)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return str(path), True
+    if isinstance(spec, os.PathLike) or text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        raise FileNotFoundError(
+            f"model {text!r}: no such directory. Give a directory saved with save_pretrained "
+            "or a hub id such as 'Qwen/Qwen2.5-1.5B' (downloaded only when named)."
+        )
+    return text, False
+
+
+def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
+    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``."""
+    from transformers import AutoTokenizer  # the llm extra
+
+    name, local = _resolve(spec)
+    return AutoTokenizer.from_pretrained(name, local_files_only=local)
+
+
+def load_causal_lm(
+    spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of the directory ``spec`` (local only) or of the hub id ``spec``.
+
+    Args:
+        spec: A directory written by ``save_pretrained`` or a hub id.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        device: Move the model there (default: leave it on the CPU).
+
+    Raises:
+        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
+            does not exist.
+    """
+    from transformers import AutoModelForCausalLM  # the llm extra
+
+    name, local = _resolve(spec)
+    if local and not (Path(name) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"model {name!r} is not a model directory (no config.json); save one with "
+            "model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR)."
+        )
+    kwargs: dict[str, Any] = {"local_files_only": local}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    tokenizer = load_tokenizer(name if local else spec)
+    return (model.to(device) if device else model), tokenizer
+
+
+def check_model_fits(
+    rows: Any, tokenizer: Any, model: Any, max_new_tokens: int, what: str = "train_dataset"
+) -> None:
+    """Refuse data the model cannot read, before any sampling: characters its tokenizer maps
+    to the unknown token (in ``prompt`` or a text ``answer``), or a prompt longer than the
+    model's positions (``config.max_position_embeddings``); a prompt that fits but leaves less
+    than ``max_new_tokens`` positions is logged as a warning.
+
+    Without it the embedded toy model (a 44-character vocabulary, 64 positions) would train
+    silently on V* = 0 and loss = 0 on, say, MATH prompts.
+
+    Raises:
+        ValueError: naming the first offending row, the characters or lengths, and the fix.
+    """
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is not None and unk == getattr(tokenizer, "eos_token_id", None):
+        unk = None  # GPT-2 style: "unk" is the EOS text, never produced by ordinary text
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if unk is None and limit is None:
+        return
+    prompts = [r["prompt"] for r in rows]
+    ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    for i, (r, p_ids) in enumerate(zip(rows, ids, strict=True)):
+        for field, text, tok in (("prompt", r["prompt"], p_ids), ("answer", r.get("answer"), None)):
+            if unk is None or not isinstance(text, str):
+                continue
+            tok = tok if tok is not None else tokenizer(text, add_special_tokens=False)["input_ids"]
+            if unk in tok:
+                bad = sorted(
+                    {c for c in text if unk in tokenizer(c, add_special_tokens=False)["input_ids"]}
+                )
+                raise ValueError(
+                    f"{what} row {i}: the tokenizer cannot encode the characters {''.join(bad)!r} "
+                    f"of its {field} ({text[:60]!r}); they would all become "
+                    f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
+                    "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
+                )
+        if limit is not None and len(p_ids) > limit:
+            raise ValueError(
+                f"{what} row {i}: prompt of {len(p_ids)} tokens exceeds the model's {limit} "
+                "positions (config.max_position_embeddings). Use shorter prompts or a model "
+                "with more positions."
+            )
+    longest = max((len(p) for p in ids), default=0)
+    if limit is not None and longest + max_new_tokens > limit:
+        logger.warning(
+            "%s: the longest prompt (%d tokens) + max_new_tokens %d exceeds the model's %d "
+            "positions; responses past them are unreliable.",
+            what,
+            longest,
+            max_new_tokens,
+            limit,
+        )
