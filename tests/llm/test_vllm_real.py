@@ -464,3 +464,27 @@ def test_stage2_train_vllm_matches_hf(
         f"z(reward) {np.round(z_r, 2)}; chi2 p: loss {p_l:.3g}, reward {p_r:.3g}"
     )
     assert p_r > 1e-3 and p_l > 1e-3
+
+
+def test_eval_greedy_vllm_equals_hf(model_dir: Path, stage1_data: Path, tmp_path: Path) -> None:
+    """`astarpo eval --backend vllm` (greedy pass@1): the same per-prompt results as the HF
+    backend (greedy decoding is deterministic; fp32 in both)."""
+    results = {}
+    for backend in ("hf", "vllm"):
+        out = tmp_path / f"{backend}.json"
+        cmd = _astarpo(
+            "eval", "--model", str(model_dir), "--data", str(stage1_data), "--limit", "64",
+            "--template", "none", "--reward", "vllm_helpers:first_digit_reward",
+            "--max-new-tokens", "4", "--backend", backend, "--out", str(out), "--no-progress",
+        )  # fmt: skip
+        res = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+        results[backend] = json.loads(out.read_text())["results"]["prompts"]
+    hf, vl = results["hf"], results["vllm"]
+    assert hf["n_prompts"] == vl["n_prompts"] == 64 and hf["metric"] == "pass@1"
+    agree = np.mean(np.array(hf["correct"]) == np.array(vl["correct"]))
+    report(f"\neval greedy pass@1 on 64 prompts: hf {hf['accuracy']:.3f}, vllm "
+           f"{vl['accuracy']:.3f}, per-prompt agreement {agree:.3f}")  # fmt: skip
+    assert 0 < hf["accuracy"] < 1  # informative
+    assert hf["correct"] == vl["correct"]
+    assert hf["mean_response_tokens"] == vl["mean_response_tokens"]
