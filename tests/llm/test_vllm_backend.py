@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import torch
 
+from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator, SamplingConfig
 from astarpo.llm.rollout.seeds import prompt_seeds
-from astarpo.llm.rollout.vllm import VLLMGenerator, to_vllm_sampling_kwargs, weights_for_vllm
+from astarpo.llm.rollout.vllm import VLLMGenerator, to_vllm_sampling_kwargs
 
 EOS = 1
 
@@ -249,7 +250,7 @@ def test_sync_weights_loads_hf_names(
     assert mod.calls["reset"] == 1
 
 
-def test_weights_for_vllm_merges_lora() -> None:
+def test_hf_weights_merges_lora() -> None:
     from peft import LoraConfig, get_peft_model
 
     base = _tiny_qwen()
@@ -260,7 +261,7 @@ def test_weights_for_vllm_merges_lora() -> None:
     peft_model = get_peft_model(base, config)
     ids = torch.tensor([[3, 4, 5, 6]])
     before = peft_model(ids).logits
-    merged = dict(weights_for_vllm(peft_model))
+    merged = dict(hf_weights(peft_model))
     assert merged.keys() == base_state.keys()
     q = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(merged[q], base_state[q])  # adapters folded in

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import torch
 
+from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout import vllm as vllm_backend
-from astarpo.llm.rollout.vllm import CPU_KV_CACHE_BYTES, VLLMGenerator, weights_for_vllm
+from astarpo.llm.rollout.vllm import CPU_KV_CACHE_BYTES, VLLMGenerator
 
 
 class Tok:
@@ -147,7 +148,7 @@ def test_lora_weights_are_the_merged_ones() -> None:
     peft_model = get_peft_model(base, cfg)
     layer = peft_model.base_model.model.model.layers[0].self_attn.q_proj
     delta = (8 / 4) * layer.lora_B["default"].weight @ layer.lora_A["default"].weight
-    sent = dict(weights_for_vllm(peft_model))
+    sent = dict(hf_weights(peft_model))
     q = sent["model.layers.0.self_attn.q_proj.weight"]
     torch.testing.assert_close(q, w + delta)
     assert delta.abs().max() > 1e-3  # the check is not vacuous

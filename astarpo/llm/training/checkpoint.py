@@ -23,11 +23,11 @@ from astarpo.llm.parallel.dist import barrier, dist_info_from_env, is_main_proce
 from astarpo.llm.parallel.state import (
     full_optimizer_state,
     full_state_dict,
+    hf_weights,
     index_to_fqn,
     is_fsdp,
     load_full_state,
 )
-from astarpo.llm.rollout.vllm import weights_for_vllm
 
 __all__ = [
     "capture_rng",
@@ -177,7 +177,7 @@ def save_final_model(model: torch.nn.Module, tokenizer: Any, path: str | Path) -
         ``path``.
     """
     path = Path(path)
-    state = {name: t.detach().cpu().clone() for name, t in weights_for_vllm(model)}
+    state = {name: t.detach().cpu().clone() for name, t in hf_weights(model)}
     if is_main_process():
         inner: Any = unwrap_model(model)
         base = inner.get_base_model() if hasattr(inner, "get_base_model") else inner
