@@ -169,10 +169,10 @@ def _train_and_probe(engine: VLLMGenerator, tok: Any, tmp: Path, **cfg: Any) -> 
         model,
         ref,
         [first_digit_reward],
-        args,
-        rows,
-        {r["prompt"]: 0.5 for r in rows},
-        tok,
+        args=args,
+        train_dataset=rows,
+        v_star_table={r["prompt"]: 0.5 for r in rows},
+        tokenizer=tok,
         generator=probe,
     )
     for _ in range(4):  # 4 steps: the syncs of steps 2-4 follow 3 optimizer updates
