@@ -6,6 +6,8 @@ r"""Instance families: where the hard contexts can learn from the easy ones, and
   e_{(x, y)}` (d = X Y): realizable, but a context only learns from its own samples.
 * ``nonrealizable`` -- :meth:`LogLinearBandit.random` with ``realizable=False``: the reward is
   not in the feature span and :math:`\pi^*_\beta` is not in the class.
+* ``misspecified`` -- the ``shared`` features plus Gaussian noise of standard deviation
+  ``misspecification`` (default 0.3): the reward is close to, but not in, the span.
 
 The hard contexts (:math:`p(x) = v_{ref}` exactly) are the first ``n_hard`` indices by
 construction (:func:`hard_contexts`), never selected by comparing floating-point rates.
@@ -21,7 +23,7 @@ from astarpo.theory.bandit import LogLinearBandit
 
 __all__ = ["FAMILIES", "hard_contexts", "make_instance", "radius_for"]
 
-FAMILIES = ("shared", "tabular", "nonrealizable")
+FAMILIES = ("shared", "tabular", "nonrealizable", "misspecified")
 
 
 def hard_contexts(n_contexts: int, n_hard: int | None = None) -> np.ndarray:
@@ -30,7 +32,7 @@ def hard_contexts(n_contexts: int, n_hard: int | None = None) -> np.ndarray:
     return np.arange(n)
 
 
-def make_instance(family: str, **kwargs: Any) -> LogLinearBandit:
+def make_instance(family: str, misspecification: float = 0.3, **kwargs: Any) -> LogLinearBandit:
     """An instance of ``family`` (see the module docstring); ``kwargs`` go to ``random``.
 
     Raises:
@@ -45,6 +47,11 @@ def make_instance(family: str, **kwargs: Any) -> LogLinearBandit:
         x, y = base.n_contexts, base.n_actions
         onehot = np.eye(x * y).reshape(x, y, x * y)
         return LogLinearBandit(onehot, base.rewards, base.ref_probs, base.context_probs)
+    if family == "misspecified":
+        base = LogLinearBandit.random(**kwargs, realizable=True)
+        noise = np.random.default_rng([7, int(kwargs.get("seed", 0) or 0)])
+        feats = base.features + misspecification * noise.standard_normal(base.features.shape)
+        return LogLinearBandit(feats, base.rewards, base.ref_probs, base.context_probs)
     raise ValueError(f"family must be one of {FAMILIES}, got {family!r}.")
 
 

@@ -92,23 +92,57 @@ def _additive(params: np.ndarray, t: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.log(np.exp(la) * t**-p + np.exp(lb) * n**-q + np.exp(lc))  # type: ignore[no-any-return]
 
 
-def _fit_once(t: np.ndarray, n: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _product(params: np.ndarray, t: np.ndarray, n: np.ndarray) -> np.ndarray:
+    la, p, q, lc = params
+    return la - p * np.log(t) + np.log(n**-q + np.exp(lc))  # type: ignore[no-any-return]
+
+
+#: name -> (log-model, parameter names, which are fitted as logs, lower and upper bounds)
+_MODELS: dict[str, tuple[Any, tuple[str, ...], set[str], list[float], list[float]]] = {
+    "additive": (
+        _additive,
+        ("a", "p", "b", "q", "c"),
+        {"a", "b", "c"},
+        [-60, 0.0, -60, 0.0, -60],
+        [20, 3.0, 20, 3.0, 20],
+    ),
+    "product": (
+        _product,
+        ("a", "p", "q", "c"),
+        {"a", "c"},
+        [-60, 0.0, 0.0, -60],
+        [20, 3.0, 3.0, 20],
+    ),
+}
+
+
+def _fit_once(model: str, t: np.ndarray, n: np.ndarray, y: np.ndarray) -> np.ndarray:
     from scipy.optimize import least_squares
 
+    fn, names, _, lo, hi = _MODELS[model]
     ly = np.log(np.maximum(y, 1e-300))
-    start = np.array([np.log(y.max()), 0.5, np.log(y.max()), 0.5, np.log(y.min() / 2)])
-    fit = least_squares(
-        lambda prm: _additive(prm, t, n) - ly,
-        start,
-        bounds=([-60, 0.0, -60, 0.0, -60], [20, 3.0, 20, 3.0, 20]),
-    )
+    top, low = np.log(y.max()), np.log(y.min() / 2)
+    start = {"a": top, "b": top, "c": low, "p": 0.5, "q": 0.5}
+    if model == "product":
+        start["c"] = -3.0
+    x0 = np.clip([start[k] for k in names], np.array(lo) + 1e-6, np.array(hi) - 1e-6)
+    fit = least_squares(lambda prm: fn(prm, t, n) - ly, x0, bounds=(lo, hi))
     return fit.x  # type: ignore[no-any-return]
 
 
 def fit_additive(
-    t: np.ndarray, n: np.ndarray, gaps: np.ndarray, n_boot: int = 200, seed: int = 0
+    t: np.ndarray,
+    n: np.ndarray,
+    gaps: np.ndarray,
+    n_boot: int = 200,
+    seed: int = 0,
+    model: str = "additive",
 ) -> dict[str, Any]:
-    r"""Fit :math:`g(T, N) = a T^{-p} + b N^{-q} + c` to the seed-mean gaps, in log space.
+    r"""Fit a rate model to the seed-mean gaps of an (N, T) grid, in log space.
+
+    ``model="additive"``: :math:`g(T, N) = a T^{-p} + b N^{-q} + c` (the terms add: a floor in
+    N that more steps cannot remove). ``model="product"``: :math:`g = a T^{-p}(N^{-q} + c)`
+    (the N term scales the T term: N sets the noise level and more steps remove it).
 
     Args:
         t: T of each grid cell, ``[K]``.
@@ -116,27 +150,29 @@ def fit_additive(
         gaps: Gaps per seed and cell, ``[S, K]``; the model is fitted to the mean over seeds.
         n_boot: Bootstrap resamples of the seeds for the 95% intervals.
         seed: Seed of the bootstrap.
+        model: ``"additive"`` or ``"product"``.
 
     Returns:
-        ``{"a", "p", "b", "q", "c"}`` (point estimates), ``"ci"`` (2.5% and 97.5% bootstrap
-        percentiles of each), and ``"rms_log_residual"`` (the misfit, in natural-log units).
+        The point estimates by name (``a, p, b, q, c`` or ``a, p, q, c``), ``"ci"`` (2.5% and
+        97.5% bootstrap percentiles of each), ``"rms_log_residual"`` (the misfit, natural log)
+        and ``"model"``.
     """
+    fn, names, expo, _, _ = _MODELS[model]
     t, n = np.asarray(t, dtype=float), np.asarray(n, dtype=float)
     g = np.atleast_2d(np.asarray(gaps, dtype=float))
-    best = _fit_once(t, n, g.mean(0))
+    best = _fit_once(model, t, n, g.mean(0))
     rng = np.random.default_rng(seed)
     boots = np.array(
-        [_fit_once(t, n, g[rng.integers(0, len(g), len(g))].mean(0)) for _ in range(n_boot)]
+        [_fit_once(model, t, n, g[rng.integers(0, len(g), len(g))].mean(0)) for _ in range(n_boot)]
     )
-    names = ("a", "p", "b", "q", "c")
-    expo = {"a", "b", "c"}
 
     def value(i: int, v: np.ndarray | float) -> float:
         return float(np.exp(v)) if names[i] in expo else float(v)
 
     lo, hi = np.percentile(boots, [2.5, 97.5], axis=0)
-    resid = _additive(best, t, n) - np.log(np.maximum(g.mean(0), 1e-300))
+    resid = fn(best, t, n) - np.log(np.maximum(g.mean(0), 1e-300))
     return {
+        "model": model,
         **{k: value(i, best[i]) for i, k in enumerate(names)},
         "ci": {k: [value(i, lo[i]), value(i, hi[i])] for i, k in enumerate(names)},
         "rms_log_residual": float(np.sqrt(np.mean(resid**2))),

@@ -125,6 +125,12 @@ def test_fit_additive_recovers_known_exponents() -> None:
         t.ravel(), n.ravel(), (5.0 * t**-1.5 + 0 * n + 1e-6).ravel()[None], n_boot=5
     )
     assert wrong["p"] == pytest.approx(1.5, abs=0.05)
+    # data where N scales the T term: the product model fits, the additive one does not
+    prod = (0.5 * t**-0.5 * (n**-1.0 + 0.01)).ravel()[None]
+    fp = fit_additive(t.ravel(), n.ravel(), prod, n_boot=5, model="product")
+    fa = fit_additive(t.ravel(), n.ravel(), prod, n_boot=5)
+    assert fp["p"] == pytest.approx(0.5, abs=0.02) and fp["q"] == pytest.approx(1.0, abs=0.05)
+    assert fp["rms_log_residual"] < 0.01 < fa["rms_log_residual"]
 
 
 def test_local_slopes_and_windowed_fit() -> None:

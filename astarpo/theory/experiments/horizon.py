@@ -6,7 +6,7 @@ analysis; one unprojected :math:`c/\sqrt t` run says whether it matters). For ea
 the last iterate, the parameter average, the mixture policy and the mean gap over iterates,
 slopes fitted for :math:`t \ge T/100`, and the Fisher floor along the run. Against the PG
 baseline (G = 4) at equal samples per context, both with their step constant tuned over
-{0.3, 1, 3} by the final gap at the budget; the crossing points of the two curves.
+{0.3, 1, 3, 10} by the final gap at the budget; the crossing points of the two curves.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from astarpo.theory.stats import fit_slope, mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 KINDS = ("last", "average", "mixture", "mean_gap")
-TUNE_C = (0.3, 1.0, 3.0)
+TUNE_C = (0.3, 1.0, 3.0, 10.0)
 
 
 def _tuned(runs: dict[float, Any], budget_index: int = -1) -> tuple[float, Any]:
@@ -65,7 +65,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "slope_fit_t_min": x_min,
             "radius": radius,
             "pg_group_size": group,
-            "tune_c": list(TUNE_C),
+            "tune_c": list(TUNE_C[1:3] if quick else TUNE_C),
         },
     )
     v_star, _ = estimate_values(bandit, n, beta, generators(STAGE1, seed, seeds))
@@ -89,7 +89,17 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         "max_abs_theta_difference": float(np.abs(free.theta - projected.theta).max()),
     }
     res["baseline"] = _baseline(
-        bandit, v_star, beta, t_max, n, group, radius, seeds, seed, projected
+        bandit,
+        v_star,
+        beta,
+        t_max,
+        n,
+        group,
+        radius,
+        seeds,
+        seed,
+        projected,
+        TUNE_C[1:3] if quick else TUNE_C,
     )
     res["reference_gap"] = float(bandit.suboptimality(bandit.ref_probs, beta))
     s = res["slopes"]["inverse_sqrt"]
@@ -121,6 +131,7 @@ def _baseline(
     seeds: int,
     seed: int,
     c1_run: Any,
+    tune: tuple[float, ...],
 ) -> dict[str, Any]:
     astar = {
         c: (
@@ -128,14 +139,14 @@ def _baseline(
             if c == 1.0
             else run_stage2_cfg(bandit, v_star, config(beta, t_max, c=c, radius=radius), seed)
         )
-        for c in TUNE_C
+        for c in tune
     }
     pg_t = (t_max + n) // group
     pg = {
         c: policy_gradient_baseline(
             bandit, config(beta, pg_t, c=c, radius=radius), group, seeds, seed
         )
-        for c in TUNE_C
+        for c in tune
     }
     c_a, best_a = _tuned(astar)
     c_p, best_p = _tuned(pg)

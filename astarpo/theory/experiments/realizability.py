@@ -2,7 +2,8 @@ r"""``realizability``: rates on several random instances, realizable and not.
 
 M random instances per family (instance seeds 0..M-1; the default instance is seed 0):
 ``shared`` (realizable) and ``nonrealizable`` (the reward is not in the feature span, so
-:math:`\pi^*_\beta` is outside the class). N = 16, :math:`\beta_1 = \beta_2 = 0.1`,
+:math:`\pi^*_\beta` is outside the class), and between them ``misspecified`` (the
+realizable features plus noise of standard deviation 0.3). N = 16, :math:`\beta_1 = \beta_2 = 0.1`,
 T = 3000 steps of :math:`c/\sqrt t` OGD projected on :math:`2\|\theta^*\|`. On non-realizable
 instances the gap cannot vanish; the best policy of the class (L-BFGS on the exact
 :math:`J_{\beta_2}`) gives the floor and the *excess* gap over it is fitted. The slope of each
@@ -24,7 +25,7 @@ from astarpo.theory.stage2 import regression_gradient, run_stage2
 from astarpo.theory.stats import fit_slope, mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
-FAMILIES = ("shared", "nonrealizable")
+FAMILIES = ("shared", "misspecified", "nonrealizable")
 
 
 def best_in_class(bandit: Any, beta: float) -> tuple[np.ndarray, float]:
@@ -119,8 +120,8 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     """Excess gap vs T per instance and family, and the per-instance slopes."""
     from astarpo.theory.plots import band, figure, fit_window, reference_slopes, save
 
-    fig, axes = figure(3)
-    for ax, fam in zip(axes[:2], FAMILIES, strict=True):
+    fig, axes = figure(4)
+    for ax, fam in zip(axes[:3], FAMILIES, strict=True):
         for r in res["families"][fam]["instances"]:
             band(
                 ax,
@@ -144,14 +145,16 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
             ylabel=r"gap $-$ best-in-class gap",
         )
         ax.legend(fontsize=5)
-    ax = axes[2]
+    ax = axes[3]
     for i, fam in enumerate(FAMILIES):
         rows = res["families"][fam]["instances"]
         for j, key in enumerate(("slope_last", "slope_average")):
             ys = [r[key]["slope"] for r in rows]
             ax.plot(np.full(len(ys), 2 * i + j) + np.linspace(-0.1, 0.1, len(ys)), ys, "o", ms=4)
     ax.set_xticks(
-        range(4), ["shared\nlast", "shared\naverage", "nonreal.\nlast", "nonreal.\naverage"]
+        range(2 * len(FAMILIES)),
+        [f"{f[:7]}\n{k}" for f in FAMILIES for k in ("last", "avg")],
+        fontsize=6,
     )
     for y in (-0.5, -1.0):
         ax.axhline(y, color="0.45", ls="--", lw=0.8)

@@ -63,14 +63,14 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "rules": rules,
         },
     )
-    v_hat = estimate_values(bandit, n, beta1, generators(STAGE1, seed, seeds))[0]
+    v_star = estimate_values(bandit, n, beta1, generators(STAGE1, seed, seeds))[0]
     v_exact = np.tile(bandit.optimal_value(BETA2), (seeds, 1))
     ref_gap = float(bandit.suboptimality(bandit.ref_probs, BETA2))
     res["reference_gap"] = ref_gap
     res["rules"] = {}
     for name, kw in progress(rules.items(), "small-beta", progress_bar):
         cfg = Stage2Config(BETA2, t_max, radius=radius, **kw)
-        out = run_stage2(bandit, np.concatenate([v_hat, v_exact]), cfg, seed=seed)
+        out = run_stage2(bandit, np.concatenate([v_star, v_exact]), cfg, seed=seed)
         det = run_stage2(
             bandit,
             v_exact[:1],
@@ -126,5 +126,6 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         ylabel=r"$\lambda_{\min}(F(\theta_t))$",
         title="Fisher floor (Stage 1 estimate)",
     )
+    axes[2].set_ylim(1e-14, 10)
     axes[0].legend(fontsize=5)
     return save(fig, path, f"small-beta: {res['n_seeds']} seeds")

@@ -118,6 +118,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         cfg = config(beta, t_max, "constant", c=0.3, track_fisher=False, **kw)
         out = run_stage2(bandit, v_star, cfg, seed=seed, theta0=theta0)
         avg = out.theta_average.reshape(len(deltas), seeds, -1)
+        norms = out.norm_max.reshape(len(deltas), seeds)
         res["variants"][name] = {
             "shift": [_shift(bandit, avg[i], beta, seed + i) for i in range(len(deltas))],
             "clipped_fraction": [
@@ -126,11 +127,19 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "final_last": [
                 mean_last(out.last[i * seeds : (i + 1) * seeds, -1]) for i in range(len(deltas))
             ],
+            # a seed diverged: its parameters left 100 ||theta*|| (or overflowed)
+            "diverged_fraction": [
+                float(np.mean(~(norms[i] < 100 * np.linalg.norm(theta_star))))
+                for i in range(len(deltas))
+            ],
         }
     res["entropy_exact"] = _entropy_fixed_points(bandit, 300 if quick else 3000)
     res["reference_gap"] = float(bandit.suboptimality(bandit.ref_probs, beta))
     res["headline"] = {
-        name: {str(d): v["shift"][i]["gap"] for i, d in enumerate(deltas)}
+        name: {
+            str(d): v["shift"][i]["gap"] if v["diverged_fraction"][i] == 0 else "diverged"
+            for i, d in enumerate(deltas)
+        }
         for name, v in res["variants"].items()
     }
     return res
@@ -148,16 +157,20 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     fig, axes = figure(2, width=5.0)
     d = np.array(res["config"]["delta"])
     for name, v in res["variants"].items():
+        bad = np.array(v.get("diverged_fraction", [0.0] * len(d))) > 0
         gap = np.maximum([s["gap"] for s in v["shift"]], 1e-14)
         lo = np.maximum([s["lo"] for s in v["shift"]], 1e-14)
         hi = np.maximum([s["hi"] for s in v["shift"]], 1e-14)
+        gap = np.where(bad, np.nan, gap)
         (line,) = axes[0].plot(d, gap, "o-", ms=3, label=name)
+        for x in d[bad]:
+            axes[0].plot([x], [1e-1], "x", color=line.get_color(), ms=6)
         axes[0].fill_between(d, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
     axes[0].set(
         yscale="log",
         xlabel=r"$\delta = \hat V^* - V^*_{\beta_2}$",
         ylabel=r"$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi_{\bar\theta})$",
-        title="fixed-point shift (constant step, from $\\theta^*$)",
+        title="fixed-point shift (constant step, from $\\theta^*$; x: diverged)",
     )
     axes[0].legend(fontsize=5)
     ent = res["entropy_exact"]
