@@ -61,7 +61,7 @@ def _setting(
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    n, t_max, mc = 16, (300 if quick else 2000), (64 if quick else 256)
+    n, t_max, mc = 16, (150 if quick else 2000), (64 if quick else 256)
     settings = SETTINGS[::2] if quick else SETTINGS
     res = header(
         "adaptive",

@@ -121,8 +121,8 @@ def value_error_regimes(
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    v_refs = [0.1, 0.01, 1e-3, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
-    t_max, beta, n = (200 if quick else 2000), 0.1, 16
+    v_refs = [0.01, 1e-3, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
+    t_max, beta, n = (120 if quick else 2000), 0.1, 16
     instance = {**INSTANCE, "v_ref": "swept (config v_ref)"}
     res = header(
         "coverage",

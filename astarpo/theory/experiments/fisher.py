@@ -34,7 +34,7 @@ CASES = {
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    t_max, n = (200 if quick else 3000), 16
+    t_max, n = (100 if quick else 3000), 16
     res = header(
         "fisher",
         seeds,

@@ -30,7 +30,7 @@ from astarpo.theory.streams import STAGE1, generators
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
     ns = [1, 4, 16, 64] if quick else [1, 4, 16, 64, 256]
-    t_max, beta, t_fit = (600 if quick else 10_000), 0.1, (30 if quick else 100)
+    t_max, beta, t_fit = (300 if quick else 10_000), 0.1, (30 if quick else 100)
     bandit = make_instance("shared", **INSTANCE)
     res = header(
         "grid",
@@ -56,7 +56,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     keep = steps >= t_fit
     tt, nn = np.meshgrid(steps[keep], ns)  # [N, K']
     cells = gaps[:, :, keep].transpose(1, 0, 2).reshape(seeds, -1)
-    boot = 30 if quick else 200
+    boot = 10 if quick else 200
     fit = fit_additive(tt.ravel(), nn.ravel(), cells, n_boot=boot, seed=seed)
     product = fit_additive(tt.ravel(), nn.ravel(), cells, boot, seed, model="product")
     terms = {

@@ -46,7 +46,7 @@ def _tuned(runs: dict[float, Any], budget_index: int = -1) -> tuple[float, Any]:
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    t_max, beta, n, group = (600 if quick else 10_000), 0.1, 16, 4
+    t_max, beta, n, group = (250 if quick else 10_000), 0.1, 16, 4
     x_min = 10.0 if quick else t_max / 100
     bandit = make_instance("shared", **INSTANCE)
     radius = radius_for(bandit, beta)

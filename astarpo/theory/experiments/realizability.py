@@ -48,7 +48,7 @@ def best_in_class(bandit: Any, beta: float) -> tuple[np.ndarray, float]:
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    m, t_max, n, beta = (2 if quick else 5), (300 if quick else 3000), 16, 0.1
+    m, t_max, n, beta = (2 if quick else 5), (200 if quick else 3000), 16, 0.1
     x_min = 10.0 if quick else t_max / 100
     res = header(
         "realizability",

@@ -41,7 +41,7 @@ def _value_error(bandit: Any, ns: list[int], b1: float, beta2: float) -> dict[st
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
     ns = [1, 4, 16, 64] if quick else [2**k for k in range(9)]
-    t_max, beta2, beta1s, n_fit = (300 if quick else 2000), 0.1, [0.1, 0.5], 64
+    t_max, beta2, beta1s, n_fit = (200 if quick else 2000), 0.1, [0.1, 0.5], 64
     bandit = make_instance("shared", **INSTANCE)
     radius = radius_for(bandit, beta2)
     res = header(

@@ -45,7 +45,7 @@ def _rules(quick: bool) -> dict[str, dict[str, Any]]:
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
-    t_max, n, beta1 = (200 if quick else 3000), 16, 0.5
+    t_max, n, beta1 = (100 if quick else 3000), 16, 0.5
     bandit = make_instance("shared", **INSTANCE)
     radius = radius_for(bandit, BETA2)
     rules = _rules(quick)

@@ -67,7 +67,7 @@ def _cell(
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment; returns the result dict (see the module docstring)."""
     beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
-    t_max, n = (300 if quick else 3000), 16
+    t_max, n = (150 if quick else 3000), 16
     bandit = make_instance("shared", **INSTANCE)
     res = header(
         "two-beta",
