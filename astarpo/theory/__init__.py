@@ -1,6 +1,7 @@
 """Exact log-linear contextual bandits that test the paper's theory (Theorem 1).
 
-* :mod:`astarpo.theory.bandit` -- :class:`~astarpo.theory.bandit.LogLinearBandit`, exact pi*, V*, J, gaps, sampling.
+* :mod:`astarpo.theory.bandit` -- :class:`~astarpo.theory.bandit.LogLinearBandit`: exact pi*,
+  V*, J, gaps, sampling.
 * :mod:`astarpo.theory.instances` -- instance families (shared features, tabular,
   non-realizable) and the hard contexts by index.
 * :mod:`astarpo.theory.streams` -- independent random streams per consumer.

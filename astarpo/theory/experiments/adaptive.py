@@ -60,7 +60,18 @@ def _setting(
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     n, t_max, mc = 16, (150 if quick else 2000), (64 if quick else 256)
     settings = SETTINGS[::2] if quick else SETTINGS
     res = header(
@@ -99,7 +110,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """MSE of V̂* on the hard contexts and the final gaps, uniform vs adaptive, per setting."""
+    """MSE of V̂* on the hard contexts and the final gaps, uniform vs adaptive, per setting.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import figure, save
 
     fig, axes = figure(3)

@@ -120,7 +120,18 @@ def value_error_regimes(
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     v_refs = [0.01, 1e-3, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
     t_max, beta, n = (120 if quick else 2000), 0.1, 16
     instance = {**INSTANCE, "v_ref": "swept (config v_ref)"}
@@ -167,7 +178,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Hard-context gap vs v_ref per family, vs t * v_ref, and the V̂* error regimes."""
+    """Hard-context gap vs v_ref per family, vs t * v_ref, and the V̂* error regimes.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import band, figure, save
 
     fig, axes = figure(4)

@@ -33,7 +33,18 @@ CASES = {
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     t_max, n = (100 if quick else 3000), 16
     res = header(
         "fisher",
@@ -76,7 +87,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """The Fisher floor vs t per case, with its value at pi_ref and at theta*, and the gap."""
+    """The Fisher floor vs t per case, with its value at pi_ref and at theta*, and the gap.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import GAP, band, figure, save
 
     fig, axes = figure(2, width=5.0)

@@ -28,7 +28,18 @@ from astarpo.theory.streams import STAGE1, generators
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     ns = [1, 4, 16, 64] if quick else [1, 4, 16, 64, 256]
     t_max, beta, t_fit = (300 if quick else 10_000), 0.1, (30 if quick else 100)
     bandit = make_instance("shared", **INSTANCE)
@@ -90,7 +101,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Gap vs T per N with the fitted model, gap vs N per T, and the log-gap heat map."""
+    """Gap vs T per N with the fitted model, gap vs N per T, and the log-gap heat map.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
 
     fig, axes = figure(3)

@@ -45,7 +45,18 @@ def _tuned(runs: dict[float, Any], budget_index: int = -1) -> tuple[float, Any]:
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     t_max, beta, n, group = (250 if quick else 10_000), 0.1, 16, 4
     x_min = 10.0 if quick else t_max / 100
     bandit = make_instance("shared", **INSTANCE)
@@ -184,7 +195,15 @@ _LABEL = {
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Gap vs T per schedule (four readings), and A*-PO vs PG by samples per context."""
+    """Gap vs T per schedule (four readings), and A*-PO vs PG by samples per context.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
 
     fig, axes = figure(4)

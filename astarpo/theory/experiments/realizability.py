@@ -47,7 +47,18 @@ def best_in_class(bandit: Any, beta: float) -> tuple[np.ndarray, float]:
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     m, t_max, n, beta = (2 if quick else 5), (200 if quick else 3000), 16, 0.1
     x_min = 10.0 if quick else t_max / 100
     res = header(
@@ -117,7 +128,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Excess gap vs T per instance and family, and the per-instance slopes."""
+    """Excess gap vs T per instance and family, and the per-instance slopes.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import band, figure, fit_window, reference_slopes, save
 
     fig, axes = figure(4)

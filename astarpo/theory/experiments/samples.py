@@ -39,7 +39,18 @@ def _value_error(bandit: Any, ns: list[int], b1: float, beta2: float) -> dict[st
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     ns = [1, 4, 16, 64] if quick else [2**k for k in range(9)]
     t_max, beta2, beta1s, n_fit = (200 if quick else 2000), 0.1, [0.1, 0.5], 64
     bandit = make_instance("shared", **INSTANCE)
@@ -100,7 +111,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Final gap vs N (both beta1 settings), the exact MSE of V̂* and its local slopes."""
+    """Final gap vs N (both beta1 settings), the exact MSE of V̂* and its local slopes.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
 
     fig, axes = figure(3)

@@ -44,7 +44,18 @@ def _rules(quick: bool) -> dict[str, dict[str, Any]]:
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     t_max, n, beta1 = (100 if quick else 3000), 16, 0.5
     bandit = make_instance("shared", **INSTANCE)
     radius = radius_for(bandit, BETA2)
@@ -102,7 +113,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Gap vs T per step rule (Stage 1 estimate, exact gradients), and the Fisher floor."""
+    """Gap vs T per step rule (Stage 1 estimate, exact gradients), and the Fisher floor.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import GAP, band, figure, reference_slopes, save
 
     fig, axes = figure(3)

@@ -65,7 +65,18 @@ def _cell(
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
     t_max, n = (150 if quick else 3000), 16
     bandit = make_instance("shared", **INSTANCE)
@@ -118,7 +129,15 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Heat maps over (beta1, beta2): KL to pi*_beta2, KL to pi*_beta1, gap under J_beta2."""
+    """Heat maps over (beta1, beta2): KL to pi*_beta2, KL to pi*_beta1, gap under J_beta2.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import figure, save
 
     fig, axes = figure(3, width=4.0, height=3.2)

@@ -83,7 +83,18 @@ def _entropy_fixed_points(bandit: Any, t_max: int) -> dict[str, Any]:
 
 
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
-    """Run the experiment; returns the result dict (see the module docstring)."""
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
     deltas = [-0.5, 0.0, 0.5] if quick else [-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5]
     t_max, beta = (150 if quick else 3000), 0.1
     bandit = make_instance("shared", **INSTANCE)
@@ -152,7 +163,15 @@ def mean_last(x: np.ndarray) -> float:
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Fixed-point shift vs delta per variant, and the entropy bonus's exact shift."""
+    """Fixed-point shift vs delta per variant, and the entropy bonus's exact shift.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
     from astarpo.theory.plots import figure, save
 
     fig, axes = figure(2, width=5.0)
