@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
@@ -85,6 +86,13 @@ def _runs(x: np.ndarray, sel: np.ndarray) -> list[list[float]]:
     return runs
 
 
+def _two_action(v: np.ndarray) -> LogLinearBandit:
+    """One context per solve rate ``v``: a wrong action (1 - v) and a correct one (v)."""
+    ref = np.stack([1.0 - v, v], -1)
+    rewards = np.tile([0.0, 1.0], (len(v), 1))
+    return LogLinearBandit(np.zeros((len(v), 2, 1)), rewards, ref)
+
+
 def value_error_regimes(
     ns: tuple[int, ...] = (16, 256), beta1s: tuple[float, ...] = (0.1, 0.5)
 ) -> dict[str, Any]:
@@ -98,7 +106,7 @@ def value_error_regimes(
     out: dict[str, Any] = {"v": v.tolist(), "cases": []}
     for n in ns:
         for b1 in beta1s:
-            v_true = b1 * np.log1p(v * np.expm1(1.0 / b1))  # V*_beta1 of 0/1 rewards
+            v_true = _two_action(v).optimal_value(b1)  # V*_beta1 of a context with rate v
             _, mse = value_estimate_error(v, n, b1, v_true)
             sl = np.array(local_slopes(v, mse))
             mid = np.sqrt(v[1:] * v[:-1])

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from astarpo import optimal_policy
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance
 from astarpo.theory.stage2 import regression_gradient, run_stage2
@@ -68,9 +69,8 @@ def _entropy_fixed_points(bandit: Any, t_max: int) -> dict[str, Any]:
             bandit, det.theta, np.zeros((1, bandit.n_contexts)), beta, entropy=1e-3
         )
         kappa = 1e-3 / (2 * beta)  # J + kappa H is maximized by ref^(b/(b+k)) e^(r/(b+k))
-        logits = (beta * bandit.log_ref + bandit.rewards) / (beta + kappa)
-        free = np.exp(logits - logits.max(-1, keepdims=True)) * bandit.support
-        free /= free.sum(-1, keepdims=True)
+        scaled_ref = np.where(bandit.support, bandit.log_ref * beta / (beta + kappa), -np.inf)
+        free = np.exp(optimal_policy(scaled_ref, bandit.rewards, beta + kappa))
         out[str(beta)] = {
             "gap_of_unrestricted_optimum": float(bandit.suboptimality(free, beta)),
             "gap_of_fixed_point": float(det.last[0, -1]),
