@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from astarpo import __version__
 
 VERBS: dict[str, str] = {
-    "theory": "exact log-linear bandit experiments (horizon, samples, coverage, two-beta, all)",
+    "theory": "exact log-linear bandit experiments (horizon, samples, grid, coverage, ..., all)",
     "value": "Stage 1: sample N reference responses per prompt and write the V* table",
     "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, rloo, ppo, rebel)",
     "eval": "accuracy of a model on benchmark files (greedy pass@1, sampled avg@k)",

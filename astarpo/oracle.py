@@ -9,8 +9,13 @@ In the spirit of optax: a small frozen description of the algorithm with pure ``
     \theta_{t+1} = \Pi_{\|\theta\|_2 \le R}\big(\theta_t - \eta_t g_t\big), \qquad
     \eta_t \in \{c,\; c/\sqrt{t},\; c/t\}
 
-The state also keeps the running average iterate :math:`\bar\theta_T = \frac1T\sum_t \theta_t`,
-whose regret bound is what Theorem 1 uses.
+The state also keeps the running parameter average :math:`\bar\theta_T = \frac1T\sum_t \theta_t`.
+For convex losses a regret bound transfers to :math:`\bar\theta_T` by Jensen's inequality; the
+A*-PO round loss is *not* convex in :math:`\theta` for log-linear policies (it is the square
+of a residual that is concave in :math:`\theta`), so a regret bound says nothing directly about
+:math:`\bar\theta_T`. What it controls is the mean of the iterates' losses, i.e. a uniformly
+drawn iterate or the mixture of the iterates' policies; :mod:`astarpo.theory` reports all
+three (see the ``horizon`` experiment).
 """
 
 from __future__ import annotations

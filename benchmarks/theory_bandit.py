@@ -45,11 +45,11 @@ def main() -> None:
     )
 
     def stage2(n_seeds: int, mode: str) -> Callable[[int], object]:
-        v_hat = np.zeros((n_seeds, x))
+        v_star = np.zeros((n_seeds, x))
 
         def go(t: int) -> object:
             cfg = Stage2Config(beta, t, 1.0, "inverse_sqrt", mode=mode, per_decade=1)  # type: ignore[arg-type]
-            return run_stage2(bandit, v_hat, cfg)
+            return run_stage2(bandit, v_star, cfg)
 
         return go
 

@@ -1,4 +1,4 @@
-"""``astarpo theory {horizon,samples,coverage,two-beta,all} --out DIR [--seeds K] [--quick]``.
+"""``astarpo theory {NAME,all} --out DIR [--seeds K] [--quick]``; NAME is one of :data:`NAMES`.
 
 One experiment writes ``DIR/results.json`` (every number, the config, the seeds, the package
 version and the runtime) and ``DIR/<name>.png``. ``all`` writes each experiment into
@@ -15,7 +15,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-NAMES = ("horizon", "samples", "coverage", "two-beta")
+NAMES = (
+    "horizon",
+    "samples",
+    "coverage",
+    "two-beta",
+    "grid",
+    "update",
+    "small-beta",
+    "realizability",
+    "adaptive",
+    "fisher",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,24 +54,18 @@ def run_one(
 ) -> dict[str, Any]:
     """Run experiment ``name`` and write ``out/results.json`` and ``out/<name>.png``."""
     from astarpo.theory.experiments import EXPERIMENTS
-    from astarpo.theory.plots import plot
 
     start = time.perf_counter()
-    res = EXPERIMENTS[name](seeds=seeds, quick=quick, seed=seed, progress=progress)
+    res = EXPERIMENTS[name].run(seeds=seeds, quick=quick, seed=seed, progress_bar=progress)
     res["runtime_s"] = round(time.perf_counter() - start, 2)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1, allow_nan=False) + "\n")
-    plot(res, out / f"{name}.png")
+    EXPERIMENTS[name].plot(res, out / f"{name}.png")
     return res
 
 
 def _summary(res: dict[str, Any]) -> dict[str, Any]:
-    keep: dict[str, Any] = {"runtime_s": res["runtime_s"]}
-    if "slopes" in res:
-        keep["slopes"] = res["slopes"]
-    if "settings" in res:
-        keep["slopes"] = {k: v["slopes"] for k, v in res["settings"].items()}
-    return keep
+    return {"runtime_s": res["runtime_s"], "headline": res.get("headline", {})}
 
 
 def run(args: argparse.Namespace) -> int:

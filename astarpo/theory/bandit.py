@@ -127,8 +127,11 @@ class LogLinearBandit:
             raise ValueError(
                 f"theta must have shape [..., d] with d = {self.dim}, got {theta.shape}."
             )
-        flat = theta.reshape(-1, self.dim)  # one BLAS matmul for all leading axes
-        scores = (self.features.reshape(-1, self.dim) @ flat.T).T
+        flat = theta.reshape(-1, self.dim)  # one matmul for all leading axes
+        # torch's matmul (torch.set_num_threads applies); numpy's BLAS may start many threads,
+        # 5x slower on a loaded 2-core machine
+        phi = self.torch_arrays()["phi_flat"]
+        scores = (phi @ torch.from_numpy(np.ascontiguousarray(flat)).T).T.numpy()
         logits = self.log_ref + scores.reshape(*theta.shape[:-1], *self.log_ref.shape)
         return logits - logsumexp(logits, axis=-1, keepdims=True)  # type: ignore[no-any-return]
 

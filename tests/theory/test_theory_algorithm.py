@@ -16,7 +16,11 @@ from astarpo.theory import (
     run_stage2,
     value_estimate_error,
 )
-from astarpo.theory.algorithm import log_checkpoints, seed_generators
+from astarpo.theory.streams import STAGE1, generators, log_checkpoints
+
+
+def seed_generators(seed: int, n: int) -> list[np.random.Generator]:
+    return generators(STAGE1, seed, n)
 
 
 def _fd_grad_objective(bandit: LogLinearBandit, theta: np.ndarray, beta: float) -> np.ndarray:
@@ -40,8 +44,8 @@ def test_expected_gradient_is_minus_two_beta_grad_j(beta: float, v_ref: float) -
     rng = np.random.default_rng(0)
     theta = rng.normal(size=3)
     expected = -2 * beta * _fd_grad_objective(bandit, theta, beta)
-    for v_hat in (np.zeros(5), rng.normal(size=5) * 3, bandit.optimal_value(beta)):
-        grad, _ = regression_gradient(bandit, theta[None], v_hat[None], beta)
+    for v_star in (np.zeros(5), rng.normal(size=5) * 3, bandit.optimal_value(beta)):
+        grad, _ = regression_gradient(bandit, theta[None], v_star[None], beta)
         np.testing.assert_allclose(grad[0], expected, rtol=1e-6, atol=1e-8)
 
 
@@ -49,10 +53,10 @@ def test_stochastic_gradient_is_unbiased() -> None:
     bandit = LogLinearBandit.random(4, 5, 3, v_ref=0.1, seed=2)
     beta, n = 0.5, 4000
     theta = np.tile(np.array([0.3, -0.2, 0.5]), (n, 1))
-    v_hat = np.tile(np.random.default_rng(1).uniform(0, 1, 4), (n, 1))
+    v_star = np.tile(np.random.default_rng(1).uniform(0, 1, 4), (n, 1))
     u = np.random.default_rng(2).random((n, 4))
-    grads, _ = regression_gradient(bandit, theta, v_hat, beta, uniforms=u)
-    exact, _ = regression_gradient(bandit, theta[:1], v_hat[:1], beta)
+    grads, _ = regression_gradient(bandit, theta, v_star, beta, uniforms=u)
+    exact, _ = regression_gradient(bandit, theta[:1], v_star[:1], beta)
     se = grads.std(0) / math.sqrt(n)
     assert np.all(np.abs(grads.mean(0) - exact[0]) < 5 * se)
 
@@ -63,9 +67,9 @@ def test_deterministic_run_converges_to_theta_star() -> None:
     theta_star, residual = bandit.optimal_theta(beta)
     assert residual < 1e-9
     # V̂* is deliberately wrong: in expectation it drops out of the gradient
-    v_hat = np.full((1, 8), 0.3)
+    v_star = np.full((1, 8), 0.3)
     cfg = Stage2Config(beta, 400, 1.0, "constant", mode="deterministic")
-    out = run_stage2(bandit, v_hat, cfg)
+    out = run_stage2(bandit, v_star, cfg)
     assert np.linalg.norm(out.theta[0] - theta_star) < 1e-6
     assert out.last[0, -1] < 1e-12
     assert np.all(np.diff(out.last[0]) <= 1e-15)  # monotone on this convex problem
@@ -74,17 +78,17 @@ def test_deterministic_run_converges_to_theta_star() -> None:
 def test_stochastic_run_improves_on_reference_and_is_deterministic() -> None:
     bandit = LogLinearBandit.random(16, 8, 4, v_ref=0.1, seed=0)
     beta = 0.5
-    v_hat, solved = estimate_values(bandit, 8, beta, seed_generators(0, 3))
-    assert v_hat.shape == (3, 16) and solved.dtype == bool
+    v_star, solved = estimate_values(bandit, 8, beta, seed_generators(0, 3))
+    assert v_star.shape == (3, 16) and solved.dtype == bool
     cfg = Stage2Config(beta, 200, 1.0 / beta**2, "inverse_sqrt")
-    a = run_stage2(bandit, v_hat, cfg, seed=5)
-    b = run_stage2(bandit, v_hat, cfg, seed=5)
+    a = run_stage2(bandit, v_star, cfg, seed=5)
+    b = run_stage2(bandit, v_star, cfg, seed=5)
     assert np.array_equal(a.last, b.last) and np.array_equal(a.theta, b.theta)
     # seed s draws the same samples however many seeds run beside it (batched matmuls may
     # round differently, so equal up to rounding, not bitwise)
-    c = run_stage2(bandit, v_hat[:1], cfg, seed=5)
+    c = run_stage2(bandit, v_star[:1], cfg, seed=5)
     np.testing.assert_allclose(c.theta[0], a.theta[0], rtol=1e-9, atol=1e-12)
-    d = run_stage2(bandit, v_hat, cfg, seed=6)
+    d = run_stage2(bandit, v_star, cfg, seed=6)
     assert not np.array_equal(d.theta, a.theta)
     ref_gap = float(bandit.suboptimality(bandit.ref_probs, beta))
     assert np.all(a.last[:, -1] < 0.2 * ref_gap)
@@ -117,9 +121,9 @@ def test_value_estimate_error_matches_closed_form(n: int, beta1: float) -> None:
 def test_stage1_matches_exact_moments() -> None:
     bandit = LogLinearBandit.random(4, 6, 2, v_ref=0.2, seed=9)
     beta1, n, s = 0.5, 8, 3000
-    v_hat, _ = estimate_values(bandit, n, beta1, seed_generators(1, s))
+    v_star, _ = estimate_values(bandit, n, beta1, seed_generators(1, s))
     bias, mse = value_estimate_error(bandit.solve_rate(), n, beta1, bandit.optimal_value(beta1))
-    err = v_hat - bandit.optimal_value(beta1)
+    err = v_star - bandit.optimal_value(beta1)
     np.testing.assert_allclose(err.mean(0), bias, atol=5 * np.sqrt(mse / s).max())
     assert np.all(bias < 0)  # Jensen: log of a mean underestimates
 
@@ -136,7 +140,7 @@ def test_checkpoints_and_config_validation() -> None:
     with pytest.raises(ValueError, match="learning_rate"):
         Stage2Config(0.1, 10, -1.0)
     bandit = LogLinearBandit.random(4, 3, 2, seed=0)
-    with pytest.raises(ValueError, match="v_hat"):
+    with pytest.raises(ValueError, match="v_star"):
         run_stage2(bandit, np.zeros(4), Stage2Config(0.1, 10, 1.0))
     with pytest.raises(ValueError, match="group_size"):
         policy_gradient_baseline(bandit, Stage2Config(0.1, 10, 1.0), 1, 2)

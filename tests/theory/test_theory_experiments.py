@@ -11,6 +11,7 @@ import pytest
 
 from astarpo import __version__
 from astarpo.cli import main
+from astarpo.commands.theory import NAMES
 from astarpo.theory.stats import fit_slope, mean_ci
 
 # The band stated in docs/theory.md for the quick c/sqrt(t) last-iterate slope (4 seeds,
@@ -29,13 +30,51 @@ def quick_all(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_all_writes_every_file(quick_all: Path) -> None:
     summary = json.loads((quick_all / "results.json").read_text())
     assert summary["version"] == __version__ and summary["quick"] is True
-    for name in ("horizon", "samples", "coverage", "two-beta"):
+    for name in NAMES:
         res = json.loads((quick_all / name / "results.json").read_text())
         assert res["experiment"] == name and res["version"] == __version__
         assert res["seeds"] == [0, 1, 2, 3] and "config" in res and res["runtime_s"] > 0
         png = quick_all / name / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size < 300_000
         assert summary["results"][name]["dir"] == name
+
+
+#: Keys every quick result must carry (beyond the header), per experiment.
+KEYS = {
+    "horizon": ("curves", "slopes", "projection", "baseline", "steps"),
+    "samples": ("settings",),
+    "coverage": ("families", "value_error_regimes"),
+    "two-beta": ("grid", "kl_between_optima"),
+    "grid": ("gap", "fit", "t_slope_per_n", "fisher_min"),
+    "update": ("variants", "entropy_exact"),
+    "small-beta": ("rules", "reference_gap"),
+    "realizability": ("families",),
+    "adaptive": ("rows",),
+    "fisher": ("cases",),
+}
+
+
+def test_quick_results_have_their_keys(quick_all: Path) -> None:
+    assert set(KEYS) == set(NAMES)
+    summary = json.loads((quick_all / "results.json").read_text())
+    for name, keys in KEYS.items():
+        res = json.loads((quick_all / name / "results.json").read_text())
+        for key in (*keys, "headline", "config", "seed_scheme"):
+            assert key in res, (name, key)
+        assert summary["results"][name]["headline"] == res["headline"]
+    horizon = json.loads((quick_all / "horizon" / "results.json").read_text())
+    for kind in ("last", "average", "mixture", "mean_gap", "fisher_min"):
+        assert kind in horizon["curves"]["inverse_sqrt"]
+    assert horizon["projection"]["radius"] == pytest.approx(20.0)  # 2 ||theta*|| = 2 / beta
+
+
+def test_quick_coverage_records_the_sweep_and_the_hard_contexts(quick_all: Path) -> None:
+    res = json.loads((quick_all / "coverage" / "results.json").read_text())
+    assert res["config"]["instance"]["v_ref"] != 0.1  # the sweep, not one value
+    assert res["config"]["hard_contexts"] == [0, 1, 2, 3]
+    for fam in ("shared", "tabular"):
+        rows = res["families"][fam]
+        assert [r["v_ref"] for r in rows] == res["config"]["v_ref"]
 
 
 def test_quick_horizon_slope_is_negative_and_in_band(quick_all: Path) -> None:

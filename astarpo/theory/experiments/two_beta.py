@@ -1,0 +1,182 @@
+r"""``two-beta``: where Stage 2 converges when :math:`\beta_1 \neq \beta_2`, on a grid.
+
+For each pair: N = 16 samples per context for :math:`\hat V^*_{\beta_1}`, T steps of
+:math:`c/\sqrt t` OGD on the :math:`\beta_2` regression (stochastic, projected on
+:math:`2\|\theta^*_{\beta_2}\|`), then for the last and average iterate
+:math:`E_x KL(\pi\|\pi^*_{\beta_2})`, :math:`E_x KL(\pi\|\pi^*_{\beta_1})` and the gap under
+:math:`J_{\beta_2}`; the spread over seeds; the target error
+:math:`E(\hat V^*_{\beta_1} - V^*_{\beta_2})^2` and its N-free part, the exact
+:math:`E_x(V^*_{\beta_1} - V^*_{\beta_2})^2`. A deterministic run (exact gradients) per cell
+checks the limit: by the gradient identity it cannot depend on :math:`\beta_1`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo.theory.experiments.common import INSTANCE, config, header, progress
+from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.stage1 import estimate_values
+from astarpo.theory.stage2 import run_stage2
+from astarpo.theory.stats import mean_ci
+from astarpo.theory.streams import STAGE1, generators
+
+#: c per beta2 for c/sqrt(t) steps (see the ``small-beta`` experiment for beta2 = 1e-3).
+TWO_BETA_C = {1e-3: 0.01, 0.1: 1.0, 1.0: 1.0}
+
+
+def _cell(
+    bandit: Any,
+    out: Any,
+    det: Any,
+    i: int,
+    b1: float,
+    b2: float,
+    seeds: int,
+    v_rows: list[np.ndarray],
+    t_max: int,
+) -> dict[str, Any]:
+    sl = slice(i * seeds, (i + 1) * seeds)
+    cell: dict[str, Any] = {"beta1": b1, "beta2": b2}
+    for name, theta in (("last", out.theta[sl]), ("average", out.theta_average[sl])):
+        pol = bandit.policy(theta)
+        cell[name] = {
+            "kl_to_opt_beta2": mean_ci(bandit.suboptimality(pol, b2)[:, None] / b2),
+            "kl_to_opt_beta1": mean_ci(bandit.suboptimality(pol, b1)[:, None] / b1),
+            "gap_beta2": mean_ci(bandit.suboptimality(pol, b2)[:, None]),
+        }
+    v2 = bandit.optimal_value(b2)
+    half = out.steps >= t_max / 2
+    cell["gap_std_over_seeds"] = float(out.last[sl, -1].std(ddof=1)) if seeds > 1 else 0.0
+    cell["curve_std_last_half"] = float(out.last[sl][:, half].std(-1).mean())
+    cell["target_mse"] = float(((v_rows[i] - v2) ** 2).mean())
+    cell["target_bias"] = float((v_rows[i] - v2).mean())
+    cell["stage1_term_exact"] = float(((bandit.optimal_value(b1) - v2) ** 2) @ bandit.context_probs)
+    cell["fisher_min_final"] = mean_ci(out.fisher_min[sl, -1:])
+    pol_det = bandit.policy(det.theta[i])
+    cell["deterministic"] = {
+        "kl_to_opt_beta2": float(bandit.suboptimality(pol_det, b2) / b2),
+        "kl_to_opt_beta1": float(bandit.suboptimality(pol_det, b1) / b1),
+    }
+    return cell
+
+
+def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
+    beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
+    t_max, n = (150 if quick else 3000), 16
+    bandit = make_instance("shared", **INSTANCE)
+    res = header(
+        "two-beta",
+        seeds,
+        seed,
+        quick,
+        {
+            "beta1": beta1s,
+            "beta2": beta2s,
+            "T": t_max,
+            "n_samples": n,
+            "schedule": "inverse_sqrt",
+            "step_c": {str(k): v for k, v in TWO_BETA_C.items()},
+            "radius": "2 ||theta*_beta2||",
+        },
+    )
+    grid: list[dict[str, Any]] = []
+    for b2 in progress(beta2s, "two-beta", progress_bar):
+        v_rows = [
+            estimate_values(bandit, n, b1, generators(STAGE1, seed, seeds))[0] for b1 in beta1s
+        ]
+        v_all = np.concatenate(v_rows)
+        r = radius_for(bandit, b2)
+        out = run_stage2(bandit, v_all, config(b2, t_max, c=TWO_BETA_C[b2], radius=r), seed=seed)
+        det_cfg = config(b2, t_max, c=TWO_BETA_C[b2], radius=r, mode="deterministic")
+        det = run_stage2(bandit, v_all[::seeds], det_cfg)
+        grid += [
+            _cell(bandit, out, det, i, b1, b2, seeds, v_rows, t_max) for i, b1 in enumerate(beta1s)
+        ]
+    res["grid"] = grid
+    res["reference_gap"] = {
+        str(b): float(bandit.suboptimality(bandit.ref_probs, b)) for b in beta2s
+    }
+    res["kl_between_optima"] = {
+        f"{b1},{b2}": float(bandit.suboptimality(bandit.optimal_policy(b2), b1) / b1)
+        for b1 in beta1s
+        for b2 in beta2s
+    }
+    paper = next(c for c in grid if c["beta1"] == 0.5 and c["beta2"] == 1e-3)
+    res["headline"] = {
+        "stage1_term_exact_beta1_0.5_beta2_0.1": next(
+            c["stage1_term_exact"] for c in grid if c["beta1"] == 0.5 and c["beta2"] == 0.1
+        ),
+        "paper_setting_gap": paper["last"]["gap_beta2"]["mean"][0],
+        "paper_setting_deterministic_kl": paper["deterministic"]["kl_to_opt_beta2"],
+    }
+    return res
+
+
+def plot(res: dict[str, Any], path: str | Path) -> Path:
+    """Heat maps over (beta1, beta2): KL to pi*_beta2, KL to pi*_beta1, gap under J_beta2.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
+    from astarpo.theory.plots import figure, save
+
+    fig, axes = figure(3, width=4.0, height=3.2)
+    b1s, b2s = res["config"]["beta1"], res["config"]["beta2"]
+    cells = {(c["beta1"], c["beta2"]): c for c in res["grid"]}
+    panels = (
+        ("kl_to_opt_beta2", r"$\mathrm{KL}(\pi_T\,\|\,\pi^*_{\beta_2})$"),
+        ("kl_to_opt_beta1", r"$\mathrm{KL}(\pi_T\,\|\,\pi^*_{\beta_1})$"),
+        ("gap_beta2", r"gap under $J_{\beta_2}$"),
+    )
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        ci = [[cells[(b1, b2)]["last"][key] for b1 in b1s] for b2 in b2s]
+        m = np.array([[c["mean"][0] for c in row] for row in ci])
+        half = np.array([[(c["hi"][0] - c["lo"][0]) / 2 for c in row] for row in ci])
+        lm = np.log10(np.maximum(m, 1e-12))
+        img = ax.imshow(lm, cmap="viridis", aspect="auto")
+        for i in range(len(b2s)):
+            for j in range(len(b1s)):
+                ax.text(
+                    j,
+                    i,
+                    f"{m[i, j]:.2g}\n±{half[i, j]:.1g}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="k" if lm[i, j] > lm.mean() else "w",
+                )
+        ax.set_xticks(range(len(b1s)), [str(b) for b in b1s])
+        ax.set_yticks(range(len(b2s)), [str(b) for b in b2s])
+        ax.set(
+            xlabel=r"$\beta_1$ (Stage 1)",
+            ylabel=r"$\beta_2$ (Stage 2)",
+            title=title + r" ($\log_{10}$ colour)",
+        )
+        fig.colorbar(img, ax=ax, shrink=0.8)
+    return save(
+        fig,
+        path,
+        f"two-beta: last iterate after T = {res['config']['T']}, mean ± 95% "
+        f"half-width over {res['n_seeds']} seeds",
+        log_note=False,
+    )

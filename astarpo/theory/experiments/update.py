@@ -1,0 +1,215 @@
+r"""``update``: the paper's real update, and where "V* drops out of the gradient" stops holding.
+
+The identity :math:`E_{y\sim\pi_\theta}\nabla\ell = -2\beta_2\nabla J_{\beta_2}` needs the sample
+to come from the iterate the gradient is taken at, and the plain gradient. The official
+training scripts take 2 minibatch steps per sampled batch (the second is off-policy), clip the
+gradient norm at 1.0 and add an entropy bonus of 0.001; asynchronous samplers add staleness.
+For each variant, and for :math:`\hat V^* = V^*_{\beta_2} + \delta` with a constant offset
+:math:`\delta`, T steps of constant-step OGD are run *from* :math:`\theta^*_{\beta_2}` and the
+parameters are averaged over the steps and the seeds: the fixed point of the expected update.
+Its shift is reported as the gap of :math:`\pi_{\bar\theta}` under :math:`J_{\beta_2}` (with a
+bootstrap interval over seeds); the plain update is the control (its shift is the noise and the
+constant step's own bias). The entropy bonus's fixed point does not depend on :math:`\delta`
+(in expectation the bonus is a fixed extra objective); it is also computed with exact
+gradients, at :math:`\beta_2 = 0.1` and at the paper's :math:`\beta_2 = 10^{-3}`, where it
+weighs :math:`0.001/(2\beta_2) = 0.5` against the KL term.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo import optimal_policy
+from astarpo.theory.experiments.common import INSTANCE, config, header, progress
+from astarpo.theory.instances import make_instance
+from astarpo.theory.stage2 import regression_gradient, run_stage2
+
+
+def _variants(clip_active: float) -> dict[str, dict[str, Any]]:
+    return {
+        "plain": {},
+        "minibatches=2": {"minibatches": 2},
+        "clip=1.0": {"clip_norm": 1.0},
+        f"clip={clip_active:.2g}": {"clip_norm": clip_active},
+        "entropy=0.001": {"entropy": 1e-3},
+        "staleness=4": {"staleness": 4},
+        "scripts (2 minibatches, clip 1.0, entropy 0.001)": {
+            "minibatches": 2,
+            "clip_norm": 1.0,
+            "entropy": 1e-3,
+        },
+    }
+
+
+def _shift(bandit: Any, theta_avg: np.ndarray, beta: float, seed: int) -> dict[str, Any]:
+    """Gap of pi at the seed-mean average parameter, with a bootstrap interval over seeds."""
+    rng = np.random.default_rng(seed)
+    gap = float(bandit.suboptimality(bandit.policy(theta_avg.mean(0)), beta))
+    idx = rng.integers(0, len(theta_avg), (200, len(theta_avg)))
+    boots = bandit.suboptimality(bandit.policy(theta_avg[idx].mean(1)), beta)
+    return {
+        "gap": gap,
+        "lo": float(np.percentile(boots, 2.5)),
+        "hi": float(np.percentile(boots, 97.5)),
+    }
+
+
+def _entropy_fixed_points(bandit: Any, t_max: int) -> dict[str, Any]:
+    out = {}
+    for beta in (0.1, 1e-3):
+        theta_star, _ = bandit.optimal_theta(beta)
+        cfg = config(
+            beta, t_max, "constant", c=0.3, mode="deterministic", entropy=1e-3, track_fisher=False
+        )
+        det = run_stage2(bandit, np.zeros((1, bandit.n_contexts)), cfg, theta0=theta_star[None])
+        grad, _ = regression_gradient(
+            bandit, det.theta, np.zeros((1, bandit.n_contexts)), beta, entropy=1e-3
+        )
+        kappa = 1e-3 / (2 * beta)  # J + kappa H is maximized by ref^(b/(b+k)) e^(r/(b+k))
+        scaled_ref = np.where(bandit.support, bandit.log_ref * beta / (beta + kappa), -np.inf)
+        free = np.exp(optimal_policy(scaled_ref, bandit.rewards, beta + kappa))
+        out[str(beta)] = {
+            "gap_of_unrestricted_optimum": float(bandit.suboptimality(free, beta)),
+            "gap_of_fixed_point": float(det.last[0, -1]),
+            "kl_to_opt": float(det.last[0, -1] / beta),
+            "reference_gap": float(bandit.suboptimality(bandit.ref_probs, beta)),
+            "gradient_norm_at_end": float(np.linalg.norm(grad)),
+            "entropy_weight_vs_kl": 1e-3 / (2 * beta),
+        }
+    return out
+
+
+def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
+    """Run the experiment (see the module docstring).
+
+    Args:
+        seeds: Number of seeds S (a batch axis of the parameters).
+        quick: The small version (seconds; used by the tests).
+        seed: Base seed of every random stream.
+        progress_bar: Show a tqdm bar over the experiment's settings.
+
+    Returns:
+        A JSON-ready dict: the header (config, seeds, version), every number plotted, and
+        ``headline``, the numbers docs/theory.md quotes.
+    """
+    deltas = [-0.5, 0.0, 0.5] if quick else [-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5]
+    t_max, beta = (150 if quick else 3000), 0.1
+    bandit = make_instance("shared", **INSTANCE)
+    theta_star, _ = bandit.optimal_theta(beta)
+    g0, _ = regression_gradient(
+        bandit, np.zeros((1, bandit.dim)), bandit.optimal_value(beta)[None], beta
+    )
+    clip_active = float(0.1 * np.linalg.norm(g0))
+    variants = _variants(clip_active)
+    res = header(
+        "update",
+        seeds,
+        seed,
+        quick,
+        {
+            "delta": deltas,
+            "T": t_max,
+            "beta1": "exact V*_beta2 + delta",
+            "beta2": beta,
+            "schedule": "constant",
+            "step_c": 0.3,
+            "start": "theta*_beta2",
+            "clip_active": clip_active,
+            "clip_active_rule": "0.1 * ||expected gradient at theta=0||",
+            "variants": {k: v for k, v in variants.items()},
+        },
+    )
+    v_star = np.concatenate([np.tile(bandit.optimal_value(beta) + d, (seeds, 1)) for d in deltas])
+    theta0 = np.tile(theta_star, (len(v_star), 1))
+    res["variants"] = {}
+    for name, kw in progress(variants.items(), "update", progress_bar):
+        cfg = config(beta, t_max, "constant", c=0.3, track_fisher=False, **kw)
+        with np.errstate(all="ignore"):  # staleness can diverge; it is recorded
+            out = run_stage2(bandit, v_star, cfg, seed=seed, theta0=theta0)
+        avg = out.theta_average.reshape(len(deltas), seeds, -1)
+        norms = out.norm_max.reshape(len(deltas), seeds)
+        res["variants"][name] = {
+            "shift": [_shift(bandit, avg[i], beta, seed + i) for i in range(len(deltas))],
+            "clipped_fraction": [
+                float(out.clipped.reshape(len(deltas), seeds)[i].mean()) for i in range(len(deltas))
+            ],
+            "final_last": [
+                mean_last(out.last[i * seeds : (i + 1) * seeds, -1]) for i in range(len(deltas))
+            ],
+            # a seed diverged: its parameters left 100 ||theta*|| (or overflowed)
+            "diverged_fraction": [
+                float(np.mean(~(norms[i] < 100 * np.linalg.norm(theta_star))))
+                for i in range(len(deltas))
+            ],
+        }
+    res["entropy_exact"] = _entropy_fixed_points(bandit, 100 if quick else 3000)
+    res["reference_gap"] = float(bandit.suboptimality(bandit.ref_probs, beta))
+    res["headline"] = {
+        name: {
+            str(d): v["shift"][i]["gap"] if v["diverged_fraction"][i] == 0 else "diverged"
+            for i, d in enumerate(deltas)
+        }
+        for name, v in res["variants"].items()
+    }
+    return res
+
+
+def mean_last(x: np.ndarray) -> float:
+    """Geometric mean of the last iterates' gaps."""
+    return float(np.exp(np.log(np.maximum(x, 1e-300)).mean()))
+
+
+def plot(res: dict[str, Any], path: str | Path) -> Path:
+    """Fixed-point shift vs delta per variant, and the entropy bonus's exact shift.
+
+    Args:
+        res: The dict returned by ``run``.
+        path: Where to write the PNG.
+
+    Returns:
+        ``path``.
+    """
+    from astarpo.theory.plots import figure, save
+
+    fig, axes = figure(2, width=5.0)
+    d = np.array(res["config"]["delta"])
+    for name, v in res["variants"].items():
+        bad = np.array(v.get("diverged_fraction", [0.0] * len(d))) > 0
+        gap = np.maximum([s["gap"] for s in v["shift"]], 1e-14)
+        lo = np.maximum([s["lo"] for s in v["shift"]], 1e-14)
+        hi = np.maximum([s["hi"] for s in v["shift"]], 1e-14)
+        gap = np.where(bad, np.nan, gap)
+        (line,) = axes[0].plot(d, gap, "o-", ms=3, label=name)
+        for x in d[bad]:
+            axes[0].plot([x], [1e-1], "x", color=line.get_color(), ms=6)
+        axes[0].fill_between(d, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    axes[0].set(
+        yscale="log",
+        xlabel=r"$\delta = \hat V^* - V^*_{\beta_2}$",
+        ylabel=r"$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi_{\bar\theta})$",
+        title="fixed-point shift (constant step, from $\\theta^*$; x: diverged)",
+    )
+    axes[0].legend(fontsize=5)
+    ent = res["entropy_exact"]
+    names = list(ent)
+    axes[1].bar(
+        range(len(names)),
+        [max(ent[b]["gap_of_fixed_point"], 1e-14) for b in names],
+        label="fixed point with entropy 0.001",
+    )
+    axes[1].plot(
+        range(len(names)),
+        [ent[b]["reference_gap"] for b in names],
+        "k_",
+        ms=30,
+        label=r"gap of $\pi_{ref}$",
+    )
+    axes[1].set_xticks(range(len(names)), [rf"$\beta_2={b}$" for b in names])
+    axes[1].set(yscale="log", ylabel="gap", title="entropy bonus, exact gradients")
+    axes[1].legend(fontsize=6)
+    return save(
+        fig, path, f"update: {res['n_seeds']} seeds, T = {res['config']['T']}", log_note=False
+    )
