@@ -159,6 +159,8 @@ def test_modules_and_functions_are_short() -> None:
     }
     allowed_modules = {
         "astarpo.llm.data.pool": "one cohesive worker pool: its process, pipe and kill logic",
+        "astarpo.llm.training.trainer": "the Stage 2 loop read top to bottom (366 lines before "
+        "the reliability checks, which live in training.guards and training.run_dir)",
     }
     long_modules = []
     long_functions = []

@@ -22,6 +22,7 @@ from astarpo.commands.common import (
     make_generator,
     needs_hf_model,
 )
+from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
 from astarpo.llm.rollout.base import SamplingConfig
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # vLLM loads the saved model itself
         model, tokenizer = None, load_tokenizer(args.model)
     gen = make_generator(args, model, tokenizer)
-    rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+    rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
     greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
     sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)
     if benchmarks:
@@ -128,6 +129,6 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(results))
     if args.out:
         Path(args.out).write_text(
-            json.dumps({"model": args.model, "results": results}, indent=2) + "\n"
+            json.dumps(standard_json({"model": args.model, "results": results}), indent=2) + "\n"
         )
     return 0

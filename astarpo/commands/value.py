@@ -28,6 +28,7 @@ from astarpo.commands.common import (
     make_generator,
     needs_hf_model,
 )
+from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import (
@@ -95,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(
                 "error: --data is required to estimate V* (or use --merge/--import-official)."
             )
+        if args.temperature == 0 and args.n_samples > 1:
+            raise SystemExit(
+                f"error: --temperature 0 (greedy) gives {args.n_samples} identical samples per "
+                "prompt, so V* would be one reward; use --temperature > 0, or --n-samples 1."
+            )
         dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
         if needs_hf_model(args):
             model, tokenizer = load_model(args.model, args.device, args.dtype)
@@ -102,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = None, load_tokenizer(args.model)
         generator = make_generator(args, model, tokenizer)
         rows = load_prompts_from_args(args, args.data, tokenizer)
-        rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+        if model is not None:  # prompts that cannot fit are refused before any generation
+            check_prompts_fit(rows, tokenizer, max_positions(model), args.max_new_tokens, args.data)
+        rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)
         if shard is None and dist_info.distributed:
@@ -121,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             **({"shard": shard} if shard is not None else {}),
             provenance={"model": args.model, "data": args.data, "template": args.template},
             progress=not args.no_progress,
+            reward_timeout=args.reward_timeout,
         )
     if quiet:
         return 0

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import find_data_dir, load_prompts, repeat_columns
 from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
@@ -132,7 +132,7 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=None if progress else True)
+    bar = Progress(len(rows), "eval", "prompt", enabled=progress)  # a line every 30 s off a tty
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         prompts = [r["prompt"] for r in batch]
