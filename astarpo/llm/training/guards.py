@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from astarpo.llm.data.scoring import reward_path
 from astarpo.llm.stage1.provenance import check_table_fits, data_fingerprint
 from astarpo.llm.stage1.table import ValueTable
@@ -28,6 +30,7 @@ from astarpo.llm.training.checkpoint import latest_checkpoint
 
 __all__ = [
     "NonFiniteError",
+    "check_batch",
     "check_distinct_reference",
     "check_train_rows",
     "check_update",
@@ -40,6 +43,15 @@ log = logging.getLogger(__name__)
 
 class NonFiniteError(FloatingPointError):
     """The loss or the gradient norm of an update is NaN or infinite (nothing was applied)."""
+
+
+def check_batch(batch: Any) -> None:
+    """Raise :class:`NonFiniteError` unless the rollout batch's rewards and V* (as the loss
+    sees them, float32) are finite: a reward of 1e300 is finite in float64, not in float32."""
+    for name in ("rewards", "v_star"):
+        x = getattr(batch, name, None)
+        if x is not None and not bool(torch.isfinite(x).all()):
+            raise NonFiniteError(f"{name} are not finite as {str(x.dtype)[6:]} (max |value| inf)")
 
 
 def check_update(stats: Mapping[str, float]) -> None:

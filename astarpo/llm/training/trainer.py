@@ -51,6 +51,7 @@ from astarpo.llm.training.checkpoint import (
 from astarpo.llm.training.data_order import EpochOrder
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import (
+    check_batch,
     check_distinct_reference,
     check_train_rows,
     check_v_star_table,
@@ -226,6 +227,8 @@ class Trainer:
             v_star = np.repeat(self.v_star[global_idx], n)
             record["v_star/mean"] = float(v_star.mean())
         batch = RolloutBatch.from_rollout(rollout, rewards, self.pad_token_id, self.device, v_star)
+        with explain_non_finite(t, record, args.learning_rate, args.output_dir):
+            check_batch(batch)  # e.g. rewards past float32's range
 
         # 3. Reference (and old-policy) log-probs, no gradient.
         with timed(times, "ref_logprobs", self.device):
