@@ -15,6 +15,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from astarpo import __version__
 
@@ -28,9 +29,17 @@ VERBS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error: ...`` line (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: MESSAGE (see PROG --help)`` to stderr and exit with code 2."""
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; only the modules of ``verbs`` (default: all) are imported."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="astarpo", description="A*-PO: optimal advantage regression for LLM reasoning."
     )
     parser.add_argument("--version", action="version", version=f"astarpo {__version__}")

@@ -122,6 +122,18 @@ def add_reward_arguments(
         )
 
 
+def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> None:
+    """Refuse to replace an existing result file unless ``--overwrite`` (nothing is lost).
+
+    Raises:
+        SystemExit: a usage error naming the file.
+    """
+    if path and Path(path).exists() and not overwrite:
+        raise SystemExit(
+            f"error: {flag} {path} exists; pass --overwrite to replace it, or choose another file."
+        )
+
+
 def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:
     """Reward functions from CLI names (math_verify gets its own pool with ``timeout``)."""
     out = []

@@ -21,6 +21,7 @@ from astarpo.commands.common import (
     load_tokenizer,
     make_generator,
     needs_hf_model,
+    refuse_existing,
 )
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call")
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.add_argument("--overwrite", action="store_true", help="let --out replace a file")
 
 
 def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate, print the table, optionally write JSON."""
     if not args.data and not args.benchmarks:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
+    refuse_existing(args.out, args.overwrite)  # before the (long) evaluation
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise

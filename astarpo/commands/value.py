@@ -27,6 +27,7 @@ from astarpo.commands.common import (
     load_tokenizer,
     make_generator,
     needs_hf_model,
+    refuse_existing,
 )
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import init_distributed
@@ -67,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --merge/--import-official replace an existing --out (estimation resumes it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
+    if args.import_official or args.merge:
+        refuse_existing(args.out, args.overwrite)
     if args.import_official:
         tok = None
         if args.chat_template:

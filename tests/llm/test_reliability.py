@@ -541,3 +541,27 @@ def test_cli_debug_shows_the_traceback(tmp_path):
     code, _, err = cli("--debug", "value", "--out", str(tmp_path / "v.jsonl"), "--merge", "2",
                        tmp_path=tmp_path)  # fmt: skip
     assert code == 1 and any("Traceback" in x for x in err)
+
+
+def test_cli_usage_errors_are_one_line_with_exit_2(tmp_path, data_file):
+    code, _, err = cli("train", "--model", "toy", tmp_path=tmp_path)
+    assert_one_error(code, err, 2, "the following arguments are required: --out")
+    assert len(err) == 1  # no usage block
+    code, _, err = cli("train", "--out", "r", "--batch-size", "x", tmp_path=tmp_path)
+    assert_one_error(code, err, 2, "--batch-size: invalid int value: 'x'")
+
+
+def test_cli_results_are_not_overwritten_without_overwrite(tmp_path, data_file):
+    official = write_data(tmp_path / "off.jsonl", [{"prompt": "1+1=", "eval_0": 1, "eval_1": 0}])
+    out = tmp_path / "v.jsonl"
+    out.write_text("keep me\n")
+    code, _, err = cli("value", "--out", str(out), "--import-official", str(official),
+                       tmp_path=tmp_path)  # fmt: skip
+    assert_one_error(code, err, 2, "exists; pass --overwrite")
+    assert out.read_text() == "keep me\n"
+    assert cli("value", "--out", str(out), "--import-official", str(official), "--overwrite",
+               tmp_path=tmp_path)[0] == 0  # fmt: skip
+    res = tmp_path / "res.json"
+    res.write_text("{}")
+    code, _, err = cli("eval", *toy_flags(data_file), "--out", str(res), tmp_path=tmp_path)
+    assert_one_error(code, err, 2, f"--out {res} exists")

@@ -110,22 +110,29 @@ class ValueTable:
         return cls(rows, p)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the table (``.parquet`` or JSONL) atomically: a temporary file, then rename."""
+        """Write the table (``.parquet`` or JSONL) atomically: a temporary file (fsynced), then
+        rename; a failed write leaves the previous file and no temporary file."""
         p = Path(path)
         tmp = p.with_name(p.name + ".tmp")
-        if p.suffix.lower() == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        try:
+            if p.suffix.lower() == ".parquet":
+                import pyarrow as pa  # the parquet extra
+                import pyarrow.parquet as pq
 
-            recs = [r.to_json() for r in self]
-            for rec in recs:
-                rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
-            pq.write_table(pa.Table.from_pylist(recs), tmp)
-        else:
-            with tmp.open("w", encoding="utf-8") as f:
-                for r in self:
-                    f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-        os.replace(tmp, p)
+                recs = [r.to_json() for r in self]
+                for rec in recs:
+                    rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
+                pq.write_table(pa.Table.from_pylist(recs), tmp)
+            else:
+                with tmp.open("w", encoding="utf-8") as f:
+                    for r in self:
+                        f.write(json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False))
+                        f.write("\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)  # a failed write leaves the previous table, no debris
         self.path = str(p)
 
     def get(self, prompt: str) -> ValueRow:
