@@ -188,7 +188,7 @@ def test_case2_cli_refuses_non_empty_out_without_resume_or_overwrite(
     assert cli(*base, "--max-steps", "2", tmp_path=tmp_path)[0] == 0
     metrics = (out / "metrics.jsonl").read_text()
     code, _, err = cli(*base, "--max-steps", "1", tmp_path=tmp_path)
-    assert_one_error(code, err, 1, "is not empty")
+    assert_one_error(code, err, 1, "holds an earlier run (checkpoint-1, checkpoint-2, final")
     assert (out / "metrics.jsonl").read_text() == metrics  # nothing truncated
     assert (out / "checkpoint-2").is_dir()
     code, _, err = cli(*base, "--max-steps", "1", "--overwrite", tmp_path=tmp_path)
@@ -199,7 +199,9 @@ def test_case2_cli_refuses_non_empty_out_without_resume_or_overwrite(
 
 def test_case2_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"step": 13}\n')
-    with pytest.raises(RunDirError, match=r"not empty.*--resume.*--overwrite"):
+    with pytest.raises(
+        RunDirError, match=r"holds an earlier run \(metrics.jsonl\).*--resume.*--overwrite"
+    ):
         trainer(tokenizer, tmp_path).train()
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 13}\n'
 

@@ -1,9 +1,9 @@
 """The run directory of Stage 2: refuse to mix two runs, and refuse a resume that would not
 reproduce the uninterrupted run.
 
-A fresh run refuses a non-empty ``output_dir`` unless ``overwrite_output_dir`` (``astarpo train
---overwrite``), which first removes the previous run's files (checkpoints, ``metrics.jsonl``,
-``tb/``, ``final/``, ``run_config.json``). It then writes ``run_config.json``: the resolved
+A fresh run refuses an ``output_dir`` that holds an earlier run unless
+``overwrite_output_dir`` (``astarpo train --overwrite``), which first removes the previous
+run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then writes ``run_config.json``: the resolved
 config, the algorithm, the reward functions' dotted paths and fingerprints of the training rows
 and of the V* values. A resume compares the current run with that file and refuses every
 difference that changes the result, naming each field; :data:`RESUMABLE_FIELDS` may change.
@@ -63,10 +63,6 @@ RESUMABLE_FIELDS = frozenset(
 """Config fields a resume may change: they stop, log, evaluate or save, but every step's
 result stays that of the uninterrupted run."""
 
-# Files and folders of a run (what --overwrite removes); anything else is left alone.
-_RUN_FILES = ("metrics.jsonl", "tb", "final", RUN_CONFIG, "vllm_init")
-_IGNORED = {"vllm_init"}  # made by the trainer's constructor (vLLM backend), before train()
-
 
 class RunDirError(ValueError):
     """The run directory holds another run, or a resume differs from the run it continues."""
@@ -116,31 +112,42 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _run_files(out: Path) -> list[Path]:
+    """What a run writes in ``out``: checkpoints, metrics, TensorBoard, final model, config."""
+    if not out.is_dir():
+        return []
+    names = {"metrics.jsonl", "tb", "final", RUN_CONFIG}
+    return [
+        p
+        for p in out.iterdir()
+        if p.name in names or p.name.startswith(("checkpoint-", ".tmp-checkpoint-"))
+    ]
+
+
 def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str, Any]) -> None:
     """Check that ``output_dir`` holds no earlier run (or remove it with ``overwrite``), then
     write ``run_config.json``. Call on the main process only.
 
+    An earlier run is any of ``metrics.jsonl``, ``checkpoint-*``, ``tb/``, ``final/`` or
+    ``run_config.json``; other files (notes, a benchmark's spec) are left alone.
+
     Raises:
-        RunDirError: ``output_dir`` is not empty and ``overwrite`` is off.
+        RunDirError: ``output_dir`` holds an earlier run and ``overwrite`` is off.
     """
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise RunDirError(f"output_dir {str(out)!r} is a file; give a directory.")
-    entries = []
-    if out.is_dir():
-        entries = sorted(p.name for p in out.iterdir() if p.name not in _IGNORED)
+    entries = sorted(p.name for p in _run_files(out))
     if entries and not overwrite:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise RunDirError(
-            f"output_dir {str(out)!r} is not empty ({shown}); a new run there would mix with the "
-            "earlier one. Continue it with --resume (resume=True), start over with --overwrite "
+            f"output_dir {str(out)!r} holds an earlier run ({shown}); a new run there would mix "
+            "with it. Continue it with --resume (resume=True), start over with --overwrite "
             "(overwrite_output_dir=True, which deletes its checkpoints and metrics), or pick "
             "another --out."
         )
-    if entries:
-        for p in out.iterdir():
-            if p.name in _RUN_FILES or p.name.startswith(("checkpoint-", ".tmp-checkpoint-")):
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in _run_files(out):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / RUN_CONFIG, record)
 
