@@ -338,6 +338,14 @@ class Trainer:
 
         Returns:
             The records logged by this call (step records and ``eval/`` records).
+
+        Raises:
+            RunDirError: a fresh run in a directory holding an earlier run (without
+                ``overwrite_output_dir``), or a resume whose settings differ from the run it
+                continues (:mod:`astarpo.llm.training.run_dir`).
+            NonFiniteError: a step's rewards, loss or gradient norm are not finite; the update
+                is not applied and nothing is saved.
+            RewardTimeoutError: a reward function ran past ``reward_timeout``.
         """
         args = self.args
         record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
