@@ -3,10 +3,11 @@ reproduce the uninterrupted run.
 
 A fresh run refuses an ``output_dir`` that holds an earlier run unless
 ``overwrite_output_dir`` (``astarpo train --overwrite``), which first removes the previous
-run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then writes ``run_config.json``: the resolved
-config, the algorithm, the reward functions' dotted paths and fingerprints of the training rows
-and of the V* values. A resume compares the current run with that file and refuses every
-difference that changes the result, naming each field; :data:`RESUMABLE_FIELDS` may change.
+run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then
+writes ``run_config.json``: the resolved config, the algorithm, the reward functions' dotted
+paths and fingerprints of the training rows and of the V* values. A resume compares the current
+run with that file and refuses every difference that changes the result, naming each field;
+:data:`RESUMABLE_FIELDS` may change.
 """
 
 from __future__ import annotations
