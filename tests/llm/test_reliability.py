@@ -567,3 +567,11 @@ def test_cli_results_are_not_overwritten_without_overwrite(tmp_path, data_file):
     res.write_text("{}")
     code, _, err = cli("eval", *toy_flags(data_file), "--out", str(res), tmp_path=tmp_path)
     assert_one_error(code, err, 2, f"--out {res} exists")
+
+
+def test_stage1_resume_says_how_many_prompts_are_done(tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="simulated kill"):
+        _table_file(tmp_path, ROWS, fail_after=2)
+    capsys.readouterr()
+    assert len(_table_file(tmp_path, ROWS)) == len(ROWS)
+    assert "resuming, 4 prompts already done" in capsys.readouterr().err
