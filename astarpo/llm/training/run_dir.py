@@ -59,10 +59,13 @@ RESUMABLE_FIELDS = frozenset(
         "overwrite_output_dir",
         "reward_timeout",
         "gpu_memory_utilization",
+        "micro_batch_size",
+        "parallel",
     }
 )
-"""Config fields a resume may change: they stop, log, evaluate or save, but every step's
-result stays that of the uninterrupted run."""
+"""Config fields a resume may change: they stop, log, evaluate or save, or (``micro_batch_size``,
+``parallel``) only change how a step is laid out in memory, like the world size, so every step's
+result stays that of the uninterrupted run (up to float rounding for the last two)."""
 
 
 class RunDirError(ValueError):
