@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 batch_size=args.batch_size,
                 progress=not args.no_progress,
+                reward_timeout=args.reward_timeout,
             )
             results[Path(path).stem] = {"title": Path(path).stem, **res}
     print(format_table(results))

@@ -98,6 +98,7 @@ def evaluate(
     seed: int = 0,
     batch_size: int = 32,
     progress: bool = True,
+    reward_timeout: float = 600.0,
 ) -> dict[str, Any]:
     """Generate ``k`` responses per prompt, score them, and report accuracy.
 
@@ -111,7 +112,8 @@ def evaluate(
             tokens).
         seed: Seed of the sampled responses (per batch, derived from it).
         batch_size: Prompts per ``generate`` call.
-        progress: Show a tqdm bar.
+        progress: Show a tqdm bar on a terminal, else a line every 30 s.
+        reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
         ``{"n_prompts", "k", "metric" ("pass@1" or "avg@k"), "accuracy", "pass_at_k",
@@ -142,7 +144,9 @@ def evaluate(
                 f"generator returned {len(rollout.completions)} responses for {len(batch)} x {k}."
             )
         columns = repeat_columns(batch, k)
-        flat, metrics = compute_rewards(reward_funcs, rollout.prompts, rollout.completions, columns)
+        flat, metrics = compute_rewards(
+            reward_funcs, rollout.prompts, rollout.completions, columns, timeout=reward_timeout
+        )
         for name, v in metrics.items():
             if name.startswith("rewards/") and not name.endswith("/mean"):
                 unscored[name] = unscored.get(name, 0.0) + v

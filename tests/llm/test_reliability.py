@@ -575,3 +575,12 @@ def test_stage1_resume_says_how_many_prompts_are_done(tmp_path, capsys):
     capsys.readouterr()
     assert len(_table_file(tmp_path, ROWS)) == len(ROWS)
     assert "resuming, 4 prompts already done" in capsys.readouterr().err
+
+
+def test_case7_evaluation_has_the_reward_deadline_too():
+    from astarpo.llm.eval import evaluate
+
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
+    with pytest.raises(RewardTimeoutError, match="test_reliability:hang"):
+        evaluate(gen, ROWS, [hang], sampling=SamplingConfig(3, 0.0, 1.0), progress=False,
+                 reward_timeout=0.5)  # fmt: skip
