@@ -2,6 +2,11 @@
 
 Verbs: ``theory`` (bandit experiments), ``value`` (Stage 1), ``train`` (Stage 2 and baselines),
 ``eval`` (benchmarks), ``demo`` (the CPU demo end to end), ``bench`` (efficiency comparison).
+
+Errors: an ordinary mistake prints one ``error: ...`` line to stderr, exit code 2 for a usage
+error (a bad flag or argument, raised as ``SystemExit("error: ...")`` by a verb) and 1 for a
+runtime error (a bad file, a failed step, a hung reward). ``astarpo --debug VERB ...`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from astarpo import __version__
 
@@ -23,12 +29,23 @@ VERBS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error: ...`` line (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: MESSAGE (see PROG --help)`` to stderr and exit with code 2."""
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; only the modules of ``verbs`` (default: all) are imported."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="astarpo", description="A*-PO: optimal advantage regression for LLM reasoning."
     )
     parser.add_argument("--version", action="version", version=f"astarpo {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (before VERB)"
+    )
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb, help_text in VERBS.items():
         p = sub.add_parser(verb, help=help_text, description=help_text)
@@ -42,7 +59,40 @@ def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astarpo`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    wanted = [a for a in argv[:1] if a in VERBS]
-    parser = build_parser(wanted or None)
+    wanted = [a for a in argv if not a.startswith("-")][:1]
+    parser = build_parser([a for a in wanted if a in VERBS] or None)
     args = parser.parse_args(argv)
-    return int(args._module.run(args) or 0)
+    try:
+        return int(args._module.run(args) or 0)
+    except SystemExit as e:  # a verb's usage error: SystemExit("error: ...")
+        if args.debug or not isinstance(e.code, str):
+            raise
+        print(
+            one_line(e.code if e.code.startswith("error:") else f"error: {e.code}"), file=sys.stderr
+        )
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.debug:
+            raise
+        print(one_line(f"error: {error_text(e)}"), file=sys.stderr)
+        return 1
+
+
+_ORDINARY = (ValueError, KeyError, OSError, ImportError, AttributeError, RuntimeError, TimeoutError)
+
+
+def error_text(e: BaseException) -> str:
+    """The message of ``e`` for the one ``error:`` line (an unexpected type is named, with the
+    hint to rerun with ``--debug``)."""
+    msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    if isinstance(e, _ORDINARY) and msg:
+        return msg
+    return f"{type(e).__name__}: {msg} (an internal error; rerun with --debug for the traceback)"
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (newlines become ``; ``)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())

@@ -66,6 +66,24 @@ def _as_array(x: ArrayLike, name: str) -> np.ndarray | torch.Tensor:
     return arr
 
 
+def _check_same_shape(ref_name: str, ref: ArrayLike, **others: ArrayLike) -> None:
+    """Refuse inputs whose broadcast changes the shape of ``ref`` (e.g. ``[3]`` with ``[3, 1]``
+    silently becoming ``[3, 3]``); scalars and shapes that broadcast *to* ``ref``'s are fine."""
+    shapes = {ref_name: tuple(np.shape(ref))}
+    shapes.update({k: tuple(np.shape(v)) for k, v in others.items()})
+    try:
+        full = tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        full = None
+    if full != shapes[ref_name]:
+        got = ", ".join(f"{k} {list(v)}" for k, v in shapes.items())
+        raise ValueError(
+            f"{', '.join(shapes)} must share one shape [B] (one value per response); got {got}"
+            + ("" if full is None else f", which would broadcast to {list(full)}")
+            + ". Flatten them (e.g. .reshape(-1)) to [B]."
+        )
+
+
 def optimal_value(rewards: T, beta: float) -> T:
     r"""Stage 1 estimate of the optimal value from N reference samples (paper Eq. 3).
 
@@ -75,7 +93,9 @@ def optimal_value(rewards: T, beta: float) -> T:
                     = \beta \big(\operatorname{logsumexp}(r / \beta) - \log N\big)
 
     Computed with log-sum-exp, so it is exact (no overflow) for ``beta`` from 1e-6 to 1e3 and
-    rewards up to +-100. It lies between the mean of the rewards (``beta -> inf``) and their
+    rewards up to +-100. Half-precision inputs (float16, bfloat16) are computed in float32 and
+    the result is rounded back to the input dtype (so it is within one rounding of the float64
+    value). It lies between the mean of the rewards (``beta -> inf``) and their
     maximum (``beta -> 0``); constant rewards give that constant.
 
     Args:
@@ -103,9 +123,13 @@ def optimal_value(rewards: T, beta: float) -> T:
     if not _all_finite(r):
         raise ValueError("rewards contain NaN or infinite values; V* is undefined for them.")
     if isinstance(r, torch.Tensor):
-        return beta * (torch.logsumexp(r / beta, dim=-1) - math.log(n))  # type: ignore[return-value]
-    m = r.max(axis=-1, keepdims=True)
-    lse = np.log(np.exp((r - m) / beta).sum(axis=-1)) + m[..., 0] / beta
+        # float16/bfloat16 overflow in r / beta (1e5 at beta 1e-3): compute in float32.
+        wide = r.float() if r.dtype in (torch.float16, torch.bfloat16) else r
+        out = beta * (torch.logsumexp(wide / beta, dim=-1) - math.log(n))
+        return out.to(r.dtype)  # type: ignore[return-value]
+    wide_np = r.astype(np.float32) if r.dtype.itemsize < 4 else r
+    m = wide_np.max(axis=-1, keepdims=True)
+    lse = np.log(np.exp((wide_np - m) / beta).sum(axis=-1)) + m[..., 0] / beta
     return np.asarray(beta * (lse - math.log(n)), dtype=r.dtype)  # type: ignore[return-value]
 
 
@@ -118,7 +142,11 @@ def optimal_advantage(reward: T, v_star: T) -> T:
 
     Returns:
         ``reward - v_star``, shape ``[B]``.
+
+    Raises:
+        ValueError: if ``v_star`` would broadcast ``reward`` to another shape.
     """
+    _check_same_shape("reward", reward, v_star=v_star)
     return reward - v_star
 
 
@@ -168,8 +196,19 @@ def advantage_regression_loss(
 
     Returns:
         The per-example loss ``[B]``, or a scalar when reduced.
+
+    Raises:
+        ValueError: if ``beta`` is not a finite number > 0, if ``logp_ref``, ``reward`` or
+            ``v_star`` would broadcast ``logp`` to another shape (e.g. ``[3]`` and ``[3, 1]``),
+            or if any input is NaN or infinite.
     """
     beta = _check_beta(beta)
+    _check_same_shape("logp", logp, logp_ref=logp_ref, reward=reward, v_star=v_star)
+    for name, x in (("logp", logp), ("logp_ref", logp_ref), ("reward", reward), ("v_star", v_star)):
+        if isinstance(x, (np.ndarray, torch.Tensor)) and not _all_finite(x):
+            raise ValueError(f"{name} contains NaN or infinite values; the loss is undefined.")
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ValueError(f"{name} is {x}; the loss is undefined.")
     residual = beta * (logp - logp_ref) - (reward - v_star)
     return reduce_loss(residual * residual, reduction)
 
@@ -190,12 +229,18 @@ def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:
 
     Returns:
         Normalized log-probabilities ``[..., Y]`` (exponentiate for probabilities).
+
+    Raises:
+        ValueError: if ``beta`` is invalid, a reward is not finite, or ``ref_logprobs`` is
+            ``-inf`` on every action of some context (numpy and torch alike).
     """
     beta = _check_beta(beta)
     if not _all_finite(rewards):
         raise ValueError("rewards contain NaN or infinite values.")
     z = ref_logprobs + rewards / beta
     if isinstance(z, torch.Tensor):
+        if not bool(torch.isfinite(z.detach().amax(dim=-1)).all()):
+            raise ValueError("ref_logprobs put zero mass on every action of some context.")
         return z - torch.logsumexp(z, dim=-1, keepdim=True)
     z = np.asarray(z)
     m = z.max(axis=-1, keepdims=True)

@@ -231,3 +231,61 @@ def test_import_is_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert astarpo.__version__
+
+
+# --- reliability: shapes, NaN, half precision, all -inf reference --------------------------
+
+
+def test_loss_refuses_inputs_that_broadcast_to_another_shape() -> None:
+    logp = torch.zeros(3)
+    with pytest.raises(ValueError, match=r"logp_ref \[3, 1\].*broadcast to \[3, 3\]"):
+        advantage_regression_loss(logp, torch.zeros(3, 1), torch.zeros(3), torch.zeros(3), 0.1)
+    with pytest.raises(ValueError, match=r"v_star \[2\]"):
+        advantage_regression_loss(logp, logp, torch.zeros(3), torch.zeros(2), 0.1)
+    with pytest.raises(ValueError, match="share one shape"):
+        optimal_advantage(np.zeros(3), np.zeros((3, 1)))
+    # Scalars and identical shapes stay fine.
+    assert advantage_regression_loss(logp, logp, torch.ones(3), 0.5, 0.1).shape == (3,)
+
+
+@pytest.mark.parametrize("name", ["logp", "logp_ref", "reward", "v_star"])
+def test_loss_refuses_nan(name: str) -> None:
+    args = {k: torch.zeros(2) for k in ("logp", "logp_ref", "reward", "v_star")}
+    args[name] = torch.tensor([0.0, float("nan")])
+    with pytest.raises(ValueError, match=f"{name} contains NaN"):
+        advantage_regression_loss(**args, beta=0.1)
+
+
+def test_optimal_policy_all_minus_inf_raises_in_torch_as_in_numpy() -> None:
+    ref = np.full((2, 3), -np.inf)
+    ref[0] = np.log(1 / 3)
+    for kind in (np.asarray, torch.from_numpy):
+        with pytest.raises(ValueError, match="zero mass"):
+            optimal_policy(kind(ref), kind(np.zeros((2, 3))), 0.5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, np.float16])
+def test_optimal_value_half_precision_matches_float64(dtype) -> None:
+    rng = np.random.default_rng(0)
+    r64 = np.concatenate([rng.choice([-100.0, 100.0], size=(16, 8)), rng.normal(size=(16, 8))])
+    for beta in (1e-3, 0.5, 10.0):
+        want = optimal_value(r64, beta)
+        if isinstance(dtype, torch.dtype):
+            half = torch.from_numpy(r64).to(dtype)
+            got = optimal_value(half, beta)
+            assert got.dtype == dtype
+            ref = optimal_value(half.double(), beta).numpy()  # exact value of the rounded input
+            eps = torch.finfo(dtype).eps
+            got_np = got.double().numpy()
+        else:
+            half = r64.astype(dtype)
+            got = optimal_value(half, beta)
+            assert got.dtype == dtype
+            ref = optimal_value(half.astype(np.float64), beta)
+            eps = float(np.finfo(dtype).eps)
+            got_np = got.astype(np.float64)
+        assert np.isfinite(got_np).all(), (dtype, beta)
+        # Within one rounding of the float64 value of the (rounded) input ...
+        np.testing.assert_allclose(got_np, ref, rtol=eps, atol=eps)
+        # ... and of the float64 value of the original rewards up to input rounding.
+        np.testing.assert_allclose(got_np, want, rtol=4 * eps, atol=4 * eps * 100)

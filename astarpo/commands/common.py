@@ -95,20 +95,43 @@ def load_prompts_from_args(args: argparse.Namespace, path: str, tokenizer: Any) 
     )
 
 
-def add_reward_arguments(p: argparse.ArgumentParser, default: str = "math_verify") -> None:
-    """``--reward`` (repeatable) and ``--reward-timeout``."""
+def add_reward_arguments(
+    p: argparse.ArgumentParser, default: str = "math_verify", deadline: bool = True
+) -> None:
+    """``--reward`` (repeatable), ``--math-verify-timeout`` and (unless ``deadline=False``:
+    ``train`` has it as a config field) ``--reward-timeout``."""
     p.add_argument(
         "--reward",
         action="append",
         help="reward function: math_verify, gsm8k, exact_match or package.module:function; "
-        f"repeat to sum several (default {default})",
+        f"repeat to sum several (default {default}). A dotted path imports and runs that code.",
     )
     p.add_argument(
-        "--reward-timeout",
+        "--math-verify-timeout",
         type=float,
         default=5.0,
-        help="hard per-item timeout of math_verify in seconds (default 5)",
+        help="hard per-item timeout of math_verify in seconds, in killable workers (default 5)",
     )
+    if deadline:
+        p.add_argument(
+            "--reward-timeout",
+            type=float,
+            default=600.0,
+            help="deadline in seconds of one call of a custom reward on a batch; a hang stops "
+            "the run with an error naming the function (default 600, 0 = none)",
+        )
+
+
+def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> None:
+    """Refuse to replace an existing result file unless ``--overwrite`` (nothing is lost).
+
+    Raises:
+        SystemExit: a usage error naming the file.
+    """
+    if path and Path(path).exists() and not overwrite:
+        raise SystemExit(
+            f"error: {flag} {path} exists; pass --overwrite to replace it, or choose another file."
+        )
 
 
 def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:

@@ -21,7 +21,9 @@ from astarpo.commands.common import (
     load_tokenizer,
     make_generator,
     needs_hf_model,
+    refuse_existing,
 )
+from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
 from astarpo.llm.rollout.base import SamplingConfig
 
@@ -51,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call")
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.add_argument("--overwrite", action="store_true", help="let --out replace a file")
 
 
 def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate, print the table, optionally write JSON."""
     if not args.data and not args.benchmarks:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
+    refuse_existing(args.out, args.overwrite)  # before the (long) evaluation
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise
@@ -81,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # vLLM loads the saved model itself
         model, tokenizer = None, load_tokenizer(args.model)
     gen = make_generator(args, model, tokenizer)
-    rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+    rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
     greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
     sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)
     if benchmarks:
@@ -119,11 +123,12 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 batch_size=args.batch_size,
                 progress=not args.no_progress,
+                reward_timeout=args.reward_timeout,
             )
             results[Path(path).stem] = {"title": Path(path).stem, **res}
     print(format_table(results))
     if args.out:
         Path(args.out).write_text(
-            json.dumps({"model": args.model, "results": results}, indent=2) + "\n"
+            json.dumps(standard_json({"model": args.model, "results": results}), indent=2) + "\n"
         )
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,12 @@ from astarpo.commands.common import (
 from astarpo.llm.algorithms.config import config_fields
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
+from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
 
 # Config fields set by other flags of the command.
-_OWN = {"output_dir": "--out", "device": "--device"}
+_OWN = {"output_dir": "--out", "device": "--device", "overwrite_output_dir": "--overwrite"}
 
 
 def _config_fields() -> dict[str, tuple[Any, str, set[str]]]:
@@ -73,11 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "needs one; with LoRA the adapter-disabled policy)",
     )
     parser.add_argument(
-        "--resume", action="store_true", help="continue from the latest checkpoint in --out"
+        "--resume",
+        action="store_true",
+        help="continue from the latest checkpoint in --out (refused when a setting that changes "
+        "the result differs from the run it continues)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over in a non-empty --out, deleting its checkpoints, metrics and final model",
     )
     add_model_arguments(parser)
     add_data_arguments(parser)
-    add_reward_arguments(parser)
+    add_reward_arguments(parser, deadline=False)  # --reward-timeout is a config field
     group = parser.add_argument_group("training config (defaults of the chosen --algo)")
     for name, (default, help_text, owners) in _config_fields().items():
         if name in _OWN:
@@ -103,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
     """Load the model, data and V* table, train, save the final model; print a summary."""
     spec = ALGORITHMS[args.algo]
     own = {f for f, *_ in config_fields(spec.config)}
-    values: dict[str, Any] = {"output_dir": args.out, "device": args.device}
+    values: dict[str, Any] = {
+        "output_dir": args.out,
+        "device": args.device,
+        "overwrite_output_dir": args.overwrite,
+    }
     for name in _config_fields():
         if name in _OWN:
             continue
@@ -123,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(
             "error: --data is required (a prompt file, a save_to_disk folder or hf:NAME:SPLIT)."
         )
+    if args.resume and args.overwrite:
+        raise SystemExit("error: --resume and --overwrite exclude each other; choose one.")
     dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
@@ -135,14 +151,23 @@ def run(args: argparse.Namespace) -> int:
         if not args.v_star:
             raise SystemExit(f"error: --algo {args.algo} needs --v-star (run `astarpo value`).")
         table = ValueTable.load(args.v_star)
-    rewards = build_rewards(args.reward, args.reward_timeout, default="math_verify")
+        warnings = check_table_fits(
+            table,
+            model=args.ref_model or args.model,
+            allow_mismatch=getattr(cfg, "allow_v_star_mismatch", False),
+        )  # the trainer checks the rewards and the prompt set
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    rewards = build_rewards(args.reward, args.math_verify_timeout, default="math_verify")
     trainer = Trainer(
         model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer
     )
-    history = trainer.train(resume=args.resume)  # also writes OUT/final (Trainer.save_model)
+    # Raises (nothing saved) on a non-finite step; also writes OUT/final (Trainer.save_model).
+    history = trainer.train(resume=args.resume)
     final = Path(args.out) / "final"
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
     if dist_info.is_main:
-        print(json.dumps({k: last.get(k) for k in keys} | {"final_model": str(final)}))
+        summary = {k: last.get(k) for k in keys} | {"final_model": str(final)}
+        print(json.dumps(summary, allow_nan=False))
     return 0

@@ -27,7 +27,9 @@ from astarpo.commands.common import (
     load_tokenizer,
     make_generator,
     needs_hf_model,
+    refuse_existing,
 )
+from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.models import check_model_fits
@@ -71,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --merge/--import-official replace an existing --out (estimation resumes it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
+    if args.import_official or args.merge:
+        refuse_existing(args.out, args.overwrite)
     if args.import_official:
         tok = None
         if args.chat_template:
@@ -100,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(
                 "error: --data is required to estimate V* (or use --merge/--import-official)."
             )
+        if args.temperature == 0 and args.n_samples > 1:
+            raise SystemExit(
+                f"error: --temperature 0 (greedy) gives {args.n_samples} identical samples per "
+                "prompt, so V* would be one reward; use --temperature > 0, or --n-samples 1."
+            )
         dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
         if needs_hf_model(args):
             model, tokenizer = load_model(args.model, args.device, args.dtype)
@@ -107,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = None, load_tokenizer(args.model)
         generator = make_generator(args, model, tokenizer)
         rows = load_prompts_from_args(args, args.data, tokenizer)
-        if model is not None:  # e.g. the toy model on data it cannot tokenize: refuse now
+        if model is not None:  # data the model cannot read or fit is refused before sampling
             try:
                 check_model_fits(rows, tokenizer, model, args.max_new_tokens, args.data)
             except ValueError as e:
                 raise SystemExit(f"error: {e}") from e
-        rewards = build_rewards(args.reward, args.reward_timeout, "math_verify")
+            check_prompts_fit(rows, tokenizer, max_positions(model), args.max_new_tokens, args.data)
+        rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)
         if shard is None and dist_info.distributed:
@@ -131,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             **({"shard": shard} if shard is not None else {}),
             provenance={"model": args.model, "data": args.data, "template": args.template},
             progress=not args.no_progress,
+            reward_timeout=args.reward_timeout,
         )
     if quiet:
         return 0

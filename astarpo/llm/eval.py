@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
 from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
@@ -99,6 +99,7 @@ def evaluate(
     seed: int = 0,
     batch_size: int = 32,
     progress: bool = True,
+    reward_timeout: float = 600.0,
 ) -> dict[str, Any]:
     """Generate ``k`` responses per prompt, score them, and report accuracy.
 
@@ -112,7 +113,8 @@ def evaluate(
             tokens).
         seed: Seed of the sampled responses (per batch, derived from it).
         batch_size: Prompts per ``generate`` call.
-        progress: Show a tqdm bar.
+        progress: Show a tqdm bar on a terminal, else a line every 30 s.
+        reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
         ``{"n_prompts", "k", "metric" ("pass@1" or "avg@k"), "accuracy", "pass_at_k",
@@ -133,7 +135,7 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=None if progress else True)
+    bar = Progress(len(rows), "eval", "prompt", enabled=progress)  # a line every 30 s off a tty
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         prompts = [r["prompt"] for r in batch]
@@ -150,6 +152,7 @@ def evaluate(
             columns,
             completion_ids=rollout.response_ids,
             truncated=rollout.truncated,
+            timeout=reward_timeout,
         )
         for name, v in metrics.items():
             if name.startswith("rewards/") and not name.endswith("/mean"):

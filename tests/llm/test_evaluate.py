@@ -100,13 +100,17 @@ def test_cli_avg_spec():
         parse_avg("amc23")
 
 
-def test_cli_eval_errors(tmp_path):
-    with pytest.raises(SystemExit, match="not a local model directory"):
-        main(["eval", "--model", str(tmp_path), "--data", "x.jsonl"])
-    with pytest.raises(SystemExit, match="--data FILE or --benchmarks"):
-        main(["eval", "--model", "toy"])
-    with pytest.raises(ValueError, match="unknown benchmark 'gsm'"):
-        main(["eval", "--model", "toy", "--benchmarks", "math500", "--avg", "gsm=2"])
+def test_cli_eval_errors(tmp_path, capsys):
+    def one_error(code, text):
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and text in err[0], err
+        return code
+
+    assert one_error(main(["eval", "--model", str(tmp_path), "--data", "x.jsonl"]),
+                     "not a local model directory") == 2  # fmt: skip
+    assert one_error(main(["eval", "--model", "toy"]), "--data FILE or --benchmarks") == 2
+    code = main(["eval", "--model", "toy", "--benchmarks", "math500", "--avg", "gsm=2"])
+    assert one_error(code, "unknown benchmark 'gsm'") == 1
 
 
 def test_exact_match_data_file(tmp_path):

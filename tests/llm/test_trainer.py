@@ -155,7 +155,7 @@ def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     with pytest.raises(KeyError, match="missing"):
         AStarPOTrainer(
             model,
-            model,
+            None,
             [exact_match_reward],
             args=AStarPOConfig(),
             train_dataset=ROWS,
@@ -165,7 +165,7 @@ def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="V\\* table"):
         AStarPOTrainer(
             model,
-            model,
+            None,
             [exact_match_reward],
             args=AStarPOConfig(),
             train_dataset=ROWS,
@@ -230,11 +230,15 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
     data2 = tmp_path / "p2.jsonl"
     extra = {"problem": "99+99=", "answer": "198"}
     data2.write_text(data.read_text() + json.dumps(extra) + "\n")
-    with pytest.raises(KeyError, match=r"99\+99="):
-        main(["train", *common[:2], "--data", str(data2), *common[4:], "--v-star", str(v),
-              "--out", str(tmp_path / "r2"), "--max-steps", "1"])  # fmt: skip
-    with pytest.raises(SystemExit, match="beta2"):
-        main([*train, "--beta2", "-1"])
+    capsys.readouterr()
+    code = main(["train", *common[:2], "--data", str(data2), *common[4:], "--v-star", str(v),
+                 "--out", str(tmp_path / "r2"), "--max-steps", "1",
+                 "--allow-v-star-mismatch", "true"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err[-1].startswith("error: prompt '99+99='"), err
+    assert main([*train, "--beta2", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: beta2"), err
 
 
 def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):

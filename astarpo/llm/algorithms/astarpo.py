@@ -40,6 +40,11 @@ class AStarPOConfig(TrainConfig):
     beta2: float = doc_field(
         1e-3, "KL strength of the Stage 2 regression (paper Eq. 4; the paper uses 1e-3)."
     )
+    allow_v_star_mismatch: bool = doc_field(
+        False,
+        "Train with a V* table whose provenance (reward functions' dotted paths, prompt set) "
+        "differs from this run's; refused by default.",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

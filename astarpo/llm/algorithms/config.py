@@ -119,6 +119,22 @@ class TrainConfig:
     save_steps: int = doc_field(
         50, "Save a checkpoint every this many steps (and at the end); 0 saves only at the end."
     )
+    save_total_limit: int = doc_field(
+        2,
+        "Keep only the newest this many checkpoint-<step> directories (final/ is kept apart); "
+        "0 keeps every checkpoint.",
+    )
+    overwrite_output_dir: bool = doc_field(
+        False,
+        "Start a new run in a non-empty output_dir, deleting the earlier run's checkpoints, "
+        "metrics and final model (refused otherwise; resume=True continues it instead).",
+    )
+    reward_timeout: float = doc_field(
+        600.0,
+        "Deadline in seconds of one call of a custom reward function on a batch; a call past it "
+        "stops the run with an error naming the function. 0 = no deadline. Built-in math_verify "
+        "has its own per-item timeout in killable worker processes.",
+    )
     device: str = doc_field(
         "auto", "'auto' (CUDA when available, else CPU), 'cpu', 'cuda' or 'cuda:N'."
     )
@@ -168,6 +184,7 @@ class TrainConfig:
             "max_new_tokens": 1,
             "generation_batch_size": 1,
             "save_steps": 0,
+            "save_total_limit": 0,
             "eval_steps": 0,
             "seed": 0,
             "seed_chunk_size": 0,
@@ -190,6 +207,7 @@ class TrainConfig:
             "entropy_coef",
             "max_train_seconds",
             "eval_every_seconds",
+            "reward_timeout",
         ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):

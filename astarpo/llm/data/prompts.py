@@ -24,7 +24,6 @@ Templates (``{problem}`` is replaced by the problem text, everything else is kep
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -33,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
+from astarpo.llm.data.files import read_located_records
 
 __all__ = [
     "TEMPLATES",
@@ -96,42 +95,10 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     Raises:
         FileNotFoundError: if the file does not exist.
-        ValueError: on a line that is not a JSON object (file and line named) or an unknown
-            extension.
+        ValueError: on a line that is not valid UTF-8 or not a JSON object (file and line
+            named) or an unknown extension.
     """
-    if str(path).startswith("hf:") or is_saved_dataset(Path(path)):
-        return read_hf_dataset(str(path))
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(
-            f"data file {str(p)!r} does not exist (give a .jsonl/.json/.parquet file, a folder "
-            "saved with Dataset.save_to_disk, or hf:NAME[:CONFIG]:SPLIT for a hub dataset)."
-        )
-    suffix = p.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return list(pq.read_table(p).to_pylist())
-    if suffix == ".json":
-        data = json.loads(p.read_text(encoding="utf-8"))
-        if not isinstance(data, list):
-            raise ValueError(f"{p}: a .json data file must hold a list of objects.")
-        return data
-    if suffix != ".jsonl":
-        raise ValueError(f"{p}: unknown data format {suffix!r}; use .jsonl, .json or .parquet.")
-    rows = []
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{p}:{lineno}: not valid JSON ({e}).") from e
-            if not isinstance(row, dict):
-                raise ValueError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}.")
-            rows.append(row)
-    return rows
+    return [rec for _, rec in read_located_records(path)]
 
 
 def _chat_messages(value: Any) -> list[dict[str, str]] | None:
@@ -141,17 +108,19 @@ def _chat_messages(value: Any) -> list[dict[str, str]] | None:
     return None
 
 
-def _pick(row: dict[str, Any], key: str | None, candidates: Sequence[str], what: str) -> str:
+def _pick(
+    row: dict[str, Any], key: str | None, candidates: Sequence[str], what: str, where: str
+) -> str:
     if key is not None:
         if key not in row:
-            raise KeyError(f"{what} column {key!r} not found; the row has {sorted(row)}.")
+            raise KeyError(f"{where}: {what} column {key!r} not found; the row has {sorted(row)}.")
         return key
     for k in candidates:
         if k in row:
             return k
     raise KeyError(
-        f"no {what} column found among {sorted(row)}; expected one of {list(candidates)} "
-        f"or pass {what}_key=..."
+        f"{where}: no {what} column found among {sorted(row)}; expected one of "
+        f"{list(candidates)} or pass {what}_key=..."
     )
 
 
@@ -211,13 +180,13 @@ def load_prompts(
         raise ValueError(f"answer_format must be 'auto', 'gsm8k' or 'raw', got {answer_format!r}.")
     if (chat_template or max_prompt_tokens is not None) and tokenizer is None:
         raise ValueError("chat_template and max_prompt_tokens need a tokenizer=...")
-    records = read_records(path)
+    located = read_located_records(path)
     if limit is not None:
-        records = records[:limit]
+        located = located[:limit]
     rows: list[dict[str, Any]] = []
-    official = bool(records) and all(_is_official(r) for r in records)
-    for i, rec in enumerate(records):
-        pk = _pick(rec, problem_key, PROBLEM_KEYS, "problem")
+    official = bool(located) and all(_is_official(r) for _, r in located)
+    for where, rec in located:
+        pk = _pick(rec, problem_key, PROBLEM_KEYS, "problem", where)
         raw_problem = rec[pk]
         messages = _chat_messages(raw_problem)
         if messages is not None:
@@ -226,17 +195,25 @@ def load_prompts(
         elif isinstance(raw_problem, str):
             problem = raw_problem
         else:
-            raise ValueError(f"{path}: row {i}: problem column {pk!r} is not text.")
+            raise ValueError(f"{where}: problem column {pk!r} is not text.")
+        if not problem.strip():
+            raise ValueError(f"{where}: the problem ({pk!r}) is empty; fill it in or drop the row.")
         if answer_key is None and _is_official(rec):
-            gold_raw: Any = rec["reward_model"]["ground_truth"]
+            ak, gold_raw = "reward_model.ground_truth", rec["reward_model"]["ground_truth"]
         else:
-            gold_raw = rec[_pick(rec, answer_key, ANSWER_KEYS, "answer")]
+            ak = _pick(rec, answer_key, ANSWER_KEYS, "answer", where)
+            gold_raw = rec[ak]
+        if gold_raw is None:
+            raise ValueError(
+                f"{where}: the answer ({ak!r}) is null; every row needs a gold answer (a null "
+                "would be scored as the text 'None'). Fill it in or drop the row."
+            )
         gold = str(gold_raw)
         row: dict[str, Any] = {"problem": problem}
         if answer_format != "raw":
             num = extract_gsm8k_answer(gold)
             if num is None and answer_format == "gsm8k":
-                raise ValueError(f"{path}: row {i}: answer has no '#### n' line: {gold[:80]!r}")
+                raise ValueError(f"{where}: answer has no '#### n' line: {gold[:80]!r}")
             if num is not None:
                 row["solution"], gold = gold, num
         row["answer"] = gold

@@ -98,6 +98,7 @@ class MathVerifyReward:
     """
 
     __name__ = "math_verify_reward"
+    has_own_timeout = True  # per-item deadline in killable workers: no call deadline on top
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,11 +20,13 @@ from astarpo.llm.data.rewards import RewardFunc, RewardReport
 
 __all__ = [
     "BUILTIN_REWARDS",
+    "RewardTimeoutError",
     "accepted_kwargs",
     "as_reward_funcs",
     "compute_rewards",
     "load_reward",
     "reward_name",
+    "reward_path",
 ]
 
 
@@ -94,6 +97,64 @@ def reward_name(fn: RewardFunc) -> str:
     return str(getattr(inner, "__name__", type(inner).__name__))
 
 
+class RewardTimeoutError(TimeoutError):
+    """A reward function did not return within its deadline (``reward_timeout``)."""
+
+
+def _call_with_deadline(fn: RewardFunc, kwargs: dict[str, Any], timeout: float) -> Any:
+    """``fn(**kwargs)``, in a daemon thread when ``timeout > 0``: a call past the deadline
+    raises :class:`RewardTimeoutError` (the thread is abandoned; a process exits past it)."""
+    if timeout <= 0 or getattr(fn, "has_own_timeout", False):
+        return fn(**kwargs)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["out"] = fn(**kwargs)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=target, name=f"reward {reward_name(fn)}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise RewardTimeoutError(
+            f"reward {reward_path(fn)} did not return within {timeout:g} s on a batch of "
+            f"{len(kwargs.get('completions', ()))} completions (reward_timeout); the run is "
+            "stopped. Fix the function (does it wait on a lock, a server, input?) or raise "
+            "reward_timeout."
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["out"]
+
+
+def _to_float(v: Any, name: str, i: int) -> float:
+    if v is None:
+        return 0.0
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"reward {name!r} returned {v!r} ({type(v).__name__}) for completion {i}; a reward "
+            "must return a list of numbers (or None for unscored items)."
+        ) from None
+    return x
+
+
+def reward_path(fn: RewardFunc) -> str:
+    """The full dotted path of a reward, ``package.module:qualname``: what a V* table's
+    provenance and a run's config record, so two rewards with the same ``__name__`` are told
+    apart. A callable object with a ``__name__`` (e.g. ``MathVerifyReward``) is named by its
+    class's module and that name; ``functools.partial`` by its function."""
+    inner = getattr(fn, "func", None)
+    if inner is not None and callable(inner) and type(fn).__name__ == "partial":
+        return reward_path(inner) + "(partial)"
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    return f"{module}:{qual or type(fn).__qualname__}"
+
+
 def accepted_kwargs(fn: RewardFunc, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of ``kwargs`` that ``fn`` accepts: all of them when it takes ``**kwargs``
     (or its signature cannot be read), else only its named parameters. So a reward may declare
@@ -127,6 +188,7 @@ def compute_rewards(
     completion_ids: Sequence[Sequence[int]] | None = None,
     truncated: Sequence[bool] | None = None,
     eos_token_ids: Sequence[int] = (),
+    timeout: float = 0.0,
 ) -> tuple[np.ndarray, dict[str, float]]:
     """Sum of the reward functions over a batch, with ``None`` scored as 0 and counted.
 
@@ -147,6 +209,8 @@ def compute_rewards(
         completion_ids: ``[B]`` generated token ids (passed only when given).
         truncated: ``[B]`` whether each response hit the token budget (passed only when given).
         eos_token_ids: ``completion_ids`` are cut after the first of these (the stop set).
+        timeout: Deadline in seconds of each function's call (0 = none); functions with their
+            own per-item timeout (``has_own_timeout``, e.g. math-verify) are called directly.
 
     Returns:
         ``(rewards, metrics)``: rewards float64 ``[B]``; metrics ``reward/mean``, ``reward/std``
@@ -156,7 +220,9 @@ def compute_rewards(
 
     Raises:
         ValueError: on length mismatches, no functions, or a function returning the wrong
-            number of values or a non-finite value.
+            number of values, a non-number (the function and the item named) or a non-finite
+            value.
+        RewardTimeoutError: a function ran past ``timeout``.
     """
     b = len(completions)
     if not reward_funcs:
@@ -184,10 +250,10 @@ def compute_rewards(
         name = reward_name(fn)
         report = RewardReport()
         kwargs = accepted_kwargs(fn, {**columns, **given, "report": report})
-        out = list(fn(**kwargs))
+        out = list(_call_with_deadline(fn, kwargs, timeout))
         if len(out) != b:
             raise ValueError(f"reward {name!r} returned {len(out)} values for {b} completions.")
-        values = np.array([0.0 if v is None else float(v) for v in out], dtype=np.float64)
+        values = np.array([_to_float(v, name, i) for i, v in enumerate(out)], dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError(f"reward {name!r} returned NaN or infinite values.")
         total += wf * values

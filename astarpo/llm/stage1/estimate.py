@@ -19,30 +19,27 @@ prompt keys, produces the same table as an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from astarpo import __version__
+from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
-from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name
+from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
+from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
 from astarpo.llm.stage1.sampler import reference_sampler
-from astarpo.llm.stage1.table import (
-    ValueRow,
-    ValueTable,
-    ValueTableError,
-    make_row,
-    read_table_rows,
-)
+from astarpo.llm.stage1.table import ValueTable
 
 __all__ = [
     "estimate_values",
@@ -53,8 +50,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_MATCHING = ("model", "n_samples", "beta1", "sampling", "reward", "seed", "batch_size")
 
 
 def parse_shard(spec: str | None) -> tuple[int, int] | None:
@@ -99,6 +94,42 @@ def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     return list(seen.items())
 
 
+def _open_locked(path: Path) -> Any:
+    """``path`` opened for reading and appending, with an exclusive lock (one writer)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = path.open("a+b")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise ValueTableError(
+            f"{path} is being written by another Stage 1 process (it holds the file's lock); "
+            "wait for it to finish (a rerun then resumes), or write another --out."
+        ) from None
+    return fh
+
+
+def _resume_rows(fh: Any, path: Path, prov: dict[str, Any]) -> dict[str, ValueRow]:
+    """The rows already in the locked file (same settings), the torn last line cut off."""
+    done: dict[str, ValueRow] = {}
+    old, good = read_table_rows(path)
+    for vr in old:
+        diff = [m for m in MATCHING if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
+        if diff:
+            fh.close()
+            raise ValueTableError(
+                f"{path} was made with other settings ({', '.join(diff)} differ). Use the "
+                "same settings to resume, or another --out."
+            )
+        done[vr.key] = vr
+    fh.truncate(good)
+    if good > 0:
+        fh.seek(good - 1)
+        if fh.read(1) != b"\n":
+            fh.write(b"\n")
+    return done
+
+
 def estimate_values(
     generator: Any = None,
     rows: Iterable[Mapping[str, Any]] = (),
@@ -117,6 +148,7 @@ def estimate_values(
     model: Any = None,
     tokenizer: Any = None,
     max_new_tokens: int = 256,
+    reward_timeout: float = 600.0,
 ) -> ValueTable:
     """Stage 1: sample ``n_samples`` reference responses per prompt, score them, write V*.
 
@@ -151,23 +183,30 @@ def estimate_values(
         filter_all_wrong: Leave all-wrong prompts (pass rate 0) out of the returned table (the
             file keeps them). Default False, as in the paper.
         provenance: Extra provenance (e.g. ``{"model": "Qwen/Qwen2.5-1.5B"}``).
-        progress: Show a tqdm bar.
         model: The reference model (object, local directory or hub id) sampled with the HF
             backend, instead of ``generator``.
         tokenizer: Its tokenizer (default: loaded with the model, or from its directory).
         max_new_tokens: Token budget per response when ``sampling`` is not given.
+        progress: Show a tqdm bar on a terminal, else a line every 30 s.
+        reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
         The table of this run's prompts (of this shard).
 
     Raises:
         ValueTableError: if the file exists with different settings, or is corrupt.
-        ValueError: on bad arguments or a generator returning the wrong number of responses.
+        ValueError: on bad arguments (greedy sampling with N > 1) or a generator returning the
+            wrong number of responses.
     """
 
     if n_samples < 1 or batch_size < 1:
         raise ValueError(f"n_samples and batch_size must be >= 1, got {n_samples}, {batch_size}.")
     sampling = sampling if sampling is not None else SamplingConfig(max_new_tokens, 1.0, 1.0)
+    if sampling.greedy and n_samples > 1:
+        raise ValueError(
+            f"temperature 0 (greedy) gives {n_samples} identical samples per prompt, so V* would "
+            "be one reward; sample with temperature > 0, or use n_samples 1."
+        )
     generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
     reward_funcs = as_reward_funcs(reward_funcs)
     if out_path is None and shard is not None:
@@ -182,40 +221,28 @@ def estimate_values(
         beta1=float(beta1),
         sampling=asdict(sampling),
         reward=[reward_name(f) for f in reward_funcs],
+        reward_path=[reward_path(f) for f in reward_funcs],
+        data=data_fingerprint(rows),
         seed=seed,
         batch_size=batch_size,
         astarpo_version=__version__,
     )
     todo = [(k, r) for k, r in _unique(rows) if _in_shard(k, shard)]
     done: dict[str, ValueRow] = {}
-    if path is not None and path.exists():
-        old, good = read_table_rows(path)
-        for vr in old:
-            diff = [m for m in _MATCHING if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
-            if diff:
-                raise ValueTableError(
-                    f"{path} was made with other settings ({', '.join(diff)} differ). Use the "
-                    "same settings to resume, or another --out."
-                )
-            done[vr.key] = vr
-        with path.open("r+b") as fh:
-            fh.truncate(good)
-            if good > 0:
-                fh.seek(good - 1)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-        logger.info("%s: resuming, %d prompts already done.", path, len(done))
-    elif path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    fh: Any = contextlib.nullcontext()  # in memory: nothing written
+    if path is not None:
+        fh = _open_locked(path)
+        done = _resume_rows(fh, path, prov)
+        if done:
+            print(
+                f"{path}: resuming, {len(done)} prompts already done.", file=sys.stderr, flush=True
+            )
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
 
-    bar = tqdm(
-        total=len(todo), desc="Stage 1 (V*)", unit="prompt", disable=None if progress else True
-    )
-    bar.update(sum(k in done for k, _ in todo))
+    initial = sum(k in done for k, _ in todo)
+    bar = Progress(len(todo), "Stage 1 (V*)", "prompt", enabled=progress, initial=initial)
     counts: dict[str, float] = {}
-    sink = path.open("a", encoding="utf-8") if path is not None else contextlib.nullcontext()
-    with sink as f:
+    with fh as f:
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
@@ -236,6 +263,7 @@ def estimate_values(
                 columns,
                 completion_ids=rollout.response_ids,
                 truncated=rollout.truncated,
+                timeout=reward_timeout,
             )
             for m, v in metrics.items():
                 if not m.startswith("reward/") and not m.endswith("/mean"):
@@ -246,7 +274,8 @@ def estimate_values(
                     continue
                 row = make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
                 if f is not None:
-                    f.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+                    line = json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
+                    f.write(line.encode("utf-8"))
                 done[key] = row
                 bar.update(1)
             if f is not None:
@@ -283,7 +312,7 @@ def merge_shards(
         if not p.is_file():
             raise ValueTableError(f"part {i} of {k} is missing: {p}. Run `--shard {i}/{k}`.")
         for r in ValueTable.load(p):
-            sig = {f: r.provenance.get(f) for f in _MATCHING}
+            sig = {f: r.provenance.get(f) for f in MATCHING}
             if ref is None:
                 ref = sig
             elif sig != ref:

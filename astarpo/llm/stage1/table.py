@@ -18,33 +18,20 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from astarpo import __version__, optimal_value
+from astarpo import __version__
 from astarpo.llm.data.prompts import prompt_key, read_records
+from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
 
-__all__ = [
-    "MissingPromptError",
-    "ValueRow",
-    "ValueTable",
-    "ValueTableError",
-    "lookup_v_star",
-    "make_row",
-    "read_table_rows",
-]
+__all__ = ["MissingPromptError", "ValueTable", "lookup_v_star"]
 
 logger = logging.getLogger(__name__)
-
-
-class ValueTableError(ValueError):
-    """A V* table file is missing, corrupt, or inconsistent with the run."""
 
 
 class MissingPromptError(KeyError):
@@ -54,108 +41,27 @@ class MissingPromptError(KeyError):
         return str(self.args[0]) if self.args else "prompt not in V* table"
 
 
-@dataclass(frozen=True)
-class ValueRow:
-    """One prompt of a V* table.
-
-    Attributes:
-        key: :func:`~astarpo.llm.data.prompt_key` of ``prompt``.
-        prompt: The exact prompt text.
-        rewards: The N rewards of the reference samples, ``[N]``.
-        v_star: :math:`\\hat V^*` of the prompt (``optimal_value(rewards, beta1)``).
-        pass_rate: Fraction of the N rewards that are > 0.
-        provenance: How the row was made (model, N, beta1, sampling, reward, version, ...).
-        answer: The gold answer, when known.
-    """
-
-    key: str
-    prompt: str
-    rewards: tuple[float, ...]
-    v_star: float
-    pass_rate: float
-    provenance: dict[str, Any] = field(default_factory=dict, compare=True)
-    answer: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as a JSON-ready dict (the file format above)."""
-        return {
-            "key": self.key,
-            "prompt": self.prompt,
-            "answer": self.answer,
-            "rewards": list(self.rewards),
-            "v_star": self.v_star,
-            "pass_rate": self.pass_rate,
-            "provenance": self.provenance,
-        }
-
-    @classmethod
-    def from_json(cls, d: Any, where: str) -> ValueRow:
-        """Parse and check one row; ``where`` ("file:line") is named in errors."""
-        if not isinstance(d, dict):
-            raise ValueTableError(f"{where}: expected a JSON object, got {type(d).__name__}.")
-        missing = [k for k in ("key", "prompt", "rewards", "v_star", "pass_rate") if k not in d]
-        if missing:
-            raise ValueTableError(f"{where}: V* row lacks {missing}.")
-        rewards = d["rewards"]
-        if not isinstance(rewards, list) or not rewards:
-            raise ValueTableError(f"{where}: 'rewards' must be a non-empty list.")
-        try:
-            vals = tuple(float(r) for r in rewards)
-            v_star, pass_rate = float(d["v_star"]), float(d["pass_rate"])
-        except (TypeError, ValueError) as e:
-            raise ValueTableError(f"{where}: non-numeric rewards/v_star/pass_rate ({e}).") from e
-        if not all(math.isfinite(x) for x in (*vals, v_star, pass_rate)):
-            raise ValueTableError(f"{where}: non-finite rewards/v_star/pass_rate.")
-        if d["key"] != prompt_key(str(d["prompt"])):
-            raise ValueTableError(f"{where}: 'key' is not the sha256 of 'prompt'.")
-        prov = d.get("provenance") or {}
-        if isinstance(prov, str):
-            prov = json.loads(prov)
-        answer = d.get("answer")
-        return cls(
-            d["key"],
-            d["prompt"],
-            vals,
-            v_star,
-            pass_rate,
-            prov,
-            None if answer is None else str(answer),
-        )
-
-
-def read_table_rows(path: Path) -> tuple[list[ValueRow], int]:
-    """Rows of a table file and the byte length of its valid part (a torn last line dropped)."""
-    lines = path.read_bytes().split(b"\n")
-    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
-    last = nonblank[-1] if nonblank else -1
-    rows: list[ValueRow] = []
-    pos = good = 0
-    for i, raw in enumerate(lines):
-        end = pos + len(raw) + (1 if i < len(lines) - 1 else 0)
-        if raw.strip():
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                if i == last:
-                    logger.warning("%s:%d: dropping a truncated last line (%s).", path, i + 1, e)
-                    break
-                raise ValueTableError(f"{path}:{i + 1}: corrupt line ({e}).") from e
-            rows.append(ValueRow.from_json(obj, f"{path}:{i + 1}"))
-        good = pos = end
-    return rows, good
-
-
 class ValueTable:
     """The Stage 1 result: V* and rewards of each prompt, looked up by prompt text.
 
     Args:
-        rows: The rows (a later row with the same key replaces an earlier one).
+        rows: The rows, one per prompt.
         path: Where the table came from (named in errors).
+
+    Raises:
+        ValueTableError: two rows have the same prompt.
     """
 
     def __init__(self, rows: Iterable[ValueRow], path: str | os.PathLike[str] | None = None):
-        self.rows: dict[str, ValueRow] = {r.key: r for r in rows}
         self.path = None if path is None else str(path)
+        self.rows: dict[str, ValueRow] = {}
+        for r in rows:
+            if r.key in self.rows:
+                raise ValueTableError(
+                    f"V* table {self.path or '(in memory)'}: prompt {r.prompt[:60]!r} appears "
+                    "twice; a table holds one row per prompt (deduplicate the prompts)."
+                )
+            self.rows[r.key] = r
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -194,6 +100,7 @@ class ValueTable:
             except Exception as e:
                 raise ValueTableError(f"{p}: cannot read Parquet V* table ({e}).") from e
             rows = [ValueRow.from_json(r, f"{p}:row {i}") for i, r in enumerate(records)]
+            cls(rows, p)  # duplicates are an error
         else:
             rows, _ = read_table_rows(p)
         if not rows:
@@ -203,22 +110,29 @@ class ValueTable:
         return cls(rows, p)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the table (``.parquet`` or JSONL) atomically: a temporary file, then rename."""
+        """Write the table (``.parquet`` or JSONL) atomically: a temporary file (fsynced), then
+        rename; a failed write leaves the previous file and no temporary file."""
         p = Path(path)
         tmp = p.with_name(p.name + ".tmp")
-        if p.suffix.lower() == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        try:
+            if p.suffix.lower() == ".parquet":
+                import pyarrow as pa  # the parquet extra
+                import pyarrow.parquet as pq
 
-            recs = [r.to_json() for r in self]
-            for rec in recs:
-                rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
-            pq.write_table(pa.Table.from_pylist(recs), tmp)
-        else:
-            with tmp.open("w", encoding="utf-8") as f:
-                for r in self:
-                    f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
-        os.replace(tmp, p)
+                recs = [r.to_json() for r in self]
+                for rec in recs:
+                    rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
+                pq.write_table(pa.Table.from_pylist(recs), tmp)
+            else:
+                with tmp.open("w", encoding="utf-8") as f:
+                    for r in self:
+                        f.write(json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False))
+                        f.write("\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)  # a failed write leaves the previous table, no debris
         self.path = str(p)
 
     def get(self, prompt: str) -> ValueRow:
@@ -305,34 +219,12 @@ class ValueTable:
         return cls(out, None)
 
 
-def make_row(
-    prompt: str, rewards: np.ndarray, beta1: float, prov: dict[str, Any], answer: Any
-) -> ValueRow:
-    """A table row of ``prompt`` with ``v_star = optimal_value(rewards, beta1)``.
-
-    Args:
-        prompt: The prompt text.
-        rewards: Rewards of its N reference samples ``[N]``.
-        beta1: Stage 1 temperature.
-        prov: Provenance fields of the row.
-        answer: The gold answer (stored for inspection).
-    """
-    return ValueRow(
-        key=prompt_key(prompt),
-        prompt=prompt,
-        rewards=tuple(float(r) for r in rewards),
-        v_star=float(optimal_value(rewards, beta1)),
-        pass_rate=float((rewards > 0).mean()),
-        provenance=prov,
-        answer=None if answer is None else str(answer),
-    )
-
-
 def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
     """V* of each prompt ``[B]`` from a :class:`ValueTable` or a ``{prompt: v_star}`` mapping.
 
     Raises:
         MissingPromptError: naming the first prompt missing from the table.
+        ValueError: a mapping holds a NaN or infinite V*.
         TypeError: ``table`` is neither.
     """
     if isinstance(table, ValueTable):
@@ -345,7 +237,16 @@ def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
                     f"prompt {short!r} is missing from the V* mapping; run Stage 1 (astarpo "
                     "value) on the same prompts (same template) as training."
                 )
-        return np.array([float(table[p]) for p in prompts], dtype=np.float64)
+        values = np.array([float(table[p]) for p in prompts], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            p = prompts[int(bad[0])]
+            short = p if len(p) <= 80 else p[:77] + "..."
+            raise ValueError(
+                f"the V* mapping holds {bad.size} non-finite values (first: {values[bad[0]]} for "
+                f"prompt {short!r}); V* must be finite (Stage 1 gives beta1 log mean exp(r/beta1))."
+            )
+        return values
     raise TypeError(
         f"v_star_table must be a ValueTable or a {{prompt: v_star}} mapping, got {type(table)}."
     )

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
+from astarpo.llm.data.files import standard_json
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.eval import evaluate
 from astarpo.llm.rollout.base import SamplingConfig
@@ -81,6 +82,7 @@ class DemoConfig:
         """The quick (about 3 minutes on 2 cores) or full demo settings."""
         train = AStarPOConfig(
             output_dir=str(Path(out_dir) / "train"),
+            overwrite_output_dir=True,  # the demo regenerates its whole output directory
             seed=seed,
             max_steps=60 if quick else 400,
             batch_size=64,
@@ -224,7 +226,7 @@ def _run_demo(
                   "mean_kl_last": steps[-1]["kl"]},
         "total_seconds": time.perf_counter() - t_start,
     }  # fmt: skip
-    (out / "report.json").write_text(json.dumps(report, indent=2))
+    (out / "report.json").write_text(json.dumps(standard_json(report), indent=2, allow_nan=False))
     _plot(curve, out / "accuracy_vs_time.png")
     (out / "report.md").write_text(_markdown(report))
     return report

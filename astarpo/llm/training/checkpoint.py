@@ -6,10 +6,22 @@ position, elapsed training time). Loading one and continuing gives the same loss
 was never interrupted (the data order and every sampling seed derive from ``(seed, step)``).
 Checkpoints hold the full state with unwrapped parameter names, written by rank 0 only, so they
 resume with any world size and strategy (DDP, FSDP2 or one process).
+
+Safety: both files are read with ``torch.load(..., weights_only=True)``, which unpickles only
+tensors and plain containers (dict, list, tuple, str, numbers); a crafted ``trainer_state.pt``
+that would run code is refused with :class:`CheckpointError`. The RNG states are therefore
+stored as lists and tensors, not as numpy arrays.
+
+A failed write (disk full, ...) removes the partial ``.tmp-checkpoint-<step>`` and leaves the
+previous checkpoints as they were; ``save_total_limit`` keeps the newest checkpoints only
+(:func:`rotate_checkpoints`).
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import pickle
 import random
 import re
 import shutil
@@ -30,22 +42,41 @@ from astarpo.llm.parallel.state import (
 )
 
 __all__ = [
+    "CheckpointError",
     "capture_rng",
+    "checkpoints",
     "latest_checkpoint",
     "load_checkpoint",
+    "load_first_readable",
     "restore_rng",
+    "rotate_checkpoints",
     "save_checkpoint",
     "save_final_model",
 ]
 
+logger = logging.getLogger(__name__)
+
 _NAME = re.compile(r"^checkpoint-(\d+)$")
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be written or safely read (corrupt, crafted, or the disk is full)."""
+
+
 def capture_rng() -> dict[str, Any]:
-    """The python, numpy and torch (CPU and CUDA) global RNG states."""
+    """The python, numpy and torch (CPU and CUDA) global RNG states, in types that
+    ``torch.load(..., weights_only=True)`` accepts (lists, ints, floats, tensors)."""
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()  # noqa: NPY002 (user code)
     state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
+        "python": [version, list(internal), gauss],
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "torch": torch.random.get_rng_state(),
     }
     if torch.cuda.is_available():
@@ -55,8 +86,13 @@ def capture_rng() -> dict[str, Any]:
 
 def restore_rng(state: dict[str, Any]) -> None:
     """Restore states captured by :func:`capture_rng`."""
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])  # noqa: NPY002
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state(  # noqa: NPY002
+        (n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"])
+    )
     torch.random.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -91,34 +127,85 @@ def save_checkpoint(
         optim_state = optimizer.state_dict()
     if is_main_process():
         tmp = Path(output_dir) / f".tmp-checkpoint-{step}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        torch.save(model_state, tmp / "model.pt")
-        torch.save(
-            {
-                "step": step,
-                "optimizer": optim_state,
-                "modules": [m.state_dict() for m in modules],
-                "rng": capture_rng(),
-                **state,
-            },
-            tmp / "trainer_state.pt",
-        )
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
+        try:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+            torch.save(model_state, tmp / "model.pt")
+            torch.save(
+                {
+                    "step": step,
+                    "optimizer": optim_state,
+                    "modules": [m.state_dict() for m in modules],
+                    "rng": capture_rng(),
+                    **state,
+                },
+                tmp / "trainer_state.pt",
+            )
+            if final.exists():
+                shutil.rmtree(final)
+            tmp.rename(final)
+        except (OSError, RuntimeError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)  # no debris; earlier checkpoints untouched
+            raise _write_error(e, tmp) from e
     barrier()
     return final
 
 
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The ``checkpoint-<step>`` directory with the largest step, or ``None``."""
+def _write_error(e: BaseException, tmp: Path) -> CheckpointError:
+    text = str(e)
+    full = (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left" in text
+    if full or "iostream error" in text:  # torch.save reports a full disk as an iostream error
+        return CheckpointError(
+            f"no space left on device at {tmp.parent} while writing checkpoint {tmp.name[5:]} "
+            f"({text}); the partial files were removed and earlier checkpoints kept. Free space "
+            "or lower save_total_limit, then --resume."
+        )
+    return CheckpointError(
+        f"writing {tmp.name[5:]} in {tmp.parent} failed ({text}); the partial files were removed."
+    )
+
+
+def checkpoints(output_dir: str | Path) -> list[Path]:
+    """The ``checkpoint-<step>`` directories of ``output_dir``, oldest (smallest step) first."""
     d = Path(output_dir)
     if not d.is_dir():
-        return None
+        return []
     found = [(int(m.group(1)), p) for p in d.iterdir() if (m := _NAME.match(p.name)) and p.is_dir()]
-    return max(found)[1] if found else None
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(output_dir: str | Path) -> Path | None:
+    """The ``checkpoint-<step>`` directory with the largest step, or ``None``."""
+    found = checkpoints(output_dir)
+    return found[-1] if found else None
+
+
+def rotate_checkpoints(output_dir: str | Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` checkpoints (``keep=0``: delete none); rank 0 only.
+
+    Returns:
+        The deleted directories.
+    """
+    found = checkpoints(output_dir)
+    old = found[:-keep] if keep > 0 and is_main_process() else []
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)
+    return old
+
+
+def _safe_load(path: Path, device: Any) -> Any:
+    """``torch.load(weights_only=True)``: tensors and plain containers only, never code."""
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise CheckpointError(
+            f"{path}: refused to load: it holds objects other than tensors and plain containers "
+            "(a file from another program, an older astarpo, or crafted to run code); only "
+            f"weights_only=True loading is done ({str(e).splitlines()[0]})."
+        ) from e
+    except (RuntimeError, EOFError, OSError) as e:
+        raise CheckpointError(f"{path}: corrupt or unreadable checkpoint file ({e}).") from e
 
 
 def load_checkpoint(
@@ -135,6 +222,7 @@ def load_checkpoint(
 
     Raises:
         FileNotFoundError: if ``path`` is not a checkpoint directory.
+        CheckpointError: a file is corrupt, or holds objects ``weights_only=True`` refuses.
         ValueError: the checkpoint holds another number of algorithm modules.
     """
     p = Path(path)
@@ -143,7 +231,7 @@ def load_checkpoint(
             f"{p} is not a checkpoint (no trainer_state.pt); pass a checkpoint-<step> directory "
             "or an output_dir that holds one."
         )
-    state = torch.load(p / "trainer_state.pt", map_location="cpu", weights_only=False)
+    state = _safe_load(p / "trainer_state.pt", "cpu")
     if len(state["modules"]) != len(modules):
         raise ValueError(
             f"checkpoint has {len(state['modules'])} algorithm modules, the algorithm "
@@ -152,10 +240,10 @@ def load_checkpoint(
     inner = unwrap_model(model)
     if not is_fsdp(model) and state.get("optimizer_format") != "fqn":
         device = next(inner.parameters()).device
-        inner.load_state_dict(torch.load(p / "model.pt", map_location=device, weights_only=True))
+        inner.load_state_dict(_safe_load(p / "model.pt", device))
         optimizer.load_state_dict(state["optimizer"])
     else:
-        model_state = torch.load(p / "model.pt", map_location="cpu", weights_only=True)
+        model_state = _safe_load(p / "model.pt", "cpu")
         optim_state = state["optimizer"]
         if state.get("optimizer_format") != "fqn":
             optim_state = index_to_fqn(inner, optimizer, optim_state)
@@ -164,6 +252,32 @@ def load_checkpoint(
         m.load_state_dict(sd)
     restore_rng(state["rng"])
     return dict(state)
+
+
+def load_first_readable(
+    found: list[Path],
+    output_dir: str | Path,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    modules: list[torch.nn.Module],
+) -> dict[str, Any]:
+    """:func:`load_checkpoint` of the first readable checkpoint of ``found`` (newest first): a
+    corrupt one falls back to the next with a warning.
+
+    Raises:
+        FileNotFoundError: ``found`` is empty.
+        CheckpointError: no checkpoint of ``found`` is readable (the last error).
+    """
+    if not found:
+        raise FileNotFoundError(f"no checkpoint-<step> directory in {output_dir} to resume from.")
+    for i, ckpt in enumerate(found):
+        try:
+            return load_checkpoint(ckpt, model, optimizer, modules)
+        except CheckpointError as e:
+            if i == len(found) - 1:
+                raise
+            logger.warning("%s; falling back to %s.", e, found[i + 1].name)
+    raise AssertionError("unreachable")
 
 
 def save_final_model(model: torch.nn.Module, tokenizer: Any, path: str | Path) -> Path:

@@ -7,6 +7,7 @@ Every record is one JSON object per line in ``metrics.jsonl`` (keys like ``rewar
 from __future__ import annotations
 
 import json
+import logging
 import math
 import resource
 import sys
@@ -19,6 +20,8 @@ from typing import Any
 import torch
 
 __all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
+
+logger = logging.getLogger(__name__)
 
 
 def peak_memory(device: torch.device) -> dict[str, float]:
@@ -53,11 +56,27 @@ def timed(times: dict[str, float], name: str, device: torch.device | None = None
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file (empty list when it does not exist)."""
+    """The records of a ``metrics.jsonl`` file (empty list when it does not exist).
+
+    A torn last line (a kill during a write) is dropped with a warning, as in the V* table.
+
+    Raises:
+        ValueError: a corrupt line elsewhere (file and line named).
+    """
     p = Path(path)
     if not p.exists():
         return []
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    lines = p.read_bytes().split(b"\n")
+    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
+    out = []
+    for i in nonblank:
+        try:
+            out.append(json.loads(lines[i]))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            if i != nonblank[-1]:
+                raise ValueError(f"{p}:{i + 1}: corrupt metrics line ({e}).") from e
+            logger.warning("%s:%d: dropping a truncated last line (%s).", p, i + 1, e)
+    return out
 
 
 class MetricsLogger:
@@ -81,7 +100,7 @@ class MetricsLogger:
             self.path.write_text("")
         else:
             kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= resume_step]
-            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+            self.path.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
         self.writer: Any = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -97,7 +116,7 @@ class MetricsLogger:
             for k, v in record.items()
         }
         with self.path.open("a") as f:
-            f.write(json.dumps(clean) + "\n")
+            f.write(json.dumps(clean, allow_nan=False) + "\n")
         if self.writer is not None:
             for k, v in record.items():
                 if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -31,9 +31,11 @@ import torch
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
+from astarpo.llm.data.fit import check_prompts_fit, max_positions
+from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
-from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.lora import maybe_apply_lora
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator
@@ -41,15 +43,24 @@ from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.callbacks import Schedule, call_hook
 from astarpo.llm.training.checkpoint import (
-    latest_checkpoint,
-    load_checkpoint,
+    checkpoints,
+    load_first_readable,
+    rotate_checkpoints,
     save_checkpoint,
     save_final_model,
 )
 from astarpo.llm.training.data_order import EpochOrder
 from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.guards import (
+    check_batch,
+    check_distinct_reference,
+    check_train_rows,
+    check_v_star_table,
+    explain_non_finite,
+)
 from astarpo.llm.training.inputs import resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
+from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
 from astarpo.llm.training.update import optimizer_step
 
 __all__ = ["EvalFn", "Trainer"]
@@ -128,6 +139,7 @@ class Trainer:
         if algorithm is None:
             algorithm = build_algorithm(args, model, ref_model)
         self.algorithm = algorithm
+        check_distinct_reference(model, ref_model)
         if algorithm.needs_reference and ref_model is None:
             ref_model = copy.deepcopy(self.model)  # the policy as it starts, frozen below
         self.ref_model = ref_model
@@ -137,6 +149,7 @@ class Trainer:
         self.reward_funcs = as_reward_funcs(reward_funcs)
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty; give a reward function (or a list).")
+        check_train_rows(self.rows)
         self.v_star = None
         if algorithm.needs_v_star:
             if v_star_table is None:
@@ -145,6 +158,9 @@ class Trainer:
                 )
             self.v_star = lookup_v_star(v_star_table, [r["prompt"] for r in self.rows])
         self.tokenizer = tokenizer
+        limit = max_positions(model)
+        check_prompts_fit(self.rows, tokenizer, limit, args.max_new_tokens, "train_dataset")
+        check_v_star_table(v_star_table, self.rows, self.reward_funcs, args)
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
@@ -219,6 +235,7 @@ class Trainer:
                 columns,
                 completion_ids=rollout.response_ids,
                 truncated=rollout.truncated,
+                timeout=args.reward_timeout,
             )
             rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
         record.update(self.dp.reduce(reward_metrics))
@@ -227,6 +244,8 @@ class Trainer:
             v_star = np.repeat(self.v_star[global_idx], n)
             record["v_star/mean"] = float(v_star.mean())
         batch = RolloutBatch.from_rollout(rollout, rewards, self.pad_token_id, self.device, v_star)
+        with explain_non_finite(t, record, args.learning_rate, args.output_dir):
+            check_batch(batch)  # e.g. rewards past float32's range
 
         # 3. Reference (and old-policy) log-probs, no gradient.
         with timed(times, "ref_logprobs", self.device):
@@ -252,17 +271,18 @@ class Trainer:
                     chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
                     rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()
                     rows = rows[self.dp.shard(len(rows))]  # this rank's block of the minibatch
-                    stats = optimizer_step(
-                        self.train_model,
-                        self.algorithm,
-                        batch.select(rows),
-                        self.optimizer,
-                        self.params,
-                        self.modules,
-                        self.dp,
-                        args,
-                        self._autocast,
-                    )
+                    with explain_non_finite(t, record, args.learning_rate, args.output_dir):
+                        stats = optimizer_step(
+                            self.train_model,
+                            self.algorithm,
+                            batch.select(rows),
+                            self.optimizer,
+                            self.params,
+                            self.modules,
+                            self.dp,
+                            args,
+                            self._autocast,
+                        )
                     stats = self.dp.reduce(stats)
                     for k, v in stats.items():
                         sums[k] = sums.get(k, 0.0) + v
@@ -284,16 +304,19 @@ class Trainer:
 
     # ------------------------------------------------------ loop, checkpoints
     def save(self) -> Path:
-        """Write a checkpoint of the current step to ``output_dir`` (every rank must call it)."""
+        """Write a checkpoint of the current step to ``output_dir`` (every rank must call it),
+        then keep only the newest ``save_total_limit`` checkpoints."""
         state = {
             "data_epoch": self.order.epoch,
             "data_index": self.order.index,
             "train_time": self.train_time,
             "algorithm": self.algorithm.name,
         }
-        return save_checkpoint(
+        path = save_checkpoint(
             self.args.output_dir, self.step_count, self.model, self.optimizer, self.modules, state
         )
+        rotate_checkpoints(self.args.output_dir, self.args.save_total_limit)
+        return path
 
     def save_model(self, output_dir: str | Path | None = None) -> Path:
         """Write the policy and tokenizer with ``save_pretrained`` (TRL's ``save_model``):
@@ -305,15 +328,17 @@ class Trainer:
     def resume(self, path: str | Path | None = None) -> int:
         """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
 
+        Without ``path``, a corrupt latest checkpoint falls back to the one before it, with a
+        warning.
+
         Raises:
             FileNotFoundError: if there is no checkpoint to resume from.
+            CheckpointError: the checkpoint (every checkpoint, without ``path``) is unreadable.
         """
-        ckpt = Path(path) if path is not None else latest_checkpoint(self.args.output_dir)
-        if ckpt is None:
-            raise FileNotFoundError(
-                f"no checkpoint-<step> directory in {self.args.output_dir} to resume from."
-            )
-        state = load_checkpoint(ckpt, self.model, self.optimizer, self.modules)
+        found = [Path(path)] if path is not None else checkpoints(self.args.output_dir)[::-1]
+        state = load_first_readable(
+            found, self.args.output_dir, self.model, self.optimizer, self.modules
+        )
         self.step_count = int(state["step"])
         self.order.epoch = int(state["data_epoch"])
         self.order.index = int(state["data_index"])
@@ -338,13 +363,23 @@ class Trainer:
 
         Returns:
             The records logged by this call (step records and ``eval/`` records).
-        """
-        from tqdm.auto import tqdm  # the llm extra; keeps the module importable without it
 
+        Raises:
+            RunDirError: a fresh run in a directory holding an earlier run (without
+                ``overwrite_output_dir``), or a resume whose settings differ from the run it
+                continues (:mod:`astarpo.llm.training.run_dir`).
+            NonFiniteError: a step's rewards, loss or gradient norm are not finite; the update
+                is not applied and nothing is saved.
+            RewardTimeoutError: a reward function ran past ``reward_timeout``.
+        """
         args = self.args
+        record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
+        start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
+        barrier()
         resume_step = None
         if resume:
             resume_step = self.resume(None if resume is True else resume)
+            announce_resume(args.output_dir, resume_step, args.max_steps, self.dp.is_main)
         logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
         self.history = []
         schedule = Schedule(
@@ -357,21 +392,17 @@ class Trainer:
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             self._evaluate(logger)
-        bar = tqdm(
-            total=args.max_steps,
-            initial=self.step_count,
-            # disable=None: tqdm shows the bar only on a terminal
-            disable=None if (args.progress and self.dp.is_main) else True,
-            desc="train",
-        )
+        # A bar on a terminal, else a line at least every 30 s (a log shows the run is alive).
+        show = args.progress and self.dp.is_main
+        bar = Progress(args.max_steps, "train", "step", enabled=show, initial=self.step_count)
         try:
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
                 record = self.step()
                 logger.log(record)
                 self.history.append(record)
-                bar.update(1)
-                bar.set_postfix(
+                bar.update(
+                    1,
                     reward=f"{record.get('reward/mean', float('nan')):.3f}",
                     loss=f"{record['loss']:.4g}",
                     kl=f"{record['kl']:.3g}",

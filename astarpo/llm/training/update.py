@@ -18,6 +18,7 @@ from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.guards import check_update
 
 __all__ = ["optimizer_step"]
 
@@ -48,6 +49,10 @@ def optimizer_step(
 
     Returns:
         ``loss``, ``entropy``, ``kl``, ``grad_norm`` and the algorithm's metrics.
+
+    Raises:
+        NonFiniteError: the loss or the gradient norm is NaN or infinite (on any rank); the
+            optimizer has not stepped.
     """
     optimizer.zero_grad(set_to_none=True)
     stats: dict[str, float] = {}
@@ -75,5 +80,7 @@ def optimizer_step(
     # max_norm=inf measures the global norm without clipping.
     max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
     stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    # Raise before a non-finite update reaches the weights (on every rank alike).
+    check_update(dp.reduce({k: stats[k] for k in ("loss", "grad_norm")}))
     optimizer.step()
     return stats

@@ -1,0 +1,89 @@
+"""Reading data files with where each row is: ``.jsonl`` (file and line), ``.json`` and
+``.parquet`` (file and row), and datasets saved with ``save_to_disk`` or named ``hf:NAME:SPLIT``
+(row). Every error names the file and the line or row: a byte that is not
+UTF-8, a line that is not JSON, a value that is not an object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
+
+__all__ = ["read_located_records", "standard_json"]
+
+
+def _decode(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{where}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+            "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)."
+        ) from None
+
+
+def read_located_records(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`read_records` with where each row is: ``"file:line"`` (JSONL) or ``"file: row i"``.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`read_records`.
+    """
+    if str(path).startswith("hf:") or is_saved_dataset(Path(path)):
+        return [(f"{path}: row {i}", r) for i, r in enumerate(read_hf_dataset(str(path)))]
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(
+            f"data file {str(p)!r} does not exist (give a .jsonl/.json/.parquet file, a folder "
+            "saved with Dataset.save_to_disk, or hf:NAME[:CONFIG]:SPLIT for a hub dataset)."
+        )
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return [(f"{p}: row {i}", r) for i, r in enumerate(pq.read_table(p).to_pylist())]
+    if suffix == ".json":
+        raw = p.read_bytes()
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            bad = raw[: e.start].count(b"\n") + 1
+            _decode(raw.split(b"\n")[bad - 1], f"{p}:{bad}")
+            raise
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}:{e.lineno}: not valid JSON ({e.msg}).") from e
+        if not isinstance(data, list):
+            raise ValueError(f"{p}: a .json data file must hold a list of objects.")
+        return [(f"{p}: row {i}", r) for i, r in enumerate(data)]
+    if suffix != ".jsonl":
+        raise ValueError(f"{p}: unknown data format {suffix!r}; use .jsonl, .json or .parquet.")
+    rows = []
+    for lineno, raw_line in enumerate(p.read_bytes().split(b"\n"), 1):
+        line = _decode(raw_line, f"{p}:{lineno}")
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}:{lineno}: not valid JSON ({e}).") from e
+        if not isinstance(row, dict):
+            raise ValueError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}.")
+        rows.append((f"{p}:{lineno}", row))
+    return rows
+
+
+def standard_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by ``None`` (nested dicts, lists and
+    tuples too), so ``json.dumps(..., allow_nan=False)`` writes standard JSON (no ``NaN`` or
+    ``Infinity``, which strict parsers reject)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: standard_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [standard_json(v) for v in obj]
+    return obj

@@ -1,0 +1,128 @@
+"""Provenance of a V* table, and the check that a table fits the run that trains on it.
+
+Every row of a table written by Stage 1 records how it was made: the reward functions' full
+dotted paths (``reward_path``), ``beta1``, ``n_samples`` (N), the model, the sampling settings,
+the seed and a fingerprint of the prompt set (``data``, :func:`data_fingerprint`). A table whose
+rows disagree on those fields mixes two runs and is refused (:func:`table_provenance`).
+Training compares them with its own run (:func:`check_table_fits`) and refuses a mismatch
+unless told to accept it (``allow_v_star_mismatch``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from astarpo.llm.data.prompts import prompt_key
+from astarpo.llm.stage1.table import ValueTable, ValueTableError
+
+__all__ = ["MATCHING", "check_table_fits", "data_fingerprint", "same_model", "table_provenance"]
+
+MATCHING = (
+    "model",
+    "n_samples",
+    "beta1",
+    "sampling",
+    "reward",
+    "reward_path",
+    "data",
+    "seed",
+    "batch_size",
+)
+"""Provenance fields every row of one table shares (a resumed or merged Stage 1 must match)."""
+
+
+def data_fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
+    """SHA-256 of the set of ``(prompt, answer)`` pairs of ``rows`` (order and duplicates do not
+    matter), so Stage 1 and Stage 2 on the same prompt file agree."""
+    pairs = sorted({(prompt_key(str(r["prompt"])), str(r.get("answer"))) for r in rows})
+    return hashlib.sha256(json.dumps(pairs).encode("utf-8")).hexdigest()
+
+
+def table_provenance(table: ValueTable) -> dict[str, Any]:
+    """The provenance fields of :data:`MATCHING` shared by every row of ``table``.
+
+    Raises:
+        ValueTableError: two rows disagree (the table mixes two Stage 1 runs), naming the field.
+    """
+    shared: dict[str, Any] | None = None
+    first = ""
+    for row in table:
+        sig = {k: row.provenance.get(k) for k in MATCHING}
+        if shared is None:
+            shared, first = sig, row.prompt
+            continue
+        diff = [k for k in MATCHING if sig[k] != shared[k]]
+        if diff:
+            raise ValueTableError(
+                f"V* table {table.path or '(in memory)'} mixes Stage 1 runs: prompt "
+                f"{row.prompt[:60]!r} differs from {first[:60]!r} in {', '.join(diff)} "
+                f"({', '.join(f'{shared[k]!r} vs {sig[k]!r}' for k in diff)}). Recompute it "
+                "with one `astarpo value` run."
+            )
+    return shared or {}
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names are the same (local directories compared by resolved path)."""
+    if a == b:
+        return True
+    if os.path.isdir(a) and os.path.isdir(b):
+        return Path(a).resolve() == Path(b).resolve()
+    return False
+
+
+def check_table_fits(
+    table: ValueTable,
+    *,
+    reward_paths: Sequence[str] | None = None,
+    data: str | None = None,
+    model: str | None = None,
+    allow_mismatch: bool = False,
+) -> list[str]:
+    """Check the provenance of ``table`` against the training run.
+
+    Args:
+        table: The Stage 1 table.
+        reward_paths: The training rewards' dotted paths (:func:`~astarpo.llm.data.scoring.
+            reward_path`); ``None`` skips the check.
+        data: :func:`data_fingerprint` of the training rows; ``None`` skips it.
+        model: The reference model of training; ``None`` skips it.
+        allow_mismatch: Return the mismatches as warnings instead of raising.
+
+    Returns:
+        Warnings: fields the table does not record (not checked), and the mismatches when
+        ``allow_mismatch``.
+
+    Raises:
+        ValueTableError: a mismatch (each field named), or rows that mix two runs.
+    """
+    prov = table_provenance(table)
+    name = table.path or "(in memory)"
+    wanted = {"reward_path": reward_paths, "data": data, "model": model}
+    problems, unchecked = [], []
+    for key, now in wanted.items():
+        if now is None:
+            continue
+        old = prov.get(key)
+        if old is None:
+            unchecked.append(key)
+        elif key == "model" and same_model(str(old), str(now)):
+            continue
+        elif json.loads(json.dumps(old)) != json.loads(json.dumps(now)):
+            what = "prompt set (prompt/answer pairs)" if key == "data" else key
+            problems.append(f"{what}: table {old!r}, training {now!r}")
+    warnings = [f"V* table {name} records no {', '.join(unchecked)}; not checked."] * bool(
+        unchecked
+    )
+    if problems and not allow_mismatch:
+        raise ValueTableError(
+            f"V* table {name} was made for another run ({'; '.join(problems)}). Recompute it "
+            "with `astarpo value` on the training data, reward and reference model, or accept "
+            "it with --allow-v-star-mismatch true (allow_v_star_mismatch=True)."
+        )
+    return warnings + [f"V* table {name} mismatch accepted: {p}" for p in problems]

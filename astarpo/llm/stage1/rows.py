@@ -1,0 +1,162 @@
+r"""Rows of a V* table: :class:`ValueRow` (parsed and checked), :func:`make_row` and
+:func:`read_table_rows` (a JSONL table file, a torn last line dropped). The file format and the
+table are in :mod:`astarpo.llm.stage1.table`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo import optimal_value
+from astarpo.llm.data.prompts import prompt_key
+
+__all__ = ["ValueRow", "ValueTableError", "make_row", "read_table_rows"]
+
+logger = logging.getLogger(__name__)
+
+
+class ValueTableError(ValueError):
+    """A V* table file is missing, corrupt, or inconsistent with the run."""
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    """One prompt of a V* table.
+
+    Attributes:
+        key: :func:`~astarpo.llm.data.prompt_key` of ``prompt``.
+        prompt: The exact prompt text.
+        rewards: The N rewards of the reference samples, ``[N]``.
+        v_star: :math:`\\hat V^*` of the prompt (``optimal_value(rewards, beta1)``).
+        pass_rate: Fraction of the N rewards that are > 0.
+        provenance: How the row was made (model, N, beta1, sampling, reward, version, ...).
+        answer: The gold answer, when known.
+    """
+
+    key: str
+    prompt: str
+    rewards: tuple[float, ...]
+    v_star: float
+    pass_rate: float
+    provenance: dict[str, Any] = field(default_factory=dict, compare=True)
+    answer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict (the file format above)."""
+        return {
+            "key": self.key,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "rewards": list(self.rewards),
+            "v_star": self.v_star,
+            "pass_rate": self.pass_rate,
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> ValueRow:
+        """Parse and check one row; ``where`` ("file:line") is named in errors."""
+        if not isinstance(d, dict):
+            raise ValueTableError(f"{where}: expected a JSON object, got {type(d).__name__}.")
+        missing = [k for k in ("key", "prompt", "rewards", "v_star", "pass_rate") if k not in d]
+        if missing:
+            raise ValueTableError(f"{where}: V* row lacks {missing}.")
+        rewards = d["rewards"]
+        if not isinstance(rewards, list) or not rewards:
+            raise ValueTableError(f"{where}: 'rewards' must be a non-empty list.")
+        try:
+            vals = tuple(float(r) for r in rewards)
+            v_star, pass_rate = float(d["v_star"]), float(d["pass_rate"])
+        except (TypeError, ValueError) as e:
+            raise ValueTableError(f"{where}: non-numeric rewards/v_star/pass_rate ({e}).") from e
+        if not all(math.isfinite(x) for x in (*vals, v_star, pass_rate)):
+            raise ValueTableError(f"{where}: non-finite rewards/v_star/pass_rate.")
+        lo, hi = min(vals), max(vals)
+        tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+        if not lo - tol <= v_star <= hi + tol:
+            raise ValueTableError(
+                f"{where}: v_star {v_star!r} lies outside [min reward, max reward] = [{lo!r}, "
+                f"{hi!r}] of its {len(vals)} rewards, which no beta1 gives; the row was edited "
+                "or corrupted. Recompute it with `astarpo value`."
+            )
+        if d["key"] != prompt_key(str(d["prompt"])):
+            raise ValueTableError(f"{where}: 'key' is not the sha256 of 'prompt'.")
+        prov = d.get("provenance") or {}
+        if isinstance(prov, str):
+            prov = json.loads(prov)
+        answer = d.get("answer")
+        return cls(
+            d["key"],
+            d["prompt"],
+            vals,
+            v_star,
+            pass_rate,
+            prov,
+            None if answer is None else str(answer),
+        )
+
+
+def read_table_rows(path: Path) -> tuple[list[ValueRow], int]:
+    """Rows of a table file and the byte length of its valid part (a torn last line dropped).
+
+    Raises:
+        ValueTableError: a corrupt line before the last, a bad row, or a duplicated prompt
+            (file and line named).
+    """
+    lines = path.read_bytes().split(b"\n")
+    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
+    last = nonblank[-1] if nonblank else -1
+    rows: list[ValueRow] = []
+    seen: dict[str, int] = {}
+    pos = good = 0
+    for i, raw in enumerate(lines):
+        end = pos + len(raw) + (1 if i < len(lines) - 1 else 0)
+        if raw.strip():
+            try:
+                obj = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                if i == last:
+                    logger.warning("%s:%d: dropping a truncated last line (%s).", path, i + 1, e)
+                    break
+                raise ValueTableError(f"{path}:{i + 1}: corrupt line ({e}).") from e
+            row = ValueRow.from_json(obj, f"{path}:{i + 1}")
+            if row.key in seen:
+                raise ValueTableError(
+                    f"{path}:{i + 1}: prompt {row.prompt[:60]!r} is already in line "
+                    f"{seen[row.key]}; a V* table holds one row per prompt (two writers on one "
+                    "file, or an edit). Remove one of the rows or recompute the table."
+                )
+            seen[row.key] = i + 1
+            rows.append(row)
+        good = pos = end
+    return rows, good
+
+
+def make_row(
+    prompt: str, rewards: np.ndarray, beta1: float, prov: dict[str, Any], answer: Any
+) -> ValueRow:
+    """A table row of ``prompt`` with ``v_star = optimal_value(rewards, beta1)``.
+
+    Args:
+        prompt: The prompt text.
+        rewards: Rewards of its N reference samples ``[N]``.
+        beta1: Stage 1 temperature.
+        prov: Provenance fields of the row.
+        answer: The gold answer (stored for inspection).
+    """
+    return ValueRow(
+        key=prompt_key(prompt),
+        prompt=prompt,
+        rewards=tuple(float(r) for r in rewards),
+        v_star=float(optimal_value(rewards, beta1)),
+        pass_rate=float((rewards > 0).mean()),
+        provenance=prov,
+        answer=None if answer is None else str(answer),
+    )

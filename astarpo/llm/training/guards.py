@@ -1,0 +1,136 @@
+"""The trainer's checks of its inputs and of every update.
+
+Finiteness: a step: a step whose loss or gradient is not finite stops the
+run before the optimizer applies it, so no NaN ever reaches the weights or a checkpoint.
+
+:func:`check_update` runs in :func:`~astarpo.llm.training.update.optimizer_step` between the
+gradient clipping and ``optimizer.step()``; :class:`NonFiniteError` is re-raised by the trainer
+with the step number and the likely causes (:func:`explain_non_finite`).
+
+At construction: the reference must not be the policy object itself
+(:func:`check_distinct_reference`), and a V* table must come from a Stage 1 run of the same
+rewards and prompts (:func:`check_v_star_table`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from astarpo.llm.data.scoring import reward_path
+from astarpo.llm.stage1.provenance import check_table_fits, data_fingerprint
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.training.checkpoint import latest_checkpoint
+
+__all__ = [
+    "NonFiniteError",
+    "check_batch",
+    "check_distinct_reference",
+    "check_train_rows",
+    "check_update",
+    "check_v_star_table",
+    "explain_non_finite",
+]
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteError(FloatingPointError):
+    """The loss or the gradient norm of an update is NaN or infinite (nothing was applied)."""
+
+
+def check_batch(batch: Any) -> None:
+    """Raise :class:`NonFiniteError` unless the rollout batch's rewards and V* (as the loss
+    sees them, float32) are finite: a reward of 1e300 is finite in float64, not in float32."""
+    for name in ("rewards", "v_star"):
+        x = getattr(batch, name, None)
+        if x is not None and not bool(torch.isfinite(x).all()):
+            raise NonFiniteError(f"{name} are not finite as {str(x.dtype)[6:]} (max |value| inf)")
+
+
+def check_update(stats: Mapping[str, float]) -> None:
+    """Raise :class:`NonFiniteError` unless ``loss`` and ``grad_norm`` of ``stats`` are finite.
+
+    Args:
+        stats: The minibatch metrics of one optimizer step (``loss``, ``grad_norm``, ...).
+    """
+    bad = {k: stats[k] for k in ("loss", "grad_norm") if k in stats and not math.isfinite(stats[k])}
+    if bad:
+        raise NonFiniteError(", ".join(f"{k} is {v}" for k, v in bad.items()))
+
+
+@contextlib.contextmanager
+def explain_non_finite(
+    step: int, record: Mapping[str, Any], learning_rate: float, output_dir: str | Path
+) -> Iterator[None]:
+    """Re-raise a :class:`NonFiniteError` of the block with the step, what the step saw and the
+    likely causes.
+
+    Args:
+        step: The step running the block.
+        record: The step's metrics so far (rewards, V*).
+        learning_rate: The config's learning rate.
+        output_dir: Where the last good checkpoint is (left as it is).
+    """
+    try:
+        yield
+    except NonFiniteError as error:
+        last = latest_checkpoint(output_dir)
+        seen = [
+            f"{k} {record[k]:.4g}"
+            for k in ("reward/mean", "reward/std", "v_star/mean")
+            if isinstance(record.get(k), float)
+        ]
+        raise NonFiniteError(
+            f"step {step}: {error}; the update was not applied and nothing was saved "
+            f"(last good checkpoint: {last or 'none'}). Step inputs: {', '.join(seen) or 'n/a'}. "
+            "Likely causes: the reward scale (rewards far from O(1), e.g. 1e300, overflow the "
+            "squared loss), V* values (check the Stage 1 table), or the learning rate "
+            f"({learning_rate:g}; try a smaller one)."
+        ) from error
+
+
+def check_train_rows(rows: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse an empty dataset and rows without a non-empty ``prompt`` string (naming the row)."""
+    if not rows:
+        raise ValueError("train_dataset is empty.")
+    for i, r in enumerate(rows):
+        if not isinstance(r.get("prompt"), str) or not r["prompt"].strip():
+            raise ValueError(f"train_dataset row {i} has no non-empty 'prompt' string: {r!r}.")
+
+
+def check_distinct_reference(model: Any, ref_model: Any) -> None:
+    """Refuse ``ref_model is model`` (freezing the reference would freeze the policy)."""
+    if ref_model is not None and ref_model is model:
+        raise ValueError(
+            "ref_model is the same object as model: freezing the reference would freeze the "
+            "policy (no trainable parameters left). Pass ref_model=None (the trainer keeps a "
+            "frozen copy of the policy as it starts) or a separate copy (copy.deepcopy(model))."
+        )
+
+
+def check_v_star_table(
+    table: Any,
+    rows: Sequence[Mapping[str, Any]],
+    reward_funcs: Sequence[Callable[..., Any]],
+    args: Any,
+) -> None:
+    """Refuse a :class:`~astarpo.llm.stage1.table.ValueTable` made with other rewards or
+    prompts than training's (unless ``args.allow_v_star_mismatch``); warn on what it does not
+    record. Mappings carry no provenance and are not checked."""
+    if not isinstance(table, ValueTable):
+        return
+    warnings = check_table_fits(
+        table,
+        reward_paths=[reward_path(f) for f in reward_funcs],
+        data=data_fingerprint(rows),
+        allow_mismatch=bool(getattr(args, "allow_v_star_mismatch", False)),
+    )
+    for w in warnings:
+        log.warning(w)
