@@ -214,9 +214,9 @@ def test_toy_refuses_data_it_cannot_read(tmp_path):
         make([{"prompt": "What is ABC?", "answer": "1"}])
     with pytest.raises(ValueError, match=r"cannot encode .* of its answer"):
         make([{"prompt": "1+1=", "answer": "Two"}])
-    with pytest.raises(ValueError, match=r"prompt of 68 tokens exceeds the model's 64 positions"):
-        make([{"prompt": "1+1=" * 17, "answer": "2"}])
-    make([{"prompt": "1+1=" * 16, "answer": "2"}])  # 64 tokens fit
+    with pytest.raises(ValueError, match=r"1 of 1 prompts do not fit .* 64 positions \(row 0"):
+        make([{"prompt": "1+1=" * 16, "answer": "2"}])  # 64 tokens + max_new_tokens 4 > 64
+    make([{"prompt": "1+1=" * 15, "answer": "2"}])  # 60 + 4 tokens fit
 
 
 def test_a_reward_in_ref_models_place_is_refused(model_dir, tmp_path):
@@ -225,7 +225,7 @@ def test_a_reward_in_ref_models_place_is_refused(model_dir, tmp_path):
         AStarPOTrainer(str(model_dir), exact_match_reward, args=_args(tmp_path))
 
 
-def test_cli_value_refuses_toy_on_data_it_cannot_tokenize(tmp_path):
+def test_cli_value_refuses_toy_on_data_it_cannot_tokenize(tmp_path, capsys):
     import json
 
     from astarpo.cli import main
@@ -233,6 +233,8 @@ def test_cli_value_refuses_toy_on_data_it_cannot_tokenize(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"problem": "What is 2+2?", "answer": "4"}) + "\n")
     cmd = ["value", "--model", "toy", "--data", str(data), "--out", str(tmp_path / "v.jsonl")]
-    with pytest.raises(SystemExit, match=r"cannot encode the characters 'W'"):
-        main([*cmd, "--template", "none", "--reward", "exact_match", "--no-progress"])
+    code = main([*cmd, "--template", "none", "--reward", "exact_match", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
+    assert "cannot encode the characters 'W'" in err[0]
     assert not (tmp_path / "v.jsonl").exists()

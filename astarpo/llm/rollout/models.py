@@ -81,27 +81,25 @@ def check_model_fits(
     rows: Any, tokenizer: Any, model: Any, max_new_tokens: int, what: str = "train_dataset"
 ) -> None:
     """Refuse data the model cannot read, before any sampling: characters its tokenizer maps
-    to the unknown token (in ``prompt`` or a text ``answer``), or a prompt longer than the
-    model's positions (``config.max_position_embeddings``); a prompt that fits but leaves less
-    than ``max_new_tokens`` positions is logged as a warning.
+    to the unknown token (in ``prompt`` or a text ``answer``). Prompts too long for the model's
+    positions are refused by :func:`astarpo.llm.data.fit.check_prompts_fit`.
 
     Without it the embedded toy model (a 44-character vocabulary, 64 positions) would train
     silently on V* = 0 and loss = 0 on, say, MATH prompts.
 
     Raises:
-        ValueError: naming the first offending row, the characters or lengths, and the fix.
+        ValueError: naming the first offending row, the characters and the fix.
     """
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is not None and unk == getattr(tokenizer, "eos_token_id", None):
         unk = None  # GPT-2 style: "unk" is the EOS text, never produced by ordinary text
-    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-    if unk is None and limit is None:
+    if unk is None:
         return
     prompts = [r["prompt"] for r in rows]
     ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     for i, (r, p_ids) in enumerate(zip(rows, ids, strict=True)):
         for field, text, tok in (("prompt", r["prompt"], p_ids), ("answer", r.get("answer"), None)):
-            if unk is None or not isinstance(text, str):
+            if not isinstance(text, str):
                 continue
             tok = tok if tok is not None else tokenizer(text, add_special_tokens=False)["input_ids"]
             if unk in tok:
@@ -114,19 +112,3 @@ def check_model_fits(
                     f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
                     "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
                 )
-        if limit is not None and len(p_ids) > limit:
-            raise ValueError(
-                f"{what} row {i}: prompt of {len(p_ids)} tokens exceeds the model's {limit} "
-                "positions (config.max_position_embeddings). Use shorter prompts or a model "
-                "with more positions."
-            )
-    longest = max((len(p) for p in ids), default=0)
-    if limit is not None and longest + max_new_tokens > limit:
-        logger.warning(
-            "%s: the longest prompt (%d tokens) + max_new_tokens %d exceeds the model's %d "
-            "positions; responses past them are unreliable.",
-            what,
-            longest,
-            max_new_tokens,
-            limit,
-        )
