@@ -19,7 +19,6 @@ prompt keys, produces the same table as an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -37,7 +36,13 @@ from astarpo.llm.parallel.dist import barrier, init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
-from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
+from astarpo.llm.stage1.rows import (
+    ValueRow,
+    ValueTableError,
+    make_row,
+    open_locked,
+    resume_rows,
+)
 from astarpo.llm.stage1.sampler import reference_sampler
 from astarpo.llm.stage1.table import ValueTable
 
@@ -92,42 +97,6 @@ def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     if len(seen) < len(rows):
         logger.warning("%d duplicate prompts ignored in Stage 1.", len(rows) - len(seen))
     return list(seen.items())
-
-
-def _open_locked(path: Path) -> Any:
-    """``path`` opened for reading and appending, with an exclusive lock (one writer)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fh = path.open("a+b")
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise ValueTableError(
-            f"{path} is being written by another Stage 1 process (it holds the file's lock); "
-            "wait for it to finish (a rerun then resumes), or write another --out."
-        ) from None
-    return fh
-
-
-def _resume_rows(fh: Any, path: Path, prov: dict[str, Any]) -> dict[str, ValueRow]:
-    """The rows already in the locked file (same settings), the torn last line cut off."""
-    done: dict[str, ValueRow] = {}
-    old, good = read_table_rows(path)
-    for vr in old:
-        diff = [m for m in MATCHING if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
-        if diff:
-            fh.close()
-            raise ValueTableError(
-                f"{path} was made with other settings ({', '.join(diff)} differ). Use the "
-                "same settings to resume, or another --out."
-            )
-        done[vr.key] = vr
-    fh.truncate(good)
-    if good > 0:
-        fh.seek(good - 1)
-        if fh.read(1) != b"\n":
-            fh.write(b"\n")
-    return done
 
 
 def estimate_values(
@@ -231,8 +200,8 @@ def estimate_values(
     done: dict[str, ValueRow] = {}
     fh: Any = contextlib.nullcontext()  # in memory: nothing written
     if path is not None:
-        fh = _open_locked(path)
-        done = _resume_rows(fh, path, prov)
+        fh = open_locked(path)
+        done = resume_rows(fh, path, prov, MATCHING)
         if done:
             print(
                 f"{path}: resuming, {len(done)} prompts already done.", file=sys.stderr, flush=True

@@ -5,9 +5,11 @@ table are in :mod:`astarpo.llm.stage1.table`.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,14 @@ import numpy as np
 from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
 
-__all__ = ["ValueRow", "ValueTableError", "make_row", "read_table_rows"]
+__all__ = [
+    "ValueRow",
+    "ValueTableError",
+    "make_row",
+    "open_locked",
+    "read_table_rows",
+    "resume_rows",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,3 +169,47 @@ def make_row(
         provenance=prov,
         answer=None if answer is None else str(answer),
     )
+
+
+def open_locked(path: Path) -> Any:
+    """``path`` opened for reading and appending, with an exclusive lock (one writer)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = path.open("a+b")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise ValueTableError(
+            f"{path} is being written by another Stage 1 process (it holds the file's lock); "
+            "wait for it to finish (a rerun then resumes), or write another --out."
+        ) from None
+    return fh
+
+
+def resume_rows(
+    fh: Any, path: Path, prov: dict[str, Any], matching: Sequence[str]
+) -> dict[str, ValueRow]:
+    """The rows already in the locked file ``fh`` of ``path``, checked against the run's
+    provenance ``prov`` on the fields ``matching`` (those that must agree for a resumed table
+    to equal an uninterrupted one), with a torn last line cut off.
+
+    Raises:
+        ValueTableError: a row was made with other settings (the file is closed).
+    """
+    done: dict[str, ValueRow] = {}
+    old, good = read_table_rows(path)
+    for vr in old:
+        diff = [m for m in matching if vr.provenance.get(m) != json.loads(json.dumps(prov[m]))]
+        if diff:
+            fh.close()
+            raise ValueTableError(
+                f"{path} was made with other settings ({', '.join(diff)} differ). Use the "
+                "same settings to resume, or another --out."
+            )
+        done[vr.key] = vr
+    fh.truncate(good)
+    if good > 0:
+        fh.seek(good - 1)
+        if fh.read(1) != b"\n":
+            fh.write(b"\n")
+    return done
