@@ -161,7 +161,7 @@ def sweep(runner: Runner, val: list[dict[str, Any]], values: Path) -> dict[str, 
 
 def _load() -> list[float] | None:
     """The 1/5/15-minute load averages (timings on a shared machine depend on them)."""
-    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
 def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
