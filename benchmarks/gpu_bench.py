@@ -2,15 +2,16 @@
 
 Same harness as the CPU benchmark (:func:`astarpo.llm.bench.run_bench`): a randomly
 initialized Qwen2-style model (about 30M parameters by default) is fine-tuned on the synthetic
-addition task (cached), Stage 1 of A*-PO is timed on its own, then A*-PO, GRPO, RLOO, PPO and
-REBEL each train in a fresh process with the same prompts, seeds and prompt budget, with bf16
-autocast. Per-algorithm peak memory is ``torch.cuda.max_memory_allocated``.
+addition task (cached), then A*-PO, GRPO, RLOO, PPO and REBEL each train in a fresh process on
+the same wall-clock protocol (A*-PO's Stage 1 inside the budget, learning rates from a sweep),
+with bf16 autocast. Per-algorithm peak memory is ``torch.cuda.max_memory_allocated``.
 
 Generation uses Hugging Face ``generate`` (the trainer's default generator); vLLM is not used
 even when installed, because the char-level toy tokenizer and per-step weight sync are not
 wired to it yet.
 
-Run (about 5-8 minutes on one H100/H200)::
+Run (not yet run on a GPU with this protocol: about 3 x 6 x 120 s of training plus the
+sweep and evaluations, some 50 minutes)::
 
     python benchmarks/gpu_bench.py --out runs/gpu_bench
 
@@ -41,10 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/gpu_bench")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-train-seconds", type=float, default=120.0)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--lr-grid", default="1e-5,3e-5,1e-4")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for a CPU check")
     args = parser.parse_args(argv)
 
@@ -57,10 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         print("No CUDA device: run with --device cpu --smoke to check the code path.")
         return 2
     model = dict(MODEL)
-    sizes = dict(
-        steps=args.steps,
+    sizes: dict[str, object] = dict(
+        max_train_seconds=args.max_train_seconds,
+        eval_every_seconds=args.max_train_seconds / 8,
+        sweep_seconds=args.max_train_seconds / 3,
+        lr_grid=tuple(float(x) for x in args.lr_grid.split(",")),
         batch_size=args.batch_size,
-        eval_every=5,
+        pool_size=4000,
         eval_size=500,
         sft_steps=1500,
         generation_batch_size=1024,
@@ -74,17 +78,19 @@ def main(argv: list[str] | None = None) -> int:
             num_key_value_heads=1,
         )
         sizes = dict(
-            steps=2,
+            max_train_seconds=3.0,
+            eval_every_seconds=1.5,
+            lr_grid=(3e-4,),
             batch_size=4,
-            eval_every=1,
+            pool_size=16,
             eval_size=8,
+            val_size=8,
             sft_steps=5,
             generation_batch_size=64,
         )
     cfg = BenchConfig(
         out_dir=args.out,
-        seeds=args.seeds if not args.smoke else 1,
-        learning_rate=args.lr,
+        seeds=args.seeds if not args.smoke else 2,
         model_overrides=model,
         device=args.device,
         mixed_precision="bf16" if args.device.startswith("cuda") else "no",

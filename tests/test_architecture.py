@@ -155,7 +155,6 @@ def test_modules_and_functions_are_short() -> None:
     allowed_functions = {
         "astarpo.llm.training.trainer.step": "one Stage 2 step, read top to bottom in 5 phases",
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
-        "astarpo.llm.bench.run.run_bench": "the benchmark protocol end to end (one place)",
     }
     allowed_modules = {
         "astarpo.llm.data.pool": "one cohesive worker pool: its process, pipe and kill logic",

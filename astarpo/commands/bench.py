@@ -1,8 +1,9 @@
-"""``astarpo bench``: A*-PO against GRPO, RLOO, PPO and REBEL side by side.
+"""``astarpo bench``: A*-PO against GRPO, RLOO, PPO and REBEL on one wall-clock protocol.
 
-Same reference model, data, seeds and prompt budget for every algorithm; each run in its own
-process (per-algorithm peak memory). Writes ``OUT/bench.json``, ``OUT/bench.md`` (ratios to
-A*-PO) and ``OUT/bench.png`` (accuracy against training wall time).
+Same reference, pool, held-out set, data order and wall-clock budget for every run (A*-PO's
+Stage 1 inside it), each run in its own process, each algorithm at the learning rate a small
+sweep chose. Writes ``OUT/bench.json``, ``OUT/bench.md`` (ratios to A*-PO with intervals) and
+``OUT/bench.png`` (accuracy against the run clock, with bands).
 """
 
 from __future__ import annotations
@@ -11,60 +12,78 @@ import argparse
 
 ALGOS = ("astarpo", "grpo", "rloo", "ppo", "rebel")
 
+#: ``--quick``: a smoke run of every code path but the sweep (well under 3 minutes on CPU).
+QUICK = dict(
+    seeds=2,
+    max_train_seconds=4.0,
+    eval_every_seconds=2.0,
+    lr_grid=(3e-4,),
+    pool_size=128,
+    eval_size=64,
+    val_size=32,
+)
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(",") if x.strip())
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of ``astarpo bench``."""
+    """Flags of ``astarpo bench`` (unset flags keep the :class:`BenchConfig` defaults)."""
     parser.add_argument("--out", default="runs/bench", help="output directory")
     parser.add_argument(
         "--algos",
         default=",".join(ALGOS),
         help=f"comma-separated algorithms, must include astarpo (default {','.join(ALGOS)})",
     )
-    parser.add_argument("--seeds", type=int, default=2, help="seeds per algorithm (default 2)")
-    parser.add_argument("--steps", type=int, default=None, help="training steps per run")
-    parser.add_argument("--batch-size", type=int, default=None, help="prompts per step")
-    parser.add_argument("--eval-every", type=int, default=None, help="steps between evals")
-    parser.add_argument("--eval-size", type=int, default=None, help="held-out prompts")
-    parser.add_argument("--lr", type=float, default=None, help="learning rate (all algorithms)")
-    parser.add_argument("--group-size", type=int, default=None, help="GRPO/RLOO group size G")
-    parser.add_argument("--beta2", type=float, default=None, help="A*-PO beta2")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per run (default 3)")
     parser.add_argument(
-        "--target", type=float, default=0.0, help="target held-out accuracy (0 = automatic)"
+        "--max-train-seconds", type=float, default=None, help="wall-clock budget per run"
+    )
+    parser.add_argument(
+        "--eval-every-seconds", type=float, default=None, help="evaluation period (training s)"
+    )
+    parser.add_argument("--lr-grid", type=_floats, default=None, help="sweep, e.g. 1e-4,3e-4")
+    parser.add_argument("--sweep-seconds", type=float, default=None, help="budget of a sweep run")
+    parser.add_argument("--batch-size", type=int, default=None, help="prompts per step")
+    parser.add_argument("--pool-size", type=int, default=None, help="training prompts")
+    parser.add_argument("--eval-size", type=int, default=None, help="held-out prompts")
+    parser.add_argument("--sft-steps", type=int, default=None, help="SFT steps of the reference")
+    parser.add_argument(
+        "--no-drop", action="store_true", help="skip astarpo_drop (A*-PO without all-wrong prompts)"
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
     parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="a small smoke run (fewer steps, prompts and SFT steps; about 3 minutes on CPU)",
+        "--quick", action="store_true", help="a smoke run: 2 seeds x 4 s, no sweep (< 3 minutes)"
     )
     parser.add_argument("--cache-dir", default=None, help="SFT cache (default ~/.cache/astarpo)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark and print the Markdown table."""
+    """Run the benchmark and print the Markdown report."""
     from pathlib import Path
 
-    from astarpo.llm.bench.run import BenchConfig, run_bench
+    from astarpo.llm.bench.config import BenchConfig
+    from astarpo.llm.bench.run import run_bench
 
-    fields: dict[str, object] = {}
-    if args.quick:
-        fields.update(steps=4, batch_size=8, eval_every=2, eval_size=64, sft_steps=200)
+    fields: dict[str, object] = dict(QUICK) if args.quick else {}
     given = {
-        "steps": args.steps,
+        "seeds": args.seeds,
+        "max_train_seconds": args.max_train_seconds,
+        "eval_every_seconds": args.eval_every_seconds,
+        "lr_grid": args.lr_grid,
+        "sweep_seconds": args.sweep_seconds,
         "batch_size": args.batch_size,
-        "eval_every": args.eval_every,
+        "pool_size": args.pool_size,
         "eval_size": args.eval_size,
-        "learning_rate": args.lr,
-        "group_size": args.group_size,
-        "beta2": args.beta2,
+        "sft_steps": args.sft_steps,
     }
     fields.update({k: v for k, v in given.items() if v is not None})
     cfg = BenchConfig(
         out_dir=args.out,
         algos=tuple(a.strip() for a in args.algos.split(",") if a.strip()),
-        seeds=args.seeds,
-        target_accuracy=args.target,
+        drop_all_wrong=not args.no_drop,
         device=args.device,
         threads=args.threads,
         cache_dir=args.cache_dir,

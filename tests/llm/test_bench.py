@@ -1,7 +1,9 @@
-"""The efficiency benchmark: summary arithmetic, memory probe, one in-process run, the CLI."""
+"""The efficiency benchmark: statistics on synthetic curves with known answers, the summary,
+the clock (evaluation excluded, Stage 1 inside), one in-process run per kind, the CLI."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -9,83 +11,154 @@ import time
 import numpy as np
 import pytest
 
-from astarpo.llm.bench.config import BenchConfig
+from astarpo.llm.bench import worker
+from astarpo.llm.bench.config import BenchConfig, algorithm_config, arms
 from astarpo.llm.bench.measure import PeakRSS
-from astarpo.llm.bench.report import summarize, to_markdown, write
-from astarpo.llm.bench.run import run_one
+from astarpo.llm.bench.report import REUSED, summarize, to_markdown, write
+from astarpo.llm.bench.stats import (
+    band,
+    curve_area,
+    paired_ratio,
+    select_lr,
+    t_interval,
+    target_levels,
+    time_to_target,
+    value_at,
+)
+
+# ---------------------------------------------------------------- statistics
 
 
-def fake_run(algo, seed, train_s, accs, times, mem_before=100.0, mem_peak=110.0, spp=1):
+def test_time_to_target_interpolates_and_reports_not_reached():
+    times, accs = [0.0, 10.0, 20.0, 30.0], [0.2, 0.4, 0.8, 0.6]
+    assert time_to_target(times, accs, 0.6) == pytest.approx(15.0)  # halfway 0.4 -> 0.8
+    assert time_to_target(times, accs, 0.4) == pytest.approx(10.0)
+    assert time_to_target(times, accs, 0.1) == 0.0  # already there at the start
+    assert time_to_target(times, accs, 0.81) is None
+    with pytest.raises(ValueError, match="length"):
+        time_to_target([0.0], [0.1, 0.2], 0.5)
+
+
+def test_t_interval_matches_the_hand_computed_value():
+    m, lo, hi = t_interval([1.0, 2.0, 3.0])
+    half = 4.302652729911275 * 1.0 / math.sqrt(3)  # t_{0.975, 2} * s / sqrt(n)
+    assert (m, lo, hi) == pytest.approx((2.0, 2.0 - half, 2.0 + half))
+    m, lo, hi = t_interval([5.0])
+    assert m == 5.0 and math.isnan(lo) and math.isnan(hi)
+    assert math.isnan(t_interval([])[0])
+
+
+def test_paired_ratio_is_the_geometric_mean_and_counts_missing_pairs():
+    r = paired_ratio([1.0, 2.0, 4.0], [2.0, 4.0, 8.0])
+    assert r["ratio"] == pytest.approx(0.5) and r["low"] == pytest.approx(0.5)
+    assert (r["pairs"], r["missing"]) == (3, 0)
+    r = paired_ratio([1.0, None, 3.0], [4.0, 2.0, None])
+    assert r["ratio"] == pytest.approx(0.25) and (r["pairs"], r["missing"]) == (1, 2)
+    assert math.isnan(r["low"])
+    r = paired_ratio([2.0, 8.0], [1.0, 1.0])  # log ratios log 2, log 8: mean log 4
+    assert r["ratio"] == pytest.approx(4.0) and r["low"] < 4.0 < r["high"]
+
+
+def test_curve_area_value_at_and_band():
+    assert curve_area([0.0, 10.0], [0.5, 0.5], 10.0) == pytest.approx(0.5)
+    assert curve_area([0.0, 10.0], [0.0, 1.0], 10.0) == pytest.approx(0.5)
+    assert curve_area([0.0, 10.0], [0.0, 1.0], 20.0) == pytest.approx(0.75)  # held after 10
+    assert value_at([0.0, 10.0], [0.0, 1.0], 2.5) == pytest.approx(0.25)
+    b = band([([0.0, 10.0], [0.0, 1.0]), ([0.0, 10.0], [0.2, 1.2])], [0.0, 5.0])
+    assert b["mean"] == pytest.approx([0.1, 0.6])
+    assert b["low"][1] < 0.6 < b["high"][1]
+    assert target_levels(0.2, 0.6, [0.25, 0.5]) == pytest.approx({"25%": 0.3, "50%": 0.4})
+
+
+def test_select_lr_on_a_synthetic_sweep():
+    assert select_lr({1e-4: 0.30, 3e-4: 0.52, 1e-3: 0.41}) == 3e-4
+    assert select_lr({1e-4: 0.5, 3e-4: 0.5}) == 1e-4  # tie: the smaller
+    assert select_lr({1e-4: 0.2, 1e-3: float("nan")}) == 1e-4  # a diverged run never wins
+    with pytest.raises(ValueError):
+        select_lr({})
+
+
+# ------------------------------------------------------------------- summary
+
+
+def fake_run(arm, seed, times, accs, stage1=0.0, mem=10.0, hard=None, spp=1):
+    evals = []
+    for i, (t, a) in enumerate(zip(times, accs, strict=True)):
+        e = {"step": i, "time": t, "stage2_time": t - stage1, "expected_accuracy": a}
+        e.update(accuracy=a, sampled_accuracy=a, kl=0.1 * i)
+        if hard is not None:
+            e.update(hard_accuracy=hard[i], hard_expected_accuracy=hard[i])
+        evals.append(e)
     return {
-        "algo": algo,
+        "arm": arm,
+        "algo": "astarpo" if arm.startswith("astarpo") else arm,
         "seed": seed,
-        "evals": [
-            {"step": 2 * i, "time": t, "cpu_time": t, "accuracy": a, "kl": 0.1 * i}
-            for i, (a, t) in enumerate(zip(accs, times, strict=True))
-        ],
-        "train_s": train_s,
-        "cpu_train_s": train_s / 2,
-        "prompts": 10,
+        "lr": 1e-3,
+        "evals": evals,
+        "stage1_s": stage1,
+        "train_s": times[-1] - stage1,
+        "clock_s": times[-1],
+        "steps": 10,
+        "prompts": 320,
+        "pool": 100,
+        "pool_all_wrong": 3,
         "samples_per_prompt": spp,
-        "phases": {"generate": 1.0, "update": 2.0},
-        "memory": {"rss_before_train_mb": mem_before, "rss_peak_mb": mem_peak},
+        "phases": {"stage1": stage1, "generate": 1.0, "update": 2.0},
+        "memory": {"rss_before_train_mb": 100.0, "rss_peak_mb": 100.0 + mem},
     }
 
 
-def fake_result(target=0.0):
+def fake_result():
+    # Reference 0.2, best final 0.6 (A*-PO): targets 25% = 0.3, 50% = 0.4, 75% = 0.5.
     runs = [
-        fake_run("astarpo", 0, 10.0, [0.2, 0.5, 0.8], [0.0, 5.0, 10.0]),
-        fake_run("astarpo", 1, 12.0, [0.2, 0.7, 0.8], [0.0, 6.0, 12.0]),
-        fake_run("grpo", 0, 20.0, [0.2, 0.4, 0.6], [0.0, 10.0, 20.0], mem_peak=130.0, spp=8),
-        fake_run("grpo", 1, 24.0, [0.2, 0.6, 0.6], [0.0, 12.0, 24.0], mem_peak=130.0, spp=8),
+        fake_run("astarpo", 0, [5.0, 15.0, 25.0], [0.2, 0.4, 0.6], stage1=5.0, hard=[0, 0, 0.1]),
+        fake_run("astarpo", 1, [5.0, 15.0, 25.0], [0.2, 0.4, 0.6], stage1=5.0, hard=[0, 0, 0.3]),
+        fake_run("grpo", 0, [0.0, 10.0, 20.0], [0.2, 0.3, 0.4], mem=20.0, spp=8),
+        fake_run("grpo", 1, [0.0, 10.0, 20.0], [0.2, 0.25, 0.3], mem=20.0, spp=8),
     ]
+    cfg = {**BenchConfig().__dict__, "max_train_seconds": 25.0, "seeds": 2}
     return {
-        "config": {**BenchConfig().__dict__, "target_accuracy": target, "seeds": 2},
-        "stage1": {"seconds": 3.0, "prompts": 10, "n_samples": 8},
-        "reference": {"accuracy": 0.2, "kl": 0.0},
+        "config": cfg,
+        "reference": {"expected_accuracy": 0.2, "sampled_accuracy": 0.2, "accuracy": 0.2},
+        "hard": {"held_out": 7, "of": 50, "n_samples": 8},
+        "stage1": {"seconds": 5.0, "prompts": 100, "all_wrong": 3},
+        "sweep": {"astarpo": {"scores": {"0.001": 0.4}, "chosen": 1e-3}},
         "runs": runs,
     }
 
 
-def test_summary_hand_computed():
-    res = fake_result()
-    s = summarize(res)
-    # Automatic target: ref + 0.8 * (lowest mean final - ref) = 0.2 + 0.8 * 0.4 = 0.52.
-    assert s["target_accuracy"] == pytest.approx(0.52)
-    a, g = s["algos"]["astarpo"], s["algos"]["grpo"]
-    assert a["train_s_per_prompt"] == pytest.approx(1.1)
-    assert g["ratio_train_s_per_prompt"] == pytest.approx(2.2 / 1.1)
-    # First crossing of 0.52: astarpo at 10 (seed 0) and 6 (seed 1); grpo at 20 and 12.
-    assert a["time_to_target_s"] == pytest.approx(8.0)
-    assert g["ratio_time_to_target_s"] == pytest.approx(16.0 / 8.0)
-    assert a["peak_memory_mb"] == pytest.approx(10.0)
-    assert g["ratio_peak_memory_mb"] == pytest.approx(3.0)
-    assert a["total_s"] == pytest.approx(11.0 + 3.0)
-    assert g["ratio_total_vs_astarpo_total"] == pytest.approx(22.0 / 14.0)
-    assert g["final_accuracy"] == pytest.approx(0.6)
-    assert a["final_kl"] == pytest.approx(0.2)
-    # A*-PO's mean train time is 11: grpo's last evals by then are at 10 (0.4) and 0 (0.2).
-    assert g["accuracy_at_astarpo_time"] == pytest.approx(0.3)
-    assert a["accuracy_at_astarpo_time"] == pytest.approx((0.8 + 0.7) / 2)
+def test_summary_on_synthetic_runs_with_known_answers():
+    s = summarize(fake_result())
+    assert s["targets"] == pytest.approx({"25%": 0.3, "50%": 0.4, "75%": 0.5})
+    a, g, reused = s["arms"]["astarpo"], s["arms"]["grpo"], s["arms"][REUSED]
+    # A*-PO crosses 0.3 halfway between 5 s and 15 s; read on Stage 2 time, 5 s earlier.
+    assert a["time_to_target"]["25%"]["mean"] == pytest.approx(10.0)
+    assert reused["time_to_target"]["25%"]["mean"] == pytest.approx(5.0)
+    # GRPO: 0.3 at 10 s (seed 0) and 20 s (seed 1); 0.4 at 20 s once, never in seed 1.
+    assert g["time_to_target"]["25%"]["times"] == pytest.approx([10.0, 20.0])
+    assert g["time_to_target"]["50%"]["reached"] == 1
+    assert g["time_to_target"]["75%"]["reached"] == 0
+    r = s["ratios"]["grpo"]
+    assert r["25%"]["ratio"] == pytest.approx(math.sqrt(10 / 10 * 10 / 20))
+    assert (r["50%"]["pairs"], r["50%"]["missing"]) == (1, 1)
+    assert r["50%"]["ratio"] == pytest.approx(15.0 / 20.0)
+    assert r["memory"]["ratio"] == pytest.approx(0.5)
+    # Final accuracy is read at the 25 s budget (GRPO's last value held after 20 s).
+    assert g["final"]["expected_accuracy"]["mean"] == pytest.approx(0.35)
+    assert a["final"]["hard_expected_accuracy"]["mean"] == pytest.approx(0.2)
+    assert "hard_expected_accuracy" in g["final"] and math.isnan(
+        g["final"]["hard_expected_accuracy"]["mean"]
+    )
 
 
-def test_summary_target_not_reached_is_reported():
-    res = fake_result(target=0.75)
-    s = summarize(res)
-    assert s["algos"]["grpo"]["time_to_target_s"] is None
-    assert s["algos"]["grpo"]["reached"] == 0
-    assert s["algos"]["astarpo"]["time_to_target_s"] == pytest.approx(11.0)
-    res["summary"] = s
-    md = to_markdown(res)
-    assert "(0/2 reached)" in md and "| grpo | 8 |" in md
-
-
-def test_write_creates_report_files(tmp_path):
+def test_markdown_and_files(tmp_path):
     res = fake_result()
     res["summary"] = summarize(res)
+    md = to_markdown(res)
+    assert "(0/2)" in md  # GRPO never reached 75%
+    assert "| grpo |" in md and REUSED in md
     write(res, tmp_path)
-    assert json.loads((tmp_path / "bench.json").read_text())["summary"]["target_accuracy"]
-    assert (tmp_path / "bench.md").read_text().startswith("# A*-PO against the baselines")
+    assert json.loads((tmp_path / "bench.json").read_text())["summary"]["targets"]
     assert (tmp_path / "bench.png").stat().st_size > 1000
 
 
@@ -97,50 +170,108 @@ def test_peak_rss_sees_a_temporary_allocation():
     assert probe.peak_mb - probe.start_mb > 48
 
 
-@pytest.mark.parametrize("algo", ["astarpo", "ppo", "rebel"])
-def test_run_one_in_process(tokenizer, tiny_model, tmp_path, algo):
-    from astarpo.llm.data.prompts import prompt_key
-    from astarpo.llm.stage1.table import ValueRow, ValueTable
+# ------------------------------------------------------------------ the runs
+
+
+def _spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True):
     from astarpo.llm.toy.model import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
-    rows = addition_task(8, seed=0)
-    train, held = rows[:4], rows[4:]
-    cfg = BenchConfig(steps=2, batch_size=2, eval_every=1, eval_size=4, max_new_tokens=3)
-    values = tmp_path / "values.jsonl"
-    if algo == "astarpo":
-        table_rows = [
-            ValueRow(prompt_key(r["prompt"]), r["prompt"], (0.0, 1.0), 0.1, 0.5) for r in train
-        ]
-        ValueTable(table_rows).save(values)
-    spec = {
-        "algo": algo,
+    rows = addition_task(12, seed=0)
+    cfg = BenchConfig(max_train_seconds=seconds, eval_every_seconds=0.5, batch_size=2)
+    cfg = BenchConfig(**{**cfg.__dict__, "max_new_tokens": 3, "n_samples": 2, "eval_size": 4})
+    return {
+        "arm": arm,
         "seed": 0,
+        "lr": 1e-3,
+        "seconds": seconds,
+        "stage1_inside": stage1_inside,
         "config": cfg.__dict__,
         "reference": str(ref_path),
-        "values": str(values),
-        "train": train,
-        "eval": held,
+        "train": rows[:8],
+        "eval": rows[8:],
+        "hard": [True, False, False, True],
         "out": str(tmp_path / "run"),
     }
-    res = run_one(spec)
-    assert [e["step"] for e in res["evals"]] == [0, 1, 2]
-    assert all(math.isfinite(e["kl"]) and 0 <= e["accuracy"] <= 1 for e in res["evals"])
-    assert res["evals"][0]["kl"] == pytest.approx(0.0, abs=1e-5)  # policy == reference
-    assert res["prompts"] == 4 and res["train_s"] > 0 and res["cpu_train_s"] > 0
+
+
+def test_clock_excludes_evaluation_and_includes_stage1(
+    tokenizer, tiny_model, tmp_path, monkeypatch
+):
+    """A slow evaluation (0.4 s each) must not shorten the training budget nor move the
+    evaluation times; Stage 1 is counted in the run's clock."""
+    real = worker.evaluate_policy
+    calls = []
+
+    def slow(*a, **k):
+        calls.append(1)
+        time.sleep(0.4)
+        return real(*a, **k)
+
+    monkeypatch.setattr(worker, "evaluate_policy", slow)
+    t0 = time.perf_counter()
+    res = worker.run_one(_spec(tmp_path, tiny_model, "astarpo", 2.0))
+    wall = time.perf_counter() - t0
+    assert res["stage1_s"] > 0 and res["clock_s"] == pytest.approx(res["stage1_s"] + res["train_s"])
+    assert 2.0 <= res["clock_s"] < 3.0  # the budget, plus at most about a step
+    assert wall >= res["clock_s"] + 0.4 * len(calls) - 0.05
     times = [e["time"] for e in res["evals"]]
-    assert times == sorted(times) and times[0] == 0.0
+    assert times[0] == pytest.approx(res["stage1_s"]) and times == sorted(times)
+    assert len(calls) == len(res["evals"]) >= 3  # before, on the schedule, after
+    gaps = [b - a for a, b in itertools.pairwise(times)][:-1]
+    assert all(g < 1.0 for g in gaps)  # every ~0.5 s of training, not of wall time
+
+
+@pytest.mark.parametrize("arm", ["astarpo_drop", "grpo", "ppo"])
+def test_run_one_in_process(tokenizer, tiny_model, tmp_path, arm):
+    spec = _spec(tmp_path, tiny_model, arm, 0.5, stage1_inside=False)
+    if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
+        from astarpo.llm.data.prompts import prompt_key
+        from astarpo.llm.stage1.table import ValueRow, ValueTable
+
+        table = [
+            ValueRow(prompt_key(r["prompt"]), r["prompt"], (float(i < 4), 0.0), 0.1, 0.5 * (i < 4))
+            for i, r in enumerate(spec["train"])
+        ]
+        spec["values"] = str(tmp_path / "values.jsonl")
+        ValueTable(table).save(spec["values"])
+    res = worker.run_one(spec)
+    assert res["arm"] == arm and res["steps"] >= 1
+    ev = res["evals"]
+    assert all(math.isfinite(e["kl"]) and 0 <= e["expected_accuracy"] <= 1 for e in ev)
+    assert ev[0]["kl"] == pytest.approx(0.0, abs=1e-5)  # policy == reference
+    assert "hard_expected_accuracy" in ev[0]
+    if arm == "astarpo_drop":  # only prompts the reference solved at least once
+        assert res["pool_all_wrong"] == 4 and res["pool"] == 4
+    else:
+        assert res["stage1_s"] == 0.0 and res["pool"] == 8
     assert res["memory"]["rss_peak_mb"] >= res["memory"]["rss_before_train_mb"]
+
+
+# -------------------------------------------------------------- config, CLI
 
 
 def test_bench_config_rejects_bad_values():
     with pytest.raises(ValueError, match="include 'astarpo'"):
         BenchConfig(algos=("grpo",))
-    with pytest.raises(ValueError, match="steps"):
-        BenchConfig(steps=0)
-    with pytest.raises(ValueError, match="target_accuracy"):
-        BenchConfig(target_accuracy=1.5)
+    with pytest.raises(ValueError, match="max_train_seconds"):
+        BenchConfig(max_train_seconds=0)
+    with pytest.raises(ValueError, match="target_fractions"):
+        BenchConfig(target_fractions=(1.5,))
+    with pytest.raises(ValueError, match="sweep_seed"):
+        BenchConfig(sweep_seed=1)
+    with pytest.raises(ValueError, match="lr_grid"):
+        BenchConfig(lr_grid=())
+
+
+def test_arms_and_algorithm_config(tmp_path):
+    cfg = BenchConfig()
+    assert arms(cfg) == ("astarpo", "grpo", "rloo", "ppo", "rebel", "astarpo_drop")
+    a = algorithm_config("astarpo_drop", cfg, 1, tmp_path, 3e-4, 42.0)
+    assert (a.beta2, a.learning_rate, a.max_train_seconds) == (1e-3, 3e-4, 42.0)
+    assert a.eval_every_seconds == cfg.eval_every_seconds
+    assert algorithm_config("grpo", cfg, 1, tmp_path, 1e-3, 42.0).group_size == 8
 
 
 def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
@@ -155,8 +286,9 @@ def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
         return {}
 
     monkeypatch.setattr(bench_mod, "run_bench", fake_run_bench)
-    argv = ["bench", "--out", str(tmp_path), "--quick", "--seeds", "3", "--lr", "1e-3"]
-    assert main([*argv, "--algos", "astarpo,ppo", "--steps", "7"]) == 0
+    argv = ["bench", "--out", str(tmp_path), "--quick", "--seeds", "3", "--lr-grid", "1e-3,2e-3"]
+    assert main([*argv, "--algos", "astarpo,ppo", "--max-train-seconds", "7", "--no-drop"]) == 0
     cfg = seen["cfg"]
-    assert (cfg.seeds, cfg.learning_rate, cfg.algos, cfg.steps) == (3, 1e-3, ("astarpo", "ppo"), 7)
-    assert cfg.sft_steps == 200 and cfg.batch_size == 8  # --quick sizes, explicit flags win
+    assert (cfg.seeds, cfg.lr_grid, cfg.algos) == (3, (1e-3, 2e-3), ("astarpo", "ppo"))
+    assert cfg.max_train_seconds == 7 and not cfg.drop_all_wrong
+    assert cfg.pool_size == 128 and cfg.eval_every_seconds == 2.0  # --quick sizes kept

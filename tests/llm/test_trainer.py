@@ -126,7 +126,7 @@ def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
     assert len(steps) == 2 and len(evals) == 3  # before, after step 1, at the end
     needed = [
         "reward/mean", "v_star/mean", "advantage/mean", "advantage/std", "loss", "kl",
-        "entropy", "response_length/mean", "truncation_rate", "time/generate", "time/reward",
+        "response_length/mean", "truncation_rate", "time/generate", "time/reward",
         "time/ref_logprobs", "time/update", "memory/rss_peak_mb", "grad_norm",
     ]  # fmt: skip
     for key in needed:

@@ -140,8 +140,8 @@ class TrainConfig:
     )
     mixed_precision: str = doc_field(
         "auto",
-        "'auto' (bf16 autocast on CUDA, none on CPU), 'bf16' "
-        "or 'no'. Weights and optimizer state stay float32.",
+        "'auto' (bf16 autocast on CUDA, none on CPU), 'bf16' (on CPU too, opt-in: a gain only "
+        "where matmuls dominate) or 'no'. Weights and optimizer state stay float32.",
     )
     tensorboard: bool = doc_field(True, "Also write TensorBoard event files to output_dir/tb.")
     progress: bool = doc_field(True, "Show a tqdm progress bar.")

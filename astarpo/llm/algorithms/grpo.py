@@ -62,6 +62,11 @@ class GroupConfig(TrainConfig):
     group_size: int = doc_field(
         8, "Responses sampled per prompt (G >= 2); the baseline is the group."
     )
+    generation_batch_size: int = doc_field(
+        512,
+        "Rows per generate call of the HF generator; 512 = a 64-prompt step of G = 8 in one "
+        "call (TrainConfig's 64 took 8 calls per step).",
+    )
     clip_eps: float = doc_field(0.2, "Clip range of the importance ratio, [1 - clip_eps, ...].")
     clip_eps_high: float = doc_field(
         0.0, "Upper clip range (DAPO's clip-higher); 0 = the same as clip_eps."

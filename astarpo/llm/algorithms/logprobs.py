@@ -144,8 +144,8 @@ def sequence_logprobs(
     ``torch.no_grad()``. Log-softmax is taken in float32 even under bf16 autocast.
 
     Args:
-        model: A causal LM returning ``.logits`` ``[B, L, V]`` (accepts ``position_ids`` and
-            ``logits_to_keep`` like ``transformers`` models).
+        model: A causal LM returning ``.logits`` ``[B, L, V]`` (accepts ``position_ids``,
+            ``logits_to_keep`` and ``use_cache`` like ``transformers`` models).
         prompt_ids: Unpadded prompt ids ``[B][*]``, or an already :func:`pack`-ed batch (then
             ``response_ids`` is ``None``).
         response_ids: Unpadded response ids ``[B][*]`` (EOS included when generated).
@@ -176,8 +176,12 @@ def sequence_logprobs(
     first = int(mask.any(0).nonzero()[0, 0])
     keep = length - first + 1
     position_ids = (attn.cumsum(-1) - 1).clamp(min=0)
-    logits = model(
-        input_ids=ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=keep
+    logits = model(  # use_cache=False: no KV cache is built for a scoring pass
+        input_ids=ids,
+        attention_mask=attn,
+        position_ids=position_ids,
+        logits_to_keep=keep,
+        use_cache=False,
     ).logits
     logits = logits[:, -keep:-1]  # predicts columns first .. L-1
     if logits.dtype in (torch.float16, torch.bfloat16):

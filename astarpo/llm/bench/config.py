@@ -1,11 +1,13 @@
 """Configuration of the efficiency benchmark (:func:`~astarpo.llm.bench.run.run_bench`).
 
-:class:`BenchConfig` holds the settings shared by every algorithm; :func:`algorithm_config`
-turns it into the registry config of one algorithm (same budget, learning rate and seed for all).
+:class:`BenchConfig` holds the protocol shared by every run; :func:`arms` lists the runs of one
+seed (the algorithms, plus ``astarpo_drop``: A*-PO with the all-wrong prompts of Stage 1 left
+out); :func:`algorithm_config` turns the protocol into the registry config of one run.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -13,59 +15,76 @@ from typing import Any
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
 
-__all__ = ["BenchConfig", "algorithm_config"]
+__all__ = ["DROP_ARM", "BenchConfig", "algorithm_config", "arm_algorithm", "arms"]
+
+#: The A*-PO variant that trains only on prompts with a Stage 1 pass rate above 0.
+DROP_ARM = "astarpo_drop"
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """Settings of :func:`~astarpo.llm.bench.run_bench` (shared by every algorithm unless the
-    name says otherwise).
+    """Settings of :func:`~astarpo.llm.bench.run.run_bench` (shared by every run).
 
     Args:
-        out_dir: Output directory (reference, values, runs, bench.json/md/png).
-        algos: Algorithms to compare; must include ``"astarpo"`` (the ratio baseline).
-        seeds: Number of seeds (0 .. seeds-1) per algorithm. Default 2.
-        steps: Training steps per run. Default 20.
-        batch_size: Prompts per step (prompt budget = steps * batch_size). Default 32.
-        eval_every: Steps between held-out evaluations. Default 2.
-        eval_size: Held-out prompts, disjoint from training. Default 300.
-        learning_rate: AdamW learning rate of every algorithm. Default 3e-4.
-        max_new_tokens: Token budget per response. Default 5 (as in the demo).
-        n_samples: Stage 1 reference samples per prompt (N). Default 8.
-        beta1: Stage 1 KL strength. Default 0.5.
-        beta2: A*-PO regression strength. Default 1e-3 (as in the paper).
+        out_dir: Output directory (reference, Stage 1 tables, runs, bench.json/md/png).
+        algos: Algorithms to compare; must include ``"astarpo"`` (the baseline of the ratios).
+        drop_all_wrong: Also run ``astarpo_drop`` (A*-PO without the prompts whose N Stage 1
+            samples are all wrong). Default True.
+        seeds: Seeds 0 .. seeds-1 per run (95% t-intervals over them). Default 3.
+        max_train_seconds: Wall-clock budget of every run; A*-PO's Stage 1 is inside it.
+            Default 60 (sized so that the default run fits in 45 minutes on 2 shared cores).
+        eval_every_seconds: Held-out evaluation every this many seconds of training time
+            (evaluation is not counted). Default 10.
+        lr_grid: Learning rates of the sweep; each algorithm gets the one chosen by
+            :func:`~astarpo.llm.bench.stats.select_lr`. One value: no sweep.
+        sweep_seconds: Budget of each sweep run (Stage 1 reused there). Default 25.
+        sweep_seed: Seed of the sweep runs (not one of the main seeds). Default 1000.
+        batch_size: Prompts per step. Default 32.
+        pool_size: Training prompts (the pool every run draws from, epoch after epoch; A*-PO's
+            Stage 1 samples N responses for each, inside its budget). Default 1000.
+        eval_size: Held-out prompts (the curves and the hard subset). Default 500.
+        val_size: Validation prompts of the sweep (disjoint from both). Default 200.
+        max_new_tokens: Token budget per response. Default 5.
+        n_samples: Stage 1 reference samples per prompt (N). Default 8 (paper).
+        beta1: Stage 1 KL strength. Default 0.5 (paper).
+        beta2: A*-PO regression strength. Default 1e-3 (paper).
         group_size: GRPO/RLOO samples per prompt (G). Default 8.
-        eta: REBEL's step size (1/eta is comparable to beta2). Default 1e3.
-        target_accuracy: Held-out accuracy whose first crossing is timed; 0 (default) picks
-            ``ref + 0.8 * (min_algo mean final - ref)``, reachable by every algorithm that
-            improves on the reference.
-        sft_steps: SFT steps of the reference; 0 (default) = 500.
+        eta: REBEL's step size. Default 1e3.
+        target_fractions: Targets as fractions of the way from the reference's accuracy to the
+            best final accuracy of any run. Default 25/50/75%.
+        sft_steps: SFT steps of the (weak) reference. Default 500.
+        sft_lr: SFT learning rate. Default 2e-3.
         model_overrides: ``Qwen2Config`` fields for a larger model (empty: the toy default).
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``. Default ``"cpu"``.
-        mixed_precision: ``"auto"`` (bf16 autocast on CUDA), ``"bf16"`` or ``"no"``.
+        mixed_precision: ``"auto"``, ``"bf16"`` or ``"no"`` (every run).
         threads: Torch CPU threads per run. Default 1 (steadier timings on a shared machine).
-        backend: Generation backend of every run (``"hf"`` by default, so that the runs compare
-            the algorithms and not the backends; ``"vllm"`` or ``"auto"`` on request).
-        generation_batch_size: Rows per ``generate`` call. Default 256.
+        backend: Generation backend of every run. Default ``"hf"``.
+        generation_batch_size: Rows per ``generate`` call of every run. Default 256.
         cache_dir: SFT cache directory (None: ``$ASTARPO_CACHE`` or ``~/.cache/astarpo``).
     """
 
     out_dir: str = "runs/bench"
-    algos: tuple[str, ...] = tuple(ALGORITHMS)
-    seeds: int = 2
-    steps: int = 20
+    algos: tuple[str, ...] = ("astarpo", "grpo", "rloo", "ppo", "rebel")
+    drop_all_wrong: bool = True
+    seeds: int = 3
+    max_train_seconds: float = 60.0
+    eval_every_seconds: float = 10.0
+    lr_grid: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
+    sweep_seconds: float = 25.0
+    sweep_seed: int = 1000
     batch_size: int = 32
-    eval_every: int = 2
-    eval_size: int = 300
-    learning_rate: float = 3e-4
+    pool_size: int = 1000
+    eval_size: int = 500
+    val_size: int = 200
     max_new_tokens: int = 5
     n_samples: int = 8
     beta1: float = 0.5
     beta2: float = 1e-3
     group_size: int = 8
     eta: float = 1e3
-    target_accuracy: float = 0.0
-    sft_steps: int = 0
+    target_fractions: tuple[float, ...] = (0.25, 0.5, 0.75)
+    sft_steps: int = 500
+    sft_lr: float = 2e-3
     model_overrides: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
     mixed_precision: str = "auto"
@@ -81,48 +100,80 @@ class BenchConfig:
                 f"algos must be drawn from {tuple(ALGORITHMS)} and include 'astarpo' (the "
                 f"baseline of the ratios); got {self.algos}."
             )
-        if self.sft_steps < 0:
-            raise ValueError(f"sft_steps must be >= 0 (0 = default), got {self.sft_steps}.")
         for name in (
             "seeds",
-            "steps",
             "batch_size",
-            "eval_every",
+            "pool_size",
             "eval_size",
+            "val_size",
             "max_new_tokens",
             "n_samples",
             "threads",
+            "sft_steps",
+            "generation_batch_size",
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
+        for name in ("max_train_seconds", "eval_every_seconds", "sweep_seconds", "sft_lr"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}.")
+        if not self.lr_grid or any(not (math.isfinite(x) and x > 0) for x in self.lr_grid):
+            raise ValueError(f"lr_grid must be non-empty, of numbers > 0, got {self.lr_grid}.")
+        if not self.target_fractions or any(not 0 < f < 1 for f in self.target_fractions):
+            raise ValueError(
+                f"target_fractions must be non-empty, each in (0, 1), got {self.target_fractions}."
+            )
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2, got {self.group_size}.")
-        if not 0.0 <= self.target_accuracy <= 1.0:
+        if self.sweep_seed < self.seeds:
             raise ValueError(
-                f"target_accuracy must be in [0, 1] (0 = automatic), got {self.target_accuracy}."
+                f"sweep_seed ({self.sweep_seed}) must not be one of the main seeds "
+                f"0..{self.seeds - 1}."
             )
 
+    @property
+    def sweep(self) -> bool:
+        """True when there is more than one learning rate to choose from."""
+        return len(self.lr_grid) > 1
 
-def algorithm_config(name: str, cfg: BenchConfig, seed: int, out: Path) -> TrainConfig:
-    """The registry config of algorithm ``name`` for one run of the benchmark.
 
-    Every algorithm gets the same loop fields (budget, learning rate, seed, sampling); the
-    algorithm-specific settings of :class:`BenchConfig` (``beta2``, ``group_size``, ``eta``) go
-    to the algorithms whose config has that field.
+def arms(cfg: BenchConfig) -> tuple[str, ...]:
+    """The runs of one seed: ``cfg.algos`` and, with ``drop_all_wrong``, :data:`DROP_ARM`."""
+    return (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else tuple(cfg.algos)
+
+
+def arm_algorithm(arm: str) -> str:
+    """The registry algorithm of a run name (``astarpo_drop`` is A*-PO)."""
+    return "astarpo" if arm == DROP_ARM else arm
+
+
+def algorithm_config(
+    arm: str, cfg: BenchConfig, seed: int, out: Path, learning_rate: float, seconds: float
+) -> TrainConfig:
+    """The registry config of run ``arm`` (an algorithm or :data:`DROP_ARM`).
+
+    Every run gets the same loop fields (budget, evaluation schedule, sampling, generation
+    batch); the algorithm-specific settings of :class:`BenchConfig` (``beta2``,
+    ``group_size``, ``eta``) go to the algorithms whose config has that field. ``max_steps`` is
+    left unbounded: the wall-clock budget ``seconds`` stops the run.
 
     Raises:
-        ValueError: ``name`` is not in the registry.
+        ValueError: ``arm`` names no algorithm of the registry.
     """
+    name = arm_algorithm(arm)
     if name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}.")
     config_type = ALGORITHMS[name].config
     values: dict[str, Any] = dict(
         output_dir=str(out),
         seed=seed,
-        max_steps=cfg.steps,
+        max_steps=10**9,
+        max_train_seconds=seconds,
+        eval_every_seconds=cfg.eval_every_seconds,
         batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate,
+        learning_rate=learning_rate,
         max_new_tokens=cfg.max_new_tokens,
         save_steps=0,
         device=cfg.device,
@@ -131,7 +182,6 @@ def algorithm_config(name: str, cfg: BenchConfig, seed: int, out: Path) -> Train
         progress=False,
         generation_batch_size=cfg.generation_batch_size,
         backend=cfg.backend,
-        eval_steps=cfg.eval_every,
     )
     own = {f.name for f in fields(config_type)}
     for extra in ("beta2", "group_size", "eta"):

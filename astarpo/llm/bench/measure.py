@@ -1,8 +1,8 @@
-"""Measurements of the efficiency benchmark: peak resident memory and held-out accuracy/KL.
+"""Measurements of the efficiency benchmark: peak resident memory, held-out accuracy and KL.
 
 :class:`PeakRSS` samples the resident memory of the process during training;
-``greedy_accuracy_and_kl`` is the evaluation every run of :func:`~astarpo.llm.bench.run.run_one`
-performs every ``eval_every`` steps (outside the timed training).
+:func:`evaluate_policy` is the held-out evaluation every run performs on the time schedule of
+``eval_every_seconds`` (outside the timed training).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 
-__all__ = ["PeakRSS", "greedy_accuracy_and_kl"]
+__all__ = ["PeakRSS", "answer_probability", "evaluate_policy"]
 
 
 class PeakRSS:
@@ -74,24 +74,60 @@ class PeakRSS:
             self.peak_mb = max(self.peak_mb, self.current_mb())
 
 
-def greedy_accuracy_and_kl(
-    model: Any, ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: BenchConfig, seed: int
+def answer_probability(model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> torch.Tensor:
+    """``pi(answer + EOS | prompt)`` of every row, ``[B]``: the probability that one sample at
+    temperature 1 is exactly the answer, i.e. the expected sampled exact-match accuracy of the
+    row without sampling noise (a response that only adds white space, which the reward also
+    accepts, is not counted, so this is a lower bound)."""
+    prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([str(r["answer"]) for r in rows], add_special_tokens=False)["input_ids"]
+    answers = [[*a, tokenizer.eos_token_id] for a in answers]
+    with torch.no_grad():
+        out = sequence_logprobs(model, prompts, answers, int(tokenizer.pad_token_id))
+    return out.logp.exp().cpu()
+
+
+def evaluate_policy(
+    model: Any,
+    ref: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    cfg: BenchConfig,
+    seed: int,
+    hard: list[bool] | None = None,
 ) -> dict[str, float]:
-    """Greedy and sampled (temperature 1, one sample) exact-match accuracy on ``rows``, and the
-    sequence KL to ``ref`` estimated on the sampled responses (mean of log pi - log pi_ref)."""
+    """Held-out accuracy of ``model`` and its KL to ``ref``.
+
+    Returns:
+        ``accuracy`` (greedy exact match), ``sampled_accuracy`` (one sample at temperature 1),
+        ``expected_accuracy`` (mean :func:`answer_probability`: the sampled accuracy without
+        sampling noise, the curve the targets are read on), ``kl`` (mean of
+        ``log pi - log pi_ref`` on the sampled responses) and, when ``hard`` marks a non-empty
+        subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
+    """
+    was_training = model.training
+    model.eval()
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
     prompts = [r["prompt"] for r in rows]
-    greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
     answers = [r["answer"] for r in rows]
-    correct = exact_match_reward(prompts, greedy.completions, answers)
+    greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
+    correct = [c or 0.0 for c in exact_match_reward(prompts, greedy.completions, answers)]
     sampled = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 1.0), seed + 1)
-    sampled_ok = exact_match_reward(prompts, sampled.completions, answers)
+    sampled_ok = [c or 0.0 for c in exact_match_reward(prompts, sampled.completions, answers)]
     pad = int(tokenizer.pad_token_id)
     with torch.no_grad():
         logp = sequence_logprobs(model, sampled.prompt_ids, sampled.response_ids, pad).logp
         logp_ref = sequence_logprobs(ref, sampled.prompt_ids, sampled.response_ids, pad).logp
-    return {
-        "accuracy": float(sum(c or 0.0 for c in correct) / len(rows)),
-        "sampled_accuracy": float(sum(c or 0.0 for c in sampled_ok) / len(rows)),
+    prob = answer_probability(model, tokenizer, rows)
+    res = {
+        "accuracy": float(sum(correct) / len(rows)),
+        "sampled_accuracy": float(sum(sampled_ok) / len(rows)),
+        "expected_accuracy": float(prob.mean()),
         "kl": float((logp - logp_ref).mean()),
     }
+    if hard is not None and any(hard):
+        idx = [i for i, h in enumerate(hard) if h]
+        res["hard_accuracy"] = float(sum(correct[i] for i in idx) / len(idx))
+        res["hard_expected_accuracy"] = float(prob[idx].mean())
+    model.train(was_training)
+    return res

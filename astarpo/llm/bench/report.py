@@ -1,237 +1,314 @@
-"""Summary, Markdown table and plot of :func:`astarpo.llm.bench.run_bench` results.
+"""Summary, Markdown report and plot of :func:`astarpo.llm.bench.run.run_bench` results.
 
-Per algorithm (means over seeds): training wall time per training prompt, CPU time per prompt,
-time to reach the target held-out accuracy, peak memory, final held-out accuracy and KL to the
-reference, each also as a ratio to A*-PO. A*-PO's Stage 1 (offline, ``n_samples`` reference
-samples per prompt) is reported on its own and added in the ``total`` column.
+Per run name (``astarpo``, the baselines, ``astarpo_drop``, and ``astarpo (Stage 1 reused)``:
+the A*-PO runs read on their Stage 2 clock, as if Stage 1 had been paid before): final held-out
+accuracy at the budget (expected sampled, greedy, on the hard subset), KL to the reference,
+peak memory, time to each target, per-phase time; intervals are 95% Student-t over seeds, and
+ratios to A*-PO are paired by seed (:func:`~astarpo.llm.bench.stats.paired_ratio`).
+
+The targets are read on ``expected_accuracy`` (the sampled pass@1 without sampling noise, see
+:func:`~astarpo.llm.bench.measure.answer_probability`): ``reference + f * (best - reference)``
+for every ``f`` of ``target_fractions``, where ``best`` is the highest mean final accuracy of
+any run.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAPER", "summarize", "to_markdown", "write"]
+from astarpo.llm.bench.stats import band, paired_ratio, t_interval, target_levels, time_to_target
+from astarpo.llm.bench.stats import value_at as _value_at
 
-#: Figures the A*-PO paper reports (Gao et al. 2025; Qwen2.5 on MATH, 4xH100), for comparison.
+__all__ = ["PAPER", "REUSED", "summarize", "to_markdown", "write"]
+
+#: The name of the A*-PO runs read without their Stage 1 time.
+REUSED = "astarpo (Stage 1 reused)"
+
+#: Figures of the A*-PO paper (Gao et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).
 PAPER: dict[str, Any] = {
     "training_hours": {
         "1.5B": {"astarpo": 6.92, "grpo": 15.01},
         "7B": {"astarpo": 11.01, "grpo": 20.15},
     },
+    "time_ratio_astarpo_grpo": {"1.5B": 0.46, "3B": 0.48, "7B": 0.55},
     "peak_memory_percent_1.5B": {"astarpo": 41.6, "grpo": 42.2, "rebel": 63.3},
 }
 
-
-def _mean(xs: list[float]) -> float:
-    return statistics.fmean(xs) if xs else math.nan
-
-
-def _std(xs: list[float]) -> float:
-    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+METRICS = (
+    "expected_accuracy",
+    "accuracy",
+    "sampled_accuracy",
+    "hard_expected_accuracy",
+    "hard_accuracy",
+    "kl",
+)
 
 
 def _memory_mb(run: dict[str, Any]) -> float:
-    """CUDA: peak allocated (weights, optimizer, activations). CPU: peak resident memory during
-    training minus the resident memory with the models loaded (libraries excluded)."""
+    """CUDA: peak allocated. CPU: peak resident memory during the run (Stage 1 and training,
+    evaluation excluded) minus the resident memory with the models loaded."""
     mem = run["memory"]
     if "cuda_peak_allocated_mb" in mem:
         return float(mem["cuda_peak_allocated_mb"])
     return float(mem["rss_peak_mb"] - mem["rss_before_train_mb"])
 
 
-def _time_to(evals: list[dict[str, Any]], target: float) -> float | None:
-    for e in evals:
-        if e["accuracy"] >= target:
-            return float(e["time"])
-    return None
+def _curve(run: dict[str, Any], key: str, clock: str = "time") -> tuple[list[float], list[float]]:
+    ev = [e for e in run["evals"] if key in e]
+    return [float(e[clock]) for e in ev], [float(e[key]) for e in ev]
 
 
-def _accuracy_at(evals: list[dict[str, Any]], t: float) -> float:
-    """Greedy accuracy of the last evaluation made by training wall time ``t``."""
-    return float([e for e in evals if e["time"] <= t][-1]["accuracy"])
+def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], str]]]:
+    """Run name -> [(run, clock key)] sorted by seed; A*-PO also as :data:`REUSED`."""
+    out: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for r in sorted(runs, key=lambda r: r["seed"]):
+        out.setdefault(r["arm"], []).append((r, "time"))
+    if "astarpo" in out:
+        out[REUSED] = [(r, "stage2_time") for r, _ in out["astarpo"]]
+    return out
+
+
+def _ci(xs: list[float | None]) -> dict[str, float]:
+    m, lo, hi = t_interval([x for x in xs if x is not None])
+    return {"mean": m, "low": lo, "high": hi}
 
 
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """Aggregate ``result["runs"]`` per algorithm (see the module doc).
+    """Aggregate ``result["runs"]`` per run name (see the module doc).
 
     Returns:
-        ``{"target_accuracy", "target_auto", "memory_kind", "algos": {name: {...}}}`` where each
-        algorithm has means (``train_s_per_prompt``, ``cpu_s_per_prompt``, ``time_to_target_s``,
-        ``peak_memory_mb``, ``train_memory_mb``, ``final_accuracy`` (+ ``_std``), ``final_kl``),
-        ``reached`` (runs that reached the target), ``accuracy_at_astarpo_time`` (greedy
-        accuracy of the last evaluation within A*-PO's mean Stage 2 time) and ``ratio_*``
-        entries relative to A*-PO.
+        ``{"budget_s", "reference", "best_final", "targets", "memory_kind", "arms",
+        "ratios"}``; ``arms[name]`` holds ``final`` (metric -> mean/low/high at the budget),
+        ``time_to_target`` (target -> per-seed times, ``None`` = not reached, the interval over
+        the reached ones, ``reached``), ``memory_mb``, ``phases_s``, ``lr``, ``steps``;
+        ``ratios[name][target]`` is A*-PO's time over ``name``'s (:func:`paired_ratio`) and
+        ``ratios[name]["memory"]`` A*-PO's peak memory over ``name``'s.
     """
     cfg = result["config"]
-    runs: list[dict[str, Any]] = result["runs"]
-    by_algo: dict[str, list[dict[str, Any]]] = {}
-    for r in runs:
-        by_algo.setdefault(r["algo"], []).append(r)
-    finals = {a: _mean([r["evals"][-1]["accuracy"] for r in rs]) for a, rs in by_algo.items()}
-    ref_acc = float(result["reference"]["accuracy"])
-    target: float | None = float(cfg["target_accuracy"]) or None
-    auto = target is None
-    if auto:
-        low = min(finals.values())
-        target = ref_acc + 0.8 * (low - ref_acc) if low > ref_acc else None
-    cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in runs)
-    algos: dict[str, dict[str, Any]] = {}
-    for a, rs in by_algo.items():
-        times = [_time_to(r["evals"], target) for r in rs] if target is not None else []
-        reached = [t for t in times if t is not None]
-        algos[a] = {
-            "samples_per_prompt": rs[0]["samples_per_prompt"],
+    budget = float(cfg["max_train_seconds"])
+    groups = _groups(result["runs"])
+    arms: dict[str, dict[str, Any]] = {}
+    for name, rs in groups.items():
+        final: dict[str, dict[str, float]] = {}
+        for key in METRICS:
+            # On the run clock for every row: "Stage 1 reused" ends with the same runs' accuracy.
+            vals = [
+                _value_at(*_curve(r, key), budget) if _curve(r, key)[0] else None for r, _ in rs
+            ]
+            final[key] = _ci(vals)
+        arms[name] = {
             "seeds": len(rs),
-            "train_s": _mean([r["train_s"] for r in rs]),
-            "train_s_per_prompt": _mean([r["train_s"] / r["prompts"] for r in rs]),
-            "cpu_s_per_prompt": _mean([r["cpu_train_s"] / r["prompts"] for r in rs]),
-            "time_to_target_s": _mean(reached) if reached and len(reached) == len(rs) else None,
-            "reached": len(reached),
-            "peak_memory_mb": _mean([_memory_mb(r) for r in rs]),
-            "train_memory_mb": _mean(
-                [r["memory"]["rss_peak_mb"] - r["memory"]["rss_before_train_mb"] for r in rs]
-            ),
-            "final_accuracy": finals[a],
-            "final_accuracy_std": _std([r["evals"][-1]["accuracy"] for r in rs]),
-            "final_sampled_accuracy": _mean(
-                [r["evals"][-1].get("sampled_accuracy", math.nan) for r in rs]
-            ),
-            "final_kl": _mean([r["evals"][-1]["kl"] for r in rs]),
-            "phases_s": {k: _mean([r["phases"][k] for r in rs]) for k in rs[0]["phases"]},
+            "lr": rs[0][0]["lr"],
+            "samples_per_prompt": rs[0][0]["samples_per_prompt"],
+            "steps": _ci([r["steps"] for r, _ in rs]),
+            "stage1_s": _ci([r["stage1_s"] if c == "time" else 0.0 for r, c in rs]),
+            "final": final,
+            "memory_mb": _ci([_memory_mb(r) for r, _ in rs]),
+            "phases_s": {
+                k: _ci([r["phases"][k] for r, _ in rs])["mean"] for k in rs[0][0]["phases"]
+            },
         }
-    base = algos["astarpo"]
-    for a, rs in by_algo.items():  # accuracy with A*-PO's time budget (Stage 2 only / total)
-        algos[a]["accuracy_at_astarpo_time"] = _mean(
-            [_accuracy_at(r["evals"], base["train_s"]) for r in rs]
+    ref = float(result["reference"]["expected_accuracy"])
+    best = max(a["final"]["expected_accuracy"]["mean"] for a in arms.values())
+    targets = target_levels(ref, best, cfg["target_fractions"])
+    for name, rs in groups.items():
+        ttt = {}
+        for label, level in targets.items():
+            times = [time_to_target(*_curve(r, "expected_accuracy", c), level) for r, c in rs]
+            ttt[label] = {
+                "times": times,
+                **_ci(times),
+                "reached": sum(t is not None for t in times),
+            }
+        arms[name]["time_to_target"] = ttt
+    ratios: dict[str, dict[str, Any]] = {}
+    base = groups.get("astarpo", [])
+    for name, rs in groups.items():
+        if name == "astarpo" or len(rs) != len(base):
+            continue
+        ratios[name] = {
+            label: paired_ratio(
+                arms["astarpo"]["time_to_target"][label]["times"],
+                arms[name]["time_to_target"][label]["times"],
+            )
+            for label in targets
+        }
+        ratios[name]["memory"] = paired_ratio(
+            [_memory_mb(r) for r, _ in base], [_memory_mb(r) for r, _ in rs]
         )
-    stage1 = float(result["stage1"]["seconds"])
-    base["stage1_s"] = stage1
-    for a, s in algos.items():
-        s["total_s"] = s["train_s"] + (stage1 if a == "astarpo" else 0.0)
-        for key in (
-            "train_s_per_prompt",
-            "cpu_s_per_prompt",
-            "time_to_target_s",
-            "peak_memory_mb",
-            "train_memory_mb",
-            "train_s",
-            "total_s",
-        ):
-            num, den = s.get(key), base.get(key)
-            s[f"ratio_{key}"] = num / den if num is not None and den else None
-        s["ratio_total_vs_astarpo_total"] = s["total_s"] / base["total_s"]
+    cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in result["runs"])
     return {
-        "target_accuracy": target,
-        "target_auto": auto,
-        "reference_accuracy": ref_acc,
+        "budget_s": budget,
+        "reference": ref,
+        "best_final": best,
+        "targets": targets,
         "memory_kind": "CUDA peak allocated"
         if cuda
-        else "peak resident memory during training minus resident memory with the models loaded",
-        "algos": algos,
+        else "peak resident memory during the run (Stage 1 and training, evaluation excluded) "
+        "minus the resident memory with the models loaded",
+        "arms": arms,
+        "ratios": ratios,
     }
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
+def _f(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}g}"
 
 
+def _fci(c: dict[str, float], digits: int = 3) -> str:
+    if math.isnan(c["low"]):
+        return _f(c["mean"], digits)
+    return f"{_f(c['mean'], digits)} [{_f(c['low'], digits)}, {_f(c['high'], digits)}]"
+
+
+def _fratio(r: dict[str, Any]) -> str:
+    if not r["pairs"]:
+        return f"n/a (0/{r['pairs'] + r['missing']} pairs)"
+    ci = "" if math.isnan(r["low"]) else f" [{r['low']:.2f}, {r['high']:.2f}]"
+    miss = f" ({r['pairs']}/{r['pairs'] + r['missing']} pairs)" if r["missing"] else ""
+    return f"{r['ratio']:.2f}{ci}{miss}"
+
+
 def to_markdown(result: dict[str, Any]) -> str:
-    """The Markdown report (tables of absolute values and ratios to A*-PO)."""
-    cfg, summ = result["config"], result["summary"]
-    algos = summ["algos"]
-    target = summ["target_accuracy"]
+    """The Markdown report: protocol, accuracy and memory, time to targets, ratios, sweep."""
+    cfg, s = result["config"], result["summary"]
+    arms, labels = s["arms"], list(s["targets"])
+    ref = result["reference"]
+    hard = result.get("hard", {})
     lines = [
-        "# A*-PO against the baselines",
+        "# A*-PO against the baselines (wall-clock protocol)",
         "",
-        f"Model: {'toy default' if not cfg['model_overrides'] else cfg['model_overrides']}; "
-        f"device {cfg['device']}; {cfg['seeds']} seeds; {cfg['steps']} steps x "
-        f"{cfg['batch_size']} prompts; learning rate {cfg['learning_rate']}; "
-        f"max_new_tokens {cfg['max_new_tokens']}.",
-        f"Reference held-out greedy accuracy {summ['reference_accuracy']:.3f} (sampled "
-        f"{result['reference'].get('sampled_accuracy', math.nan):.3f}); target greedy accuracy "
-        f"{_fmt(target)}{' (automatic)' if summ['target_auto'] else ''}. "
-        f"Stage 1 of A*-PO (N={result['stage1']['n_samples']} samples x "
-        f"{result['stage1']['prompts']} prompts): {result['stage1']['seconds']:.1f} s.",
-        f"Memory: {summ['memory_kind']}.",
+        f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it), "
+        f"{cfg['seeds']} seeds, {cfg['batch_size']} prompts per step from a pool of "
+        f"{cfg['pool_size']}, evaluation every {cfg['eval_every_seconds']:g} s of training time "
+        f"(not counted) on {cfg['eval_size']} held-out problems; A*-PO beta1={cfg['beta1']}, "
+        f"beta2={cfg['beta2']}, N={cfg['n_samples']}; GRPO/RLOO G={cfg['group_size']}. "
+        f"Intervals: 95% Student-t over seeds; ratios paired by seed (geometric mean).",
+        f"Reference: expected sampled accuracy {ref['expected_accuracy']:.3f}, sampled "
+        f"{ref['sampled_accuracy']:.3f}, greedy {ref['accuracy']:.3f}. Hard subset: "
+        f"{hard.get('held_out', 'n/a')}/{hard.get('of', 'n/a')} held-out problems with "
+        f"reference pass@{hard.get('n_samples', 'N')} = 0. Stage 1 alone on the pool: "
+        f"{result['stage1']['seconds']:.1f} s ({result['stage1']['all_wrong']}/"
+        f"{result['stage1']['prompts']} prompts all wrong).",
+        f"Targets (expected sampled accuracy, from the reference {s['reference']:.3f} to the best "
+        f"final {s['best_final']:.3f}): "
+        + ", ".join(f"{k} = {v:.3f}" for k, v in s["targets"].items())
+        + f". Memory: {s['memory_kind']}.",
         "",
-        "| algorithm | samples/prompt | train s/prompt (x A*-PO) | CPU s/prompt (x) | "
-        "time to target s (x) | total s incl. Stage 1 (x) | peak memory MB (x) | "
-        "accuracy at A*-PO's train time | final greedy accuracy | final sampled accuracy | "
-        "KL to ref |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| run | lr | steps | samples/prompt | expected acc | greedy acc | sampled acc | "
+        "hard: expected | hard: greedy | KL to ref | peak memory MB | Stage 1 s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for a, s in algos.items():
-        ttt = _fmt(s["time_to_target_s"])
-        if s["time_to_target_s"] is None:
-            ttt += f" ({s['reached']}/{s['seeds']} reached)"
+    for name, a in arms.items():
+        fin = a["final"]
         lines.append(
-            f"| {a} | {s['samples_per_prompt']} | {_fmt(s['train_s_per_prompt'])} "
-            f"({_fmt(s['ratio_train_s_per_prompt'])}) | {_fmt(s['cpu_s_per_prompt'])} "
-            f"({_fmt(s['ratio_cpu_s_per_prompt'])}) | {ttt} "
-            f"({_fmt(s['ratio_time_to_target_s'])}) | {_fmt(s['total_s'])} "
-            f"({_fmt(s['ratio_total_vs_astarpo_total'])}) | {_fmt(s['peak_memory_mb'], 4)} "
-            f"({_fmt(s['ratio_peak_memory_mb'])}) | {s['accuracy_at_astarpo_time']:.3f} | "
-            f"{s['final_accuracy']:.3f} +- "
-            f"{s['final_accuracy_std']:.3f} | {_fmt(s['final_sampled_accuracy'])} | "
-            f"{_fmt(s['final_kl'])} |"
+            f"| {name} | {a['lr']:g} | {_f(a['steps']['mean'])} | {a['samples_per_prompt']} | "
+            + " | ".join(_fci(fin[k]) for k in METRICS)
+            + f" | {_fci(a['memory_mb'])} | {_fci(a['stage1_s'])} |"
         )
-    p = PAPER["training_hours"]
     lines += [
         "",
-        "The paper (Qwen2.5 on MATH, 4xH100) reports A*-PO/GRPO training time "
-        f"{p['1.5B']['astarpo'] / p['1.5B']['grpo']:.2f}x at 1.5B "
-        f"({p['1.5B']['astarpo']} h vs {p['1.5B']['grpo']} h) and "
-        f"{p['7B']['astarpo'] / p['7B']['grpo']:.2f}x at 7B; peak memory 41.6% of the GPU "
-        "(A*-PO) vs 42.2% (GRPO) and 63.3% (REBEL) at 1.5B.",
+        "Time to target (s of the run's clock; mean [interval] over the seeds that "
+        "reached it, reached/seeds):",
         "",
-        "Training phases (s, mean over seeds): "
+        "| run | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    for name, a in arms.items():
+        cells = [f"{_fci(t)} ({t['reached']}/{a['seeds']})" for t in a["time_to_target"].values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "A*-PO's time to target and peak memory as a ratio to each run's (< 1: A*-PO "
+        "faster / smaller):",
+        "",
+        "| vs | " + " | ".join(labels) + " | peak memory |",
+        "|---|" + "---|" * (len(labels) + 1),
+    ]
+    for name, r in s["ratios"].items():
+        lines.append(f"| {name} | " + " | ".join(_fratio(r[k]) for k in [*labels, "memory"]) + " |")
+    lines += [
+        "",
+        "Per-phase time (s, mean over seeds): "
         + "; ".join(
-            f"{a}: " + ", ".join(f"{k} {v:.2f}" for k, v in s["phases_s"].items())
-            for a, s in algos.items()
+            f"{n}: " + ", ".join(f"{k} {v:.1f}" for k, v in a["phases_s"].items())
+            for n, a in arms.items()
+            if n != REUSED
         ),
+    ]
+    lines += [
+        "",
+        "Learning-rate sweep (score: time-average of the validation expected accuracy "
+        f"over {cfg['sweep_seconds']:g} s, seed {cfg['sweep_seed']}): "
+        + "; ".join(
+            f"{n}: "
+            + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
+            + f" (chosen {w['chosen']:g})"
+            for n, w in result["sweep"].items()
+            if n != "astarpo_drop"
+        ),
+    ]
+    if "wall_s" in result:
+        lines += [
+            "",
+            f"Wall time of the whole benchmark: {result['wall_s']:.0f} s; load average "
+            f"(1/5/15 min) at the start {result['load']['start']}, at the end "
+            f"{result['load']['end']}.",
+        ]
+    p = PAPER["time_ratio_astarpo_grpo"]
+    lines += [
+        "",
+        "The paper (Table 1; Qwen2.5 on MATH, 4xH100) reports A*-PO/GRPO training "
+        f"time {p['1.5B']} (1.5B), {p['3B']} (3B), {p['7B']} (7B); peak memory 41.6% of "
+        "the GPU (A*-PO) vs 42.2% (GRPO) and 63.3% (REBEL) at 1.5B.",
     ]
     return "\n".join(lines) + "\n"
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    import matplotlib  # the plotting extra
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    by_algo: dict[str, list[dict[str, Any]]] = {}
-    for r in result["runs"]:
-        by_algo.setdefault(r["algo"], []).append(r)
-    stage1 = float(result["stage1"]["seconds"])
-    for a, rs in by_algo.items():
-        k = min(len(r["evals"]) for r in rs)
-        xs = [_mean([r["evals"][i]["time"] for r in rs]) for i in range(k)]
-        ys = [_mean([r["evals"][i]["accuracy"] for r in rs]) for i in range(k)]
-        (line,) = ax.plot(xs, ys, marker="o", label=a)
-        if a == "astarpo":
-            ax.plot(
-                [x + stage1 for x in xs],
-                ys,
-                ls="--",
-                color=line.get_color(),
-                label="astarpo incl. Stage 1",
-            )
-    target = result["summary"]["target_accuracy"]
-    if target is not None:
-        ax.axhline(target, color="gray", ls=":", label="target")
-    ax.set_xlabel("training wall time (s, evaluation excluded)")
-    ax.set_ylabel("held-out accuracy (greedy)")
-    ax.set_title(f"mean over {result['config']['seeds']} seeds")
-    ax.legend()
+    s = result["summary"]
+    groups = _groups(result["runs"])
+    budget = s["budget_s"]
+    grid = [budget * i / 60 for i in range(61)]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    keys = ("expected_accuracy", "accuracy", "hard_expected_accuracy")
+    titles = (
+        "held-out expected sampled accuracy",
+        "held-out greedy accuracy",
+        "hard subset (expected)",
+    )
+    for ax, key, title in zip(axes, keys, titles, strict=True):
+        for name, rs in groups.items():
+            curves = [_curve(r, key, c) for r, c in rs if _curve(r, key, c)[0]]
+            if not curves:
+                continue
+            b = band(curves, grid)
+            ls = "--" if name == REUSED else "-"
+            (line,) = ax.plot(b["time"], b["mean"], ls=ls, label=name)
+            lo = [x if not math.isnan(x) else m for x, m in zip(b["low"], b["mean"], strict=True)]
+            hi = [x if not math.isnan(x) else m for x, m in zip(b["high"], b["mean"], strict=True)]
+            ax.fill_between(b["time"], lo, hi, color=line.get_color(), alpha=0.15)
+        if key == "expected_accuracy":
+            for label, level in s["targets"].items():
+                ax.axhline(level, color="gray", ls=":", lw=0.8)
+                ax.text(0, level, f" {label}", va="bottom", fontsize=7, color="gray")
+        ax.set_xlabel("run clock (s; Stage 1 + training, evaluation excluded)")
+        ax.set_title(title)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"mean and 95% band over {result['config']['seeds']} seeds")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -241,3 +318,17 @@ def write(result: dict[str, Any], out_dir: str | Path) -> None:
     (out / "bench.json").write_text(json.dumps(result, indent=1))
     (out / "bench.md").write_text(to_markdown(result))
     _plot(result, out / "bench.png")
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m astarpo.llm.bench.report OUT``: summarize ``OUT/bench.json`` again and
+    rewrite ``bench.json/md/png`` (the runs themselves are not touched)."""
+    (out,) = argv
+    result = json.loads((Path(out) / "bench.json").read_text())
+    result["summary"] = summarize(result)
+    write(result, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -9,11 +9,12 @@ policy, scores them and stores
 in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
 
 The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
-are appended a batch at a time with flush and fsync; a kill can only leave a
-truncated last line, which loading drops with a warning (corruption anywhere else is an error
-naming the file and line). A rerun with the same settings skips the prompts already in the
-file and, batches being a fixed partition of the prompts with seeds derived from the batch's
-prompt keys, produces the same table as an uninterrupted run.
+are appended a batch at a time with a flush (one fsync at the end, not one per batch: a
+flush already survives a killed process); a kill can only leave a truncated last line, which
+loading drops with a warning (corruption anywhere else is an error naming the file and line).
+A rerun with the same settings skips the prompts already in the file and, batches being a
+fixed partition of the prompts with seeds derived from the batch's prompt keys, produces the
+same table as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -248,8 +249,9 @@ def estimate_values(
                 done[key] = row
                 bar.update(1)
             if f is not None:
-                f.flush()
-                os.fsync(f.fileno())
+                f.flush()  # a killed process loses at most the batch being written
+        if f is not None:
+            os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()
     if any(counts.values()):
         logger.warning("Stage 1 unscored responses: %s", counts)

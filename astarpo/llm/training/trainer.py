@@ -182,12 +182,12 @@ class Trainer:
         if not self.params:
             raise ValueError("the policy has no trainable parameters (requires_grad is off).")
         self.optimizer = torch.optim.AdamW(
-            self.params, lr=args.learning_rate, weight_decay=args.weight_decay
+            self.params, lr=args.learning_rate, weight_decay=args.weight_decay, foreach=True
         )
         bf16 = args.mixed_precision == "bf16" or (
             args.mixed_precision == "auto" and self.device.type == "cuda"
         )
-        self.autocast_enabled = bf16 and self.device.type == "cuda"
+        self.autocast_enabled = bf16  # "bf16" opts in on CPU too; "auto" is CUDA only
         self.eval_fn = eval_fn
         self.callbacks = list(callbacks)
         self.step_count = 0
@@ -198,7 +198,7 @@ class Trainer:
     # ----------------------------------------------------------------- helpers
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.autocast_enabled:
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     def _micro(self, rows: int) -> int:

@@ -48,7 +48,8 @@ def optimizer_step(
         autocast: Returns the autocast context of the forward (bf16 on CUDA, or none).
 
     Returns:
-        ``loss``, ``entropy``, ``kl``, ``grad_norm`` and the algorithm's metrics.
+        ``loss``, ``kl``, ``grad_norm``, the algorithm's metrics and, when ``entropy_coef > 0``,
+        ``entropy``.
 
     Raises:
         NonFiniteError: the loss or the gradient norm is NaN or infinite (on any rank); the
@@ -62,17 +63,18 @@ def optimizer_step(
         w = len(micro) / len(mb)
         last = s + size >= len(mb)  # gradients are all-reduced on the last micro-batch only
         with dp.gradient_sync(train_model, last), autocast():
-            out = sequence_logprobs(
-                train_model, micro.packed, entropy=True, entropy_grad=args.entropy_coef > 0
-            )
+            # No entropy work at weight 0: the [B, T, V] entropy is built only for the bonus.
+            bonus = args.entropy_coef > 0
+            out = sequence_logprobs(train_model, micro.packed, entropy=bonus)
             loss, metrics = algorithm.loss(out, micro)
-            entropy = out.entropy_mean()
-            total = loss - args.entropy_coef * entropy if args.entropy_coef else loss
+            total = loss - args.entropy_coef * out.entropy_mean() if bonus else loss
             (total * w).backward()
         kl = 0.0
         if micro.logp_ref is not None:
             kl = float((out.logp.detach() - micro.logp_ref).mean())
-        parts = {"loss": float(loss.detach()), "entropy": float(entropy.detach()), "kl": kl}
+        parts = {"loss": float(loss.detach()), "kl": kl}
+        if bonus:
+            parts["entropy"] = float(out.entropy_mean().detach())
         parts.update(metrics)
         for k, v in parts.items():
             stats[k] = stats.get(k, 0.0) + w * v

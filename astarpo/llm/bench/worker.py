@@ -1,0 +1,231 @@
+"""One run of the efficiency benchmark, in its own process (``python -m astarpo.llm.bench.worker
+SPEC OUT``), so that its peak memory is that run's alone.
+
+A run is the library's own loop: :class:`~astarpo.llm.training.trainer.Trainer` with the
+wall-clock budget ``max_train_seconds``, evaluation every ``eval_every_seconds`` of training
+time (not counted in the clock) and a :class:`Recorder` callback. For A*-PO with
+``stage1_inside``, Stage 1 (N reference samples per training prompt) runs first, timed, and the
+trainer gets what is left of the budget: the run's clock is Stage 1 plus Stage 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from astarpo.llm.bench.config import DROP_ARM, BenchConfig, algorithm_config, arm_algorithm
+from astarpo.llm.bench.measure import PeakRSS, evaluate_policy
+from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.toy.model import make_char_tokenizer
+from astarpo.llm.training.metrics import peak_memory
+from astarpo.llm.training.trainer import Trainer
+
+__all__ = ["PHASES", "Recorder", "config_from_dict", "run_one", "stage1"]
+
+#: Per-step phase timers of the trainer summed into a run's ``phases``.
+PHASES = ("generate", "reward", "ref_logprobs", "update")
+
+
+def config_from_dict(d: dict[str, Any]) -> BenchConfig:
+    """A :class:`BenchConfig` back from ``dataclasses.asdict`` / JSON (tuples restored)."""
+    tuples = ("algos", "lr_grid", "target_fractions")
+    values: dict[str, Any] = {k: tuple(v) if k in tuples else v for k, v in d.items()}
+    return BenchConfig(**values)
+
+
+def stage1(
+    ref: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    cfg: BenchConfig,
+    path: Path,
+    seed: int,
+    drop: bool = False,
+) -> tuple[ValueTable, float]:
+    """Stage 1 of A*-PO on ``rows`` from scratch (``path`` is overwritten), timed.
+
+    Returns:
+        ``(table, seconds)``; with ``drop`` the table leaves out the all-wrong prompts.
+    """
+    path.unlink(missing_ok=True)
+    device = next(ref.parameters()).device
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    table = estimate_values(
+        HFGenerator(ref, tokenizer, cfg.generation_batch_size),
+        rows,
+        [exact_match_reward],
+        cfg.n_samples,
+        cfg.beta1,
+        SamplingConfig(cfg.max_new_tokens, 1.0),
+        path,
+        seed=seed,
+        batch_size=max(1, cfg.generation_batch_size // cfg.n_samples),
+        filter_all_wrong=drop,
+        progress=False,
+    )
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return table, time.perf_counter() - t0
+
+
+class Recorder:
+    """Trainer callback: keeps the evaluations and sums the per-step phase times and steps."""
+
+    def __init__(self) -> None:
+        self.evals: list[dict[str, Any]] = []
+        self.phases = dict.fromkeys(PHASES, 0.0)
+        self.steps = 0
+
+    def on_step_end(self, record: dict[str, Any]) -> bool:
+        """Add the step's phase times; never stops (the budget does)."""
+        self.steps += 1
+        for k in PHASES:
+            self.phases[k] += float(record.get(f"time/{k}", 0.0))
+        return False
+
+    def on_evaluate(self, record: dict[str, Any]) -> None:
+        """Keep the evaluation (``eval/`` keys without the prefix, ``stage2_time``)."""
+        rec = {k[5:]: v for k, v in record.items() if k.startswith("eval/")}
+        rec["step"] = record["step"]
+        rec["stage2_time"] = record["time/train_total"]
+        self.evals.append(rec)
+
+
+def _values(
+    spec: dict[str, Any], cfg: BenchConfig, ref: Any, tokenizer: Any
+) -> tuple[ValueTable, float, int]:
+    """A*-PO's V* table: Stage 1 run here (timed) or read; ``astarpo_drop`` keeps the prompts
+    with a pass rate above 0. Returns ``(table, stage1 seconds, all-wrong prompts)``."""
+    stage1_s = 0.0
+    if spec["stage1_inside"]:
+        path = Path(spec["out"]) / "values.jsonl"
+        table, stage1_s = stage1(ref, tokenizer, spec["train"], cfg, path, int(spec["seed"]))
+    else:
+        table = ValueTable.load(spec["values"])
+    all_wrong = sum(r.pass_rate == 0 for r in table)
+    if spec["arm"] == DROP_ARM:
+        table = ValueTable([r for r in table if r.pass_rate > 0])
+        if not len(table):
+            raise RuntimeError(f"{DROP_ARM}: every prompt is all wrong in Stage 1; no pool left.")
+    return table, stage1_s, all_wrong
+
+
+def run_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """One run (see the module doc).
+
+    Args:
+        spec: ``arm`` (an algorithm or ``astarpo_drop``), ``seed``, ``lr``, ``seconds`` (the
+            run's budget), ``stage1_inside`` (A*-PO: run Stage 1 inside the budget; else read
+            ``values``), ``config`` (a :class:`BenchConfig` as a dict), ``reference`` (model
+            directory), ``train`` and ``eval`` (rows), ``hard`` (one bool per eval row: the
+            reference's pass@N is 0) and ``out`` (run directory).
+
+    Returns:
+        ``arm``, ``seed``, ``lr``, ``evals`` (each with ``time`` = the run's clock: Stage 1 +
+        Stage 2 training time, ``stage2_time``, ``cpu_time``, the metrics of
+        :func:`~astarpo.llm.bench.measure.evaluate_policy`), ``stage1_s``, ``train_s``
+        (Stage 2), ``clock_s``, ``steps``, ``prompts`` (seen), ``pool``, ``pool_all_wrong``,
+        ``samples_per_prompt``, ``phases`` and ``memory``.
+    """
+    cfg = config_from_dict(spec["config"])
+    torch.set_num_threads(cfg.threads)
+    arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
+    device = resolve_device(cfg.device)
+    tokenizer = make_char_tokenizer()
+    ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"])
+    ref = ref.to(device).eval()
+    policy = copy.deepcopy(ref).train()
+    rows: list[dict[str, Any]] = spec["train"]
+    rss_before = PeakRSS.current_mb()  # models loaded, no training state yet
+    rss, cpu0 = PeakRSS(), time.process_time()
+    stage1_s, table, pool_all_wrong = 0.0, None, None
+    eval_cpu = [0.0]
+
+    def eval_fn(model: Any) -> dict[str, float]:
+        c0 = time.process_time()
+        rss.paused = True  # evaluation is the same for every run: not in the peak
+        res = evaluate_policy(model, ref, tokenizer, spec["eval"], cfg, 7919, spec["hard"])
+        rss.paused = False
+        eval_cpu[0] += time.process_time() - c0
+        res["cpu_time"] = time.process_time() - cpu0 - eval_cpu[0]
+        return res
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    with rss:
+        if arm_algorithm(arm) == "astarpo":
+            table, stage1_s, pool_all_wrong = _values(spec, cfg, ref, tokenizer)
+            keys = {r.prompt for r in table}
+            rows = [r for r in rows if r["prompt"] in keys]
+        seconds = float(spec["seconds"]) - stage1_s
+        if seconds <= 0:
+            raise RuntimeError(
+                f"{arm}: Stage 1 took {stage1_s:.1f} s of a {spec['seconds']} s budget; raise "
+                "max_train_seconds or lower pool_size."
+            )
+        args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+        recorder = Recorder()
+        trainer = Trainer(
+            policy,
+            ref,
+            [exact_match_reward],
+            args=args,
+            train_dataset=rows,
+            v_star_table=table,
+            tokenizer=tokenizer,
+            eval_fn=eval_fn,
+            callbacks=[recorder],
+        )
+        trainer.train()
+    for e in recorder.evals:
+        e["time"] = stage1_s + e["stage2_time"]
+    memory = {
+        "rss_before_train_mb": rss_before,
+        "rss_peak_mb": rss.peak_mb,
+        "ru_maxrss_mb": peak_memory(device)["memory/rss_peak_mb"],
+    }
+    if device.type == "cuda":
+        memory["cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+    n = trainer.algorithm.samples_per_prompt
+    return {
+        "arm": arm,
+        "algo": arm_algorithm(arm),
+        "seed": seed,
+        "lr": float(spec["lr"]),
+        "evals": recorder.evals,
+        "stage1_s": stage1_s,
+        "train_s": trainer.train_time,
+        "clock_s": stage1_s + trainer.train_time,
+        "steps": recorder.steps,
+        "prompts": recorder.steps * cfg.batch_size,
+        "pool": len(rows),
+        "pool_all_wrong": pool_all_wrong,
+        "samples_per_prompt": n,
+        "phases": {"stage1": stage1_s, **recorder.phases},
+        "memory": memory,
+    }
+
+
+def _main(argv: list[str]) -> int:
+    spec_path, out_path = argv
+    result = run_one(json.loads(Path(spec_path).read_text()))
+    Path(out_path).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
