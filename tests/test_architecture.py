@@ -153,6 +153,7 @@ def test_modules_and_functions_are_short() -> None:
     """~350 lines per module and ~80 per function (docstring excluded), except the listed,
     justified ones."""
     allowed_functions = {
+        "astarpo.llm.bench.report.to_markdown": "the report's tables in page order",
         "astarpo.llm.training.trainer.step": "one Stage 2 step, read top to bottom in 5 phases",
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
     }

@@ -227,11 +227,13 @@ def test_clock_excludes_evaluation_and_includes_stage1(
 def test_run_one_in_process(tokenizer, tiny_model, tmp_path, arm):
     spec = _spec(tmp_path, tiny_model, arm, 0.5, stage1_inside=False)
     if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
-        from astarpo.llm.data.prompts import prompt_key
-        from astarpo.llm.stage1.table import ValueRow, ValueTable
+        import numpy as np
 
-        table = [
-            ValueRow(prompt_key(r["prompt"]), r["prompt"], (float(i < 4), 0.0), 0.1, 0.5 * (i < 4))
+        from astarpo.llm.stage1.rows import make_row
+        from astarpo.llm.stage1.table import ValueTable
+
+        table = [  # V* = optimal_value of the two rewards, as Stage 1 writes it
+            make_row(r["prompt"], np.array([float(i < 4), 0.0]), 0.5, {}, r.get("answer"))
             for i, r in enumerate(spec["train"])
         ]
         spec["values"] = str(tmp_path / "values.jsonl")

@@ -179,7 +179,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     rows = splits(cfg)
     say(f"[bench] reference ({cfg.sft_steps} SFT steps, cached) -> {out / 'reference'}")
     ref_path, sft_info = _reference(cfg, rows["sft"], out)
-    ref: Any = AutoModelForCausalLM.from_pretrained(ref_path)
+    ref: Any = AutoModelForCausalLM.from_pretrained(ref_path, local_files_only=True)
     ref = ref.to(resolve_device(cfg.device)).eval()
     tok = make_char_tokenizer()
     held, _ = stage1(ref, tok, rows["held_out"], cfg, out / "held_out_pass.jsonl", seed=1)

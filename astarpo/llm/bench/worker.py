@@ -146,7 +146,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
     device = resolve_device(cfg.device)
     tokenizer = make_char_tokenizer()
-    ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"])
+    ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"], local_files_only=True)
     ref = ref.to(device).eval()
     policy = copy.deepcopy(ref).train()
     rows: list[dict[str, Any]] = spec["train"]
