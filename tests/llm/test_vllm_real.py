@@ -429,6 +429,8 @@ def test_stage2_train_vllm_matches_hf(
             "--max-steps", "5", "--batch-size", "64", "--max-new-tokens", "4",
             "--learning-rate", "1e-4", "--device", "cpu", "--tensorboard", "false",
             "--progress", "false", "--save-steps", "0", "--backend", backend,
+            # The table covers all 256 Stage 1 prompts; training uses the first 64 of them.
+            "--allow-v-star-mismatch", "true",
         )  # fmt: skip
         res = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-3000:]
