@@ -31,7 +31,8 @@ from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.scoring import RewardTimeoutError, compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.stage1.table import ValueTable, ValueTableError, lookup_v_star
+from astarpo.llm.stage1.rows import ValueTableError
+from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.model import addition_task, make_toy_model
 from astarpo.llm.training import checkpoint as checkpoint_module
 from astarpo.llm.training.checkpoint import CheckpointError

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.llm.data.prompts import prompt_key
-from astarpo.llm.stage1.table import ValueTable, ValueTableError
+from astarpo.llm.stage1.rows import ValueTableError
+from astarpo.llm.stage1.table import ValueTable
 
 __all__ = ["MATCHING", "check_table_fits", "data_fingerprint", "same_model", "table_provenance"]
 
