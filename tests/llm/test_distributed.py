@@ -142,9 +142,11 @@ def _worker(rank: int, world_size: int, port: int, out: str) -> None:
         state = full_state_dict(model)  # a collective under FSDP2: every rank calls it
         if rank == 0:
             torch.save({"model": state, "losses": losses}, path)
+        torch.distributed.barrier()  # rank 0 has written the file before anyone goes on
         reduced = all_reduce_metrics({"rank": float(rank), "one": 1.0})
         if rank == 0:
             torch.save({"reduced": reduced, "losses": losses}, Path(out) / f"{strategy}-result.pt")
+    torch.distributed.barrier()  # both ranks are done with the group before it is destroyed
     torch.distributed.destroy_process_group()
 
 
