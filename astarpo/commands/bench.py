@@ -48,7 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="prompts per step")
     parser.add_argument("--pool-size", type=int, default=None, help="training prompts")
     parser.add_argument("--eval-size", type=int, default=None, help="held-out prompts")
-    parser.add_argument("--sft-steps", type=int, default=None, help="SFT steps of the reference")
+    parser.add_argument(
+        "--sft-steps", type=int, default=None, help="most SFT steps of the reference (default 2000)"
+    )
+    parser.add_argument(
+        "--reference-target",
+        type=float,
+        default=None,
+        help="SFT stops when the reference's expected sampled accuracy on 200 validation "
+        "problems reaches this (default 0.35)",
+    )
     parser.add_argument(
         "--no-drop", action="store_true", help="skip astarpo_drop (A*-PO without all-wrong prompts)"
     )
@@ -56,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 2 seeds x 4 s, no sweep (< 3 minutes)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="delete an earlier benchmark in --out first"
     )
     parser.add_argument("--cache-dir", default=None, help="SFT cache (default ~/.cache/astarpo)")
 
@@ -78,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         "pool_size": args.pool_size,
         "eval_size": args.eval_size,
         "sft_steps": args.sft_steps,
+        "reference_target": args.reference_target,
     }
     fields.update({k: v for k, v in given.items() if v is not None})
     cfg = BenchConfig(
@@ -89,6 +102,6 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         **fields,  # type: ignore[arg-type]
     )
-    run_bench(cfg)
+    run_bench(cfg, overwrite=args.overwrite)
     print((Path(args.out) / "bench.md").read_text())
     return 0

@@ -29,6 +29,7 @@ from astarpo.llm.rollout.seeds import derive_seed
 __all__ = [
     "BENCHMARKS",
     "Benchmark",
+    "answer_probability",
     "evaluate",
     "evaluate_benchmarks",
     "format_table",
@@ -254,3 +255,30 @@ def format_table(results: Mapping[str, Mapping[str, Any]]) -> str:
     if len(accs) > 1:
         lines.append(f"| average | | | {100 * float(np.mean(accs)):.1f} | | |")
     return "\n".join(lines)
+
+
+def answer_probability(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Exact-answer probability of every row, ``[B]`` float tensor on the CPU.
+
+    .. math:: p_i = \\pi(a_i \\oplus \\text{EOS} \\mid x_i)
+
+    the probability that one sample at temperature 1 is exactly the answer ``a_i``: the
+    expected sampled exact-match accuracy of the row without sampling noise. A response that
+    only adds white space, which :func:`~astarpo.llm.data.rewards.exact_match_reward` also
+    accepts, is not counted, so the mean is a lower bound of the expected sampled accuracy.
+
+    Args:
+        model: A causal LM (put it in eval mode for dropout-free scores).
+        tokenizer: Its tokenizer (with ``eos_token_id`` and ``pad_token_id``).
+        rows: Rows with ``prompt`` and ``answer``.
+    """
+    import torch
+
+    from astarpo.llm.algorithms.logprobs import sequence_logprobs
+
+    prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([str(r["answer"]) for r in rows], add_special_tokens=False)["input_ids"]
+    answers = [[*a, tokenizer.eos_token_id] for a in answers]
+    with torch.no_grad():
+        out = sequence_logprobs(model, prompts, answers, int(tokenizer.pad_token_id))
+    return out.logp.exp().cpu()

@@ -229,11 +229,13 @@ def test_run_one_in_process(tokenizer, tiny_model, tmp_path, arm):
     if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
         import numpy as np
 
+        from astarpo.llm.stage1.provenance import data_fingerprint
         from astarpo.llm.stage1.rows import make_row
         from astarpo.llm.stage1.table import ValueTable
 
+        prov = {"data": data_fingerprint(spec["train"])}  # Stage 1 ran on the whole pool
         table = [  # V* = optimal_value of the two rewards, as Stage 1 writes it
-            make_row(r["prompt"], np.array([float(i < 4), 0.0]), 0.5, {}, r.get("answer"))
+            make_row(r["prompt"], np.array([float(i < 4), 0.0]), 0.5, prov, r.get("answer"))
             for i, r in enumerate(spec["train"])
         ]
         spec["values"] = str(tmp_path / "values.jsonl")
@@ -282,15 +284,32 @@ def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run_bench(cfg):
-        seen["cfg"] = cfg
+    def fake_run_bench(cfg, overwrite=False):
+        seen["cfg"], seen["overwrite"] = cfg, overwrite
         (tmp_path / "bench.md").write_text("table\n")
         return {}
 
     monkeypatch.setattr(bench_mod, "run_bench", fake_run_bench)
     argv = ["bench", "--out", str(tmp_path), "--quick", "--seeds", "3", "--lr-grid", "1e-3,2e-3"]
+    argv += ["--reference-target", "0.3", "--overwrite"]
     assert main([*argv, "--algos", "astarpo,ppo", "--max-train-seconds", "7", "--no-drop"]) == 0
     cfg = seen["cfg"]
+    assert cfg.reference_target == 0.3 and seen["overwrite"] is True
     assert (cfg.seeds, cfg.lr_grid, cfg.algos) == (3, (1e-3, 2e-3), ("astarpo", "ppo"))
     assert cfg.max_train_seconds == 7 and not cfg.drop_all_wrong
     assert cfg.pool_size == 128 and cfg.eval_every_seconds == 2.0  # --quick sizes kept
+
+
+def test_an_earlier_benchmark_is_refused_or_cleared(tmp_path):
+    from astarpo.llm.bench.run import clear_output
+
+    clear_output(tmp_path, overwrite=False)  # an empty or new directory is fine
+    (tmp_path / "runs" / "astarpo-seed0").mkdir(parents=True)
+    (tmp_path / "bench.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"runs, bench.json.*--overwrite"):
+        clear_output(tmp_path, overwrite=False)
+    assert (tmp_path / "runs" / "astarpo-seed0").is_dir()  # nothing deleted
+    clear_output(tmp_path, overwrite=True)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "bench.json").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine"

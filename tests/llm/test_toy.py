@@ -57,3 +57,45 @@ def test_zero_padded_addition():
     # Same draw as the unpadded task, only formatted differently.
     plain = addition_task(200, seed=3)
     assert [int(r["answer"]) for r in rows] == [int(r["answer"]) for r in plain]
+
+
+def test_answer_probability_is_the_product_of_next_token_probabilities(tokenizer, tiny_model):
+    from astarpo.llm.eval import answer_probability
+
+    rows = [{"prompt": "12+34=", "answer": "46"}, {"prompt": "7+8=", "answer": "15"}]
+    got = answer_probability(tiny_model.eval(), tokenizer, rows)
+    for row, p in zip(rows, got.tolist(), strict=True):
+        prompt = tokenizer(row["prompt"], add_special_tokens=False)["input_ids"]
+        answer = [*tokenizer(row["answer"], add_special_tokens=False)["input_ids"], 1]
+        ids = torch.tensor([prompt + answer])
+        with torch.no_grad():
+            logits = tiny_model(input_ids=ids).logits[0].double()
+        lp = torch.log_softmax(logits, -1)
+        want = sum(lp[len(prompt) - 1 + j, t].item() for j, t in enumerate(answer))
+        assert p == pytest.approx(float(torch.tensor(want).exp()), rel=1e-4)
+
+
+def test_sft_stops_at_the_first_check_that_reaches_the_target(tokenizer):
+    from astarpo.llm.toy.sft import SFTConfig, check_accuracy, sft
+
+    rows = addition_task(400, seed=0, zero_pad=True)
+    train, check = rows[:300], rows[300:]
+    model = make_toy_model(tokenizer, seed=0, hidden_size=32, num_hidden_layers=1)
+    start = check_accuracy(model, tokenizer, check)
+    target = start * 50  # far above the random model, far below 1
+    assert target < 0.5
+    seen: list[float] = []
+    config = SFTConfig(steps=400, batch_size=32, learning_rate=3e-3, target_accuracy=target)
+
+    def at_check(step: int, loss: float) -> None:
+        if step % config.check_every == 0:
+            seen.append(check_accuracy(model, tokenizer, check))
+
+    losses = sft(model, tokenizer, train, config, at_check, check_rows=check)
+    assert len(losses) < config.steps and len(losses) % config.check_every == 0
+    assert seen[-1] >= target and all(a < target for a in seen[:-1])
+    assert check_accuracy(model, tokenizer, check) == seen[-1]
+    with pytest.raises(ValueError, match="check_rows"):
+        sft(model, tokenizer, train, config)
+    with pytest.raises(ValueError, match="target_accuracy"):
+        SFTConfig(target_accuracy=1.5)

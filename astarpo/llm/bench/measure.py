@@ -19,10 +19,11 @@ import torch
 from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.bench.config import BenchConfig
 from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.eval import answer_probability
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 
-__all__ = ["PeakRSS", "answer_probability", "evaluate_policy"]
+__all__ = ["PeakRSS", "evaluate_policy"]
 
 
 class PeakRSS:
@@ -74,19 +75,6 @@ class PeakRSS:
             self.peak_mb = max(self.peak_mb, self.current_mb())
 
 
-def answer_probability(model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> torch.Tensor:
-    """``pi(answer + EOS | prompt)`` of every row, ``[B]``: the probability that one sample at
-    temperature 1 is exactly the answer, i.e. the expected sampled exact-match accuracy of the
-    row without sampling noise (a response that only adds white space, which the reward also
-    accepts, is not counted, so this is a lower bound)."""
-    prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
-    answers = tokenizer([str(r["answer"]) for r in rows], add_special_tokens=False)["input_ids"]
-    answers = [[*a, tokenizer.eos_token_id] for a in answers]
-    with torch.no_grad():
-        out = sequence_logprobs(model, prompts, answers, int(tokenizer.pad_token_id))
-    return out.logp.exp().cpu()
-
-
 def evaluate_policy(
     model: Any,
     ref: Any,
@@ -100,8 +88,8 @@ def evaluate_policy(
 
     Returns:
         ``accuracy`` (greedy exact match), ``sampled_accuracy`` (one sample at temperature 1),
-        ``expected_accuracy`` (mean :func:`answer_probability`: the sampled accuracy without
-        sampling noise, the curve the targets are read on), ``kl`` (mean of
+        ``expected_accuracy`` (mean :func:`~astarpo.llm.eval.answer_probability`: the sampled
+        accuracy without sampling noise, the curve the targets are read on), ``kl`` (mean of
         ``log pi - log pi_ref`` on the sampled responses) and, when ``hard`` marks a non-empty
         subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
     """

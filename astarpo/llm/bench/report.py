@@ -7,7 +7,7 @@ peak memory, time to each target, per-phase time; intervals are 95% Student-t ov
 ratios to A*-PO are paired by seed (:func:`~astarpo.llm.bench.stats.paired_ratio`).
 
 The targets are read on ``expected_accuracy`` (the sampled pass@1 without sampling noise, see
-:func:`~astarpo.llm.bench.measure.answer_probability`): ``reference + f * (best - reference)``
+:func:`~astarpo.llm.eval.answer_probability`): ``reference + f * (best - reference)``
 for every ``f`` of ``target_fractions``, where ``best`` is the highest mean final accuracy of
 any run.
 """

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -42,17 +43,19 @@ from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 
-__all__ = ["Runner", "run_bench", "splits"]
+__all__ = ["Runner", "clear_output", "run_bench", "splits"]
 
 #: The problems: zero-padded 2-digit addition, drawn once. The first 1000 are the held-out
-#: region (held-out rows first, validation rows from 500), the next 8000 the SFT data, whose
-#: first ``pool_size`` rows are the training pool. Pinned here so a result stays reproducible.
-REF_SEED, REF_HELD, REF_SFT, VAL_START = 0, 1000, 8000, 500
+#: region (held-out rows first, validation rows from 500, whose first ``REF_CHECK`` rows are
+#: also the reference's stopping check, whatever ``val_size``), the next 8000 the SFT data,
+#: whose first ``pool_size`` rows are the training pool. Pinned so a result stays reproducible.
+REF_SEED, REF_HELD, REF_SFT, VAL_START, REF_CHECK = 0, 1000, 8000, 500, 200
 REF_SFT_BATCH = 64
 
 
 def splits(cfg: BenchConfig) -> dict[str, list[dict[str, str]]]:
-    """``{"sft", "pool", "held_out", "val"}`` rows (disjoint except pool within sft).
+    """``{"sft", "pool", "held_out", "val", "check"}`` rows (disjoint but for the pool within
+    ``sft`` and ``check``, the reference's stopping check, overlapping ``val``).
 
     Raises:
         ValueError: ``pool_size``, ``eval_size`` or ``val_size`` exceeds its region.
@@ -69,16 +72,24 @@ def splits(cfg: BenchConfig) -> dict[str, list[dict[str, str]]]:
         "pool": sft_rows[: cfg.pool_size],
         "held_out": problems[: cfg.eval_size],
         "val": problems[VAL_START : VAL_START + cfg.val_size],
+        "check": problems[VAL_START : VAL_START + REF_CHECK],
     }
 
 
-def _reference(cfg: BenchConfig, sft_rows: list[dict[str, str]], out: Path) -> tuple[Path, Any]:
-    """Fine-tune (or load from the SFT cache) the reference; saved to ``out/reference``."""
+def _reference(
+    cfg: BenchConfig, rows: dict[str, list[dict[str, str]]], out: Path
+) -> tuple[Path, Any]:
+    """Fine-tune (or load from the SFT cache) the reference until its expected accuracy on the
+    check rows (validation region) reaches ``reference_target``; saved to ``out/reference``."""
     tokenizer = make_char_tokenizer()
     model = make_toy_model(tokenizer, seed=REF_SEED, **cfg.model_overrides)
     model = model.to(resolve_device(cfg.device))  # SFT on the benchmark's device
-    sft_cfg = SFTConfig(cfg.sft_steps, REF_SFT_BATCH, cfg.sft_lr)
-    model, info = cached_sft(model, tokenizer, sft_rows, sft_cfg, cfg.cache_dir, progress=False)
+    sft_cfg = SFTConfig(
+        cfg.sft_steps, REF_SFT_BATCH, cfg.sft_lr, target_accuracy=cfg.reference_target
+    )
+    model, info = cached_sft(
+        model, tokenizer, rows["sft"], sft_cfg, cfg.cache_dir, False, check_rows=rows["check"]
+    )
     path = out / "reference"
     model.save_pretrained(path)
     return path, info
@@ -119,7 +130,12 @@ class Runner:
         (run_dir / "spec.json").write_text(json.dumps(full))
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "astarpo.llm.bench.worker", "spec.json", "result.json"]
-        subprocess.run(cmd, check=True, env=self.env, cwd=run_dir)
+        done = subprocess.run(cmd, env=self.env, cwd=run_dir)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"bench run {name} failed (exit code {done.returncode}); its traceback is "
+                f"above and its spec and files are in {run_dir}."
+            )
         res: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
         last = res["evals"][-1]
         self.say(
@@ -164,8 +180,35 @@ def _load() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
-def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
+def clear_output(out: Path, overwrite: bool) -> None:
+    """Refuse an output directory that holds an earlier benchmark, or delete that benchmark's
+    runs and reports with ``overwrite`` (other files are left alone).
+
+    Raises:
+        FileExistsError: ``out`` holds ``runs/`` or ``bench.json`` and ``overwrite`` is False.
+    """
+    earlier = [out / n for n in ("runs", "bench.json", "bench.md", "bench.png")]
+    found = [p.name for p in earlier if p.exists()]
+    if found and not overwrite:
+        raise FileExistsError(
+            f"{out} holds an earlier benchmark ({', '.join(found)}); pass --overwrite "
+            "(overwrite=True) to delete it and start over, or choose another --out."
+        )
+    for p in earlier:
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
     """Run the whole benchmark (see the module doc) and write ``bench.json/md/png``.
+
+    Args:
+        cfg: The protocol.
+        progress: Print a line per phase and per run.
+        overwrite: Delete an earlier benchmark in ``cfg.out_dir`` first (see
+            :func:`clear_output`); without it such a directory is refused before any work.
 
     Returns:
         The content of ``bench.json``: ``{"config", "reference", "hard", "stage1", "sweep",
@@ -173,12 +216,17 @@ def run_bench(cfg: BenchConfig, progress: bool = True) -> dict[str, Any]:
     """
     t_start, load_start = time.perf_counter(), _load()
     out = Path(cfg.out_dir)
+    clear_output(out, overwrite)
     out.mkdir(parents=True, exist_ok=True)
     say = print if progress else (lambda *a, **k: None)
     torch.set_num_threads(cfg.threads)
     rows = splits(cfg)
-    say(f"[bench] reference ({cfg.sft_steps} SFT steps, cached) -> {out / 'reference'}")
-    ref_path, sft_info = _reference(cfg, rows["sft"], out)
+    say(f"[bench] reference (SFT to {cfg.reference_target} on validation, cached)")
+    ref_path, sft_info = _reference(cfg, rows, out)
+    say(
+        f"[bench] reference: {sft_info['steps']} SFT steps, validation "
+        f"{sft_info['check_accuracy']:.3f} -> {out / 'reference'}"
+    )
     ref: Any = AutoModelForCausalLM.from_pretrained(ref_path, local_files_only=True)
     ref = ref.to(resolve_device(cfg.device)).eval()
     tok = make_char_tokenizer()

@@ -27,8 +27,9 @@ import torch
 from tqdm.auto import tqdm
 
 from astarpo.llm.algorithms.logprobs import pack, sequence_logprobs
+from astarpo.llm.eval import answer_probability
 
-__all__ = ["SFTConfig", "cached_sft", "default_cache_dir", "sft"]
+__all__ = ["SFTConfig", "cached_sft", "check_accuracy", "default_cache_dir", "sft"]
 
 
 @dataclass(frozen=True)
@@ -41,20 +42,33 @@ class SFTConfig:
         learning_rate: AdamW learning rate (linear warm-up over the first 5% of steps, then
             constant). Default 3e-3.
         seed: Seed of the example order.
+        target_accuracy: Stop early at the first check where the mean exact-answer probability
+            (:func:`~astarpo.llm.eval.answer_probability`, the expected sampled accuracy) on
+            the check rows reaches this; ``steps`` is then the most steps run. None (default):
+            always run ``steps``. The benchmark uses it to start from a reference of a given
+            weakness, whatever the number of steps that takes.
+        check_every: Steps between two checks of ``target_accuracy``. Default 5.
     """
 
     steps: int = 600
     batch_size: int = 64
     learning_rate: float = 3e-3
     seed: int = 0
+    target_accuracy: float | None = None
+    check_every: int = 5
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1:
+        if self.steps < 1 or self.batch_size < 1 or self.check_every < 1:
             raise ValueError(
-                f"steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}."
+                "steps, batch_size and check_every must be >= 1, got "
+                f"{self.steps}, {self.batch_size}, {self.check_every}."
             )
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
+        if self.target_accuracy is not None and not 0 < self.target_accuracy < 1:
+            raise ValueError(
+                f"target_accuracy must be in (0, 1) or None, got {self.target_accuracy}."
+            )
 
 
 def default_cache_dir() -> Path:
@@ -69,6 +83,7 @@ def sft(
     rows: Sequence[dict[str, str]],
     config: SFTConfig,
     callback: Callable[[int, float], None] | None = None,
+    check_rows: Sequence[dict[str, str]] | None = None,
 ) -> list[float]:
     """Fine-tune ``model`` in place on ``prompt -> answer + eos``; returns the loss per step.
 
@@ -76,11 +91,21 @@ def sft(
         model: A causal LM.
         tokenizer: Its tokenizer (with an EOS token).
         rows: Examples with ``prompt`` and ``answer`` keys.
-        config: Steps, batch size, learning rate and seed.
+        config: Steps, batch size, learning rate, seed and the optional early stop.
         callback: Optional ``callback(step, loss)`` after each step.
+        check_rows: Rows of the ``config.target_accuracy`` check (required with it; keep
+            them apart from the rows the result is measured on).
+
+    Returns:
+        The loss of every step run (fewer than ``config.steps`` after an early stop).
+
+    Raises:
+        ValueError: no rows, or ``target_accuracy`` without ``check_rows``.
     """
     if not rows:
         raise ValueError("sft needs at least one example.")
+    if config.target_accuracy is not None and not check_rows:
+        raise ValueError("SFTConfig.target_accuracy needs check_rows (the rows it is read on).")
     prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
     answers = tokenizer([r["answer"] for r in rows], add_special_tokens=False)["input_ids"]
     answers = [[*a, tokenizer.eos_token_id] for a in answers]
@@ -103,15 +128,34 @@ def sft(
         losses.append(float(loss.detach()))
         if callback is not None:
             callback(step + 1, losses[-1])
+        if config.target_accuracy is not None and (step + 1) % config.check_every == 0:
+            if check_accuracy(model, tokenizer, check_rows or []) >= config.target_accuracy:
+                break
     return losses
 
 
-def _key(model: Any, tokenizer: Any, rows: Sequence[dict[str, str]], config: SFTConfig) -> str:
+def check_accuracy(model: Any, tokenizer: Any, rows: Sequence[dict[str, str]]) -> float:
+    """Mean :func:`~astarpo.llm.eval.answer_probability` of ``rows`` (model left in train mode)."""
+    model.eval()
+    try:
+        return float(answer_probability(model, tokenizer, rows).mean())
+    finally:
+        model.train()
+
+
+def _key(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, str]],
+    config: SFTConfig,
+    check_rows: Sequence[dict[str, str]] | None,
+) -> str:
     blob = json.dumps(
         {
             "model": model.config.to_dict(),
             "vocab": sorted(tokenizer.get_vocab().items()),
             "rows": [[r["prompt"], r["answer"]] for r in rows],
+            "check_rows": [[r["prompt"], r["answer"]] for r in check_rows or []],
             "sft": asdict(config),
             "version": 1,
         },
@@ -128,21 +172,24 @@ def cached_sft(
     config: SFTConfig,
     cache_dir: str | Path | None = None,
     progress: bool = True,
+    check_rows: Sequence[dict[str, str]] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """:func:`sft` with a disk cache; returns the fine-tuned model and an info dict.
 
     Args:
         model: The freshly initialized model (its config is part of the cache key).
-        tokenizer, rows, config: As in :func:`sft`.
+        tokenizer, rows, config, check_rows: As in :func:`sft` (all part of the key).
         cache_dir: Cache root (default :func:`default_cache_dir`).
         progress: Show a tqdm bar while training.
 
     Returns:
-        ``(model, info)``; ``info`` has keys ``cached`` (bool), ``path``, ``seconds`` and
-        ``final_loss`` (the last two from the run that made the cache).
+        ``(model, info)``; ``info`` has keys ``cached`` (bool), ``path``, ``seconds``,
+        ``final_loss``, ``steps`` (steps run) and, with ``target_accuracy``,
+        ``check_accuracy`` (on ``check_rows`` at the end) and ``reached`` (all but ``cached``
+        and ``path`` from the run that made the cache).
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    path = root / f"sft-{_key(model, tokenizer, rows, config)}"
+    path = root / f"sft-{_key(model, tokenizer, rows, config, check_rows)}"
     if (path / "sft_info.json").exists():
         info = json.loads((path / "sft_info.json").read_text())
         loaded = type(model).from_pretrained(path, local_files_only=True)
@@ -157,10 +204,17 @@ def cached_sft(
 
     t0 = time.perf_counter()
     try:
-        losses = sft(model, tokenizer, rows, config, tick)
+        losses = sft(model, tokenizer, rows, config, tick, check_rows)
     finally:
         bar.close()
-    info = {"seconds": time.perf_counter() - t0, "final_loss": losses[-1]}
+    info: dict[str, Any] = {
+        "seconds": time.perf_counter() - t0,
+        "final_loss": losses[-1],
+        "steps": len(losses),
+    }
+    if config.target_accuracy is not None:
+        info["check_accuracy"] = check_accuracy(model, tokenizer, check_rows or [])
+        info["reached"] = info["check_accuracy"] >= config.target_accuracy
     tmp = root / f".tmp-{path.name}-{os.getpid()}"
     model.save_pretrained(tmp)
     (tmp / "sft_info.json").write_text(json.dumps(info))
