@@ -156,7 +156,8 @@ def algorithm_config(
 
     Every run gets the same loop fields (budget, evaluation schedule, sampling, generation
     batch); the algorithm-specific settings of :class:`BenchConfig` (``beta2``,
-    ``group_size``, ``eta``) go to the algorithms whose config has that field. ``max_steps`` is
+    ``group_size``, ``eta``) go to the algorithms whose config has that field; :data:`DROP_ARM`
+    trains on a subset of its Stage 1 table's prompts (``allow_v_star_mismatch``). ``max_steps`` is
     left unbounded: the wall-clock budget ``seconds`` stops the run.
 
     Raises:
@@ -187,4 +188,6 @@ def algorithm_config(
     for extra in ("beta2", "group_size", "eta"):
         if extra in own:
             values[extra] = getattr(cfg, extra)
+    if arm == DROP_ARM:  # trains on the part of its Stage 1 table that was solved: a subset
+        values["allow_v_star_mismatch"] = True
     return config_type(**values)
