@@ -142,3 +142,36 @@ def test_bench_cli_peers_flag(monkeypatch, tmp_path):
     assert seen["cfg"].peers == ("trl",)
     assert main(["bench", "--out", str(tmp_path), "--quick"]) == 0
     assert seen["cfg"].peers == ()
+
+
+def test_sweep_covers_the_peer_runs(tmp_path):
+    """The learning-rate sweep runs every peer like an algorithm (Stage 1 table reused)."""
+    from astarpo.llm.bench.run import sweep
+
+    cfg = BenchConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",))
+    started = []
+
+    class FakeRunner:
+        def __init__(self):
+            self.cfg = cfg
+
+        def run(self, name, spec):
+            started.append((name, spec["arm"], spec["stage1_inside"], spec["values"]))
+            acc = 0.5 if spec["lr"] == 1e-3 else 0.3
+            return fake_run(spec["arm"], spec["seed"], [0.0, 25.0], [acc, acc])
+
+    lrs = sweep(FakeRunner(), [], tmp_path / "values.jsonl")
+    assert set(lrs) == {"astarpo", "trl_grpo", "trl_a2po"}
+    assert all(w["chosen"] == 1e-3 for w in lrs.values())
+    assert ("sweep-trl_a2po-lr0.0001", "trl_a2po", False, str(tmp_path / "values.jsonl")) in started
+    assert len(started) == 6
+
+
+def test_docs_table_is_the_recorded_differences():
+    """docs/baselines.md's "Peers: TRL" table is peer_info at the defaults, row for row."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "baselines.md").read_text()
+    assert "TRL 1.16.0" in doc
+    for k, d in peers.peer_info(BenchConfig(peers=("trl",)))["differences"].items():
+        assert f"| {k} | {d['trl']} | {d['ours']} |" in doc, k
