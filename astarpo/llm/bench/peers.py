@@ -229,7 +229,7 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok:
     data = Dataset.from_dict(
         {"prompt": [r["prompt"] for r in rows], "answer": [str(r["answer"]) for r in rows]}
     )
-    cuda = cfg.device == "cuda" or (cfg.device == "auto" and next(policy.parameters()).is_cuda)
+    cuda = next(policy.parameters()).is_cuda  # the worker placed it on the bench's device
     common: dict[str, Any] = dict(
         output_dir=str(Path(spec["out"]) / "trl"),
         seed=int(spec["seed"]),
