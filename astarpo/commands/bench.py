@@ -3,7 +3,8 @@
 Same reference, pool, held-out set, data order and wall-clock budget for every run (A*-PO's
 Stage 1 inside it), each run in its own process, each algorithm at the learning rate a small
 sweep chose. Writes ``OUT/bench.json``, ``OUT/bench.md`` (ratios to A*-PO with intervals) and
-``OUT/bench.png`` (accuracy against the run clock, with bands).
+``OUT/bench.png`` (accuracy against the run clock, with bands). ``--peers trl`` adds TRL's
+``GRPOTrainer`` and ``A2POTrainer`` under the same protocol (the ``bench-trl`` extra).
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="delete an earlier benchmark in --out first"
     )
     parser.add_argument("--cache-dir", default=None, help="SFT cache (default ~/.cache/astarpo)")
+    parser.add_argument(
+        "--peers",
+        default="",
+        help="comma-separated other libraries run under the same protocol: trl (TRL's "
+        "GRPOTrainer and experimental A2POTrainer; needs the bench-trl extra: torch==2.13.0 "
+        'first, then pip install -e ".[bench-trl]")',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         threads=args.threads,
         cache_dir=args.cache_dir,
+        peers=tuple(p.strip() for p in args.peers.split(",") if p.strip()),
         **fields,  # type: ignore[arg-type]
     )
     run_bench(cfg, overwrite=args.overwrite)

@@ -274,6 +274,8 @@ def test_arms_and_algorithm_config(tmp_path):
     assert arms(cfg) == ("astarpo", "grpo", "rloo", "ppo", "rebel", "astarpo_drop")
     a = algorithm_config("astarpo_drop", cfg, 1, tmp_path, 3e-4, 42.0)
     assert (a.beta2, a.learning_rate, a.max_train_seconds) == (1e-3, 3e-4, 42.0)
+    assert a.allow_v_star_mismatch  # a subset of its Stage 1 table
+    assert not algorithm_config("astarpo", cfg, 1, tmp_path, 3e-4, 42.0).allow_v_star_mismatch
     assert a.eval_every_seconds == cfg.eval_every_seconds
     assert algorithm_config("grpo", cfg, 1, tmp_path, 1e-3, 42.0).group_size == 8
 

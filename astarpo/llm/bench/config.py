@@ -15,10 +15,26 @@ from typing import Any
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
 
-__all__ = ["DROP_ARM", "BenchConfig", "algorithm_config", "arm_algorithm", "arms"]
+__all__ = [
+    "ARM_LABELS",
+    "DROP_ARM",
+    "PEER_ARMS",
+    "BenchConfig",
+    "algorithm_config",
+    "arm_algorithm",
+    "arms",
+    "is_peer_arm",
+    "peer_arms",
+]
 
 #: The A*-PO variant that trains only on prompts with a Stage 1 pass rate above 0.
 DROP_ARM = "astarpo_drop"
+
+#: Runs of another library per ``peers`` entry (:mod:`astarpo.llm.bench.peers`).
+PEER_ARMS: dict[str, tuple[str, ...]] = {"trl": ("trl_grpo", "trl_a2po")}
+
+#: Names of the peer runs in the report.
+ARM_LABELS: dict[str, str] = {"trl_grpo": "TRL GRPO", "trl_a2po": "TRL A2PO"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,9 @@ class BenchConfig:
         backend: Generation backend of every run. Default ``"hf"``.
         generation_batch_size: Rows per ``generate`` call of every run. Default 256.
         cache_dir: SFT cache directory (None: ``$ASTARPO_CACHE`` or ``~/.cache/astarpo``).
+        peers: Other libraries run under the same protocol: ``("trl",)`` adds TRL's
+            ``GRPOTrainer`` and experimental ``A2POTrainer`` (:data:`PEER_ARMS`; needs the
+            ``bench-trl`` extra). Default none.
     """
 
     out_dir: str = "runs/bench"
@@ -99,8 +118,16 @@ class BenchConfig:
     backend: str = "hf"
     generation_batch_size: int = 256
     cache_dir: str | None = None
+    peers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.peers, tuple) or any(p not in PEER_ARMS for p in self.peers):
+            raise ValueError(
+                f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {self.peers!r}; e.g. "
+                "peers=('trl',) (`--peers trl`)."
+            )
+        if len(set(self.peers)) != len(self.peers):
+            raise ValueError(f"peers lists a library twice: {self.peers}.")
         unknown = [a for a in self.algos if a not in ALGORITHMS]
         if unknown or "astarpo" not in self.algos:
             raise ValueError(
@@ -148,13 +175,25 @@ class BenchConfig:
         return len(self.lr_grid) > 1
 
 
+def peer_arms(cfg: BenchConfig) -> tuple[str, ...]:
+    """The runs of the other libraries of ``cfg.peers`` (:data:`PEER_ARMS`)."""
+    return tuple(arm for p in cfg.peers for arm in PEER_ARMS[p])
+
+
+def is_peer_arm(arm: str) -> bool:
+    """True for a run of another library (:data:`PEER_ARMS`)."""
+    return any(arm in names for names in PEER_ARMS.values())
+
+
 def arms(cfg: BenchConfig) -> tuple[str, ...]:
-    """The runs of one seed: ``cfg.algos`` and, with ``drop_all_wrong``, :data:`DROP_ARM`."""
-    return (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else tuple(cfg.algos)
+    """The runs of one seed: ``cfg.algos``, :data:`DROP_ARM` with ``drop_all_wrong``, then the
+    peer runs (:func:`peer_arms`)."""
+    own = (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else tuple(cfg.algos)
+    return (*own, *peer_arms(cfg))
 
 
 def arm_algorithm(arm: str) -> str:
-    """The registry algorithm of a run name (``astarpo_drop`` is A*-PO)."""
+    """The registry algorithm of a run name (``astarpo_drop`` is A*-PO; a peer run is itself)."""
     return "astarpo" if arm == DROP_ARM else arm
 
 
@@ -165,9 +204,9 @@ def algorithm_config(
 
     Every run gets the same loop fields (budget, evaluation schedule, sampling, generation
     batch); the algorithm-specific settings of :class:`BenchConfig` (``beta2``,
-    ``group_size``, ``eta``) go to the algorithms whose config has that field. ``max_steps`` is
-    left unbounded: the wall-clock budget ``seconds`` stops the run. :data:`DROP_ARM` accepts
-    its V* table's prompt set (the whole pool) for its subset of the pool.
+    ``group_size``, ``eta``) go to the algorithms whose config has that field; :data:`DROP_ARM`
+    trains on a subset of its Stage 1 table's prompts (``allow_v_star_mismatch``). ``max_steps`` is
+    left unbounded: the wall-clock budget ``seconds`` stops the run.
 
     Raises:
         ValueError: ``arm`` names no algorithm of the registry.

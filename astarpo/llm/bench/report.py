@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from astarpo.llm.bench.config import ARM_LABELS
 from astarpo.llm.bench.stats import band, paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
@@ -63,10 +64,11 @@ def _curve(run: dict[str, Any], key: str, clock: str = "time") -> tuple[list[flo
 
 
 def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], str]]]:
-    """Run name -> [(run, clock key)] sorted by seed; A*-PO also as :data:`REUSED`."""
+    """Run name (a peer's by :data:`~astarpo.llm.bench.config.ARM_LABELS`, e.g. "TRL GRPO")
+    -> [(run, clock key)] sorted by seed; A*-PO also as :data:`REUSED`."""
     out: dict[str, list[tuple[dict[str, Any], str]]] = {}
     for r in sorted(runs, key=lambda r: r["seed"]):
-        out.setdefault(r["arm"], []).append((r, "time"))
+        out.setdefault(ARM_LABELS.get(r["arm"], r["arm"]), []).append((r, "time"))
     if "astarpo" in out:
         out[REUSED] = [(r, "stage2_time") for r, _ in out["astarpo"]]
     return out
@@ -247,13 +249,23 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Learning-rate sweep (score: time-average of the validation expected accuracy "
         f"over {cfg['sweep_seconds']:g} s, seed {cfg['sweep_seed']}): "
         + "; ".join(
-            f"{n}: "
+            f"{ARM_LABELS.get(n, n)}: "
             + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
             + f" (chosen {w['chosen']:g})"
             for n, w in result["sweep"].items()
             if n != "astarpo_drop"
         ),
     ]
+    for lib, info in result.get("peers", {}).items():
+        lines += [
+            "",
+            f"Peers: {lib} {info['version']}; its settings that differ from ours:",
+            "",
+            f"| setting | {lib} | ours |",
+            "|---|---|---|",
+        ]
+        for k, d in info["differences"].items():
+            lines.append(f"| {k} | {d[lib]} | {d['ours']} |")
     if "wall_s" in result:
         lines += [
             "",

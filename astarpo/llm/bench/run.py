@@ -12,9 +12,10 @@
 4. the learning-rate sweep (``lr_grid``) on a separate seed and a validation split, every
    algorithm scored by :func:`~astarpo.llm.bench.stats.curve_area` and its learning rate
    chosen by :func:`~astarpo.llm.bench.stats.select_lr`;
-5. for every seed and run (:func:`~astarpo.llm.bench.config.arms`), one training run in a fresh
-   process (:mod:`astarpo.llm.bench.worker`) with the same wall-clock budget, A*-PO's Stage 1
-   inside it;
+5. for every seed and run (:func:`~astarpo.llm.bench.config.arms`, the peers of
+   :mod:`astarpo.llm.bench.peers` included), one training run in a fresh process
+   (:mod:`astarpo.llm.bench.worker`) with the same wall-clock budget, A*-PO's Stage 1 (and
+   TRL A2PO's) inside it;
 6. the summary (:mod:`astarpo.llm.bench.report`): ``bench.json``, ``bench.md``, ``bench.png``.
 """
 
@@ -35,8 +36,9 @@ from transformers import AutoModelForCausalLM
 
 import astarpo
 from astarpo.llm.bench import report
-from astarpo.llm.bench.config import BenchConfig, arms
+from astarpo.llm.bench.config import BenchConfig, arms, peer_arms
 from astarpo.llm.bench.measure import evaluate_policy
+from astarpo.llm.bench.peers import check_peers, peer_info
 from astarpo.llm.bench.stats import curve_area, select_lr
 from astarpo.llm.bench.worker import stage1
 from astarpo.llm.parallel.dist import resolve_device
@@ -149,10 +151,11 @@ class Runner:
 
 def sweep(runner: Runner, val: list[dict[str, Any]], values: Path) -> dict[str, Any]:
     """The learning-rate sweep (module doc, step 4): ``{algo: {"scores": {lr: score},
-    "chosen": lr}}``; with one learning rate in the grid, that one, unscored."""
+    "chosen": lr}}``; with one learning rate in the grid, that one, unscored. The peer runs
+    (:func:`~astarpo.llm.bench.config.peer_arms`) are swept like the algorithms."""
     cfg = runner.cfg
     result: dict[str, Any] = {}
-    for algo in cfg.algos:
+    for algo in (*cfg.algos, *peer_arms(cfg)):
         scores: dict[float, float] = {}
         if cfg.sweep:
             for lr in cfg.lr_grid:
@@ -212,8 +215,13 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
 
     Returns:
         The content of ``bench.json``: ``{"config", "reference", "hard", "stage1", "sweep",
-        "runs", "summary", "wall_s", "load"}``.
+        "runs", "peers", "summary", "wall_s", "load"}`` (``peers``: per peer library its
+        version and the settings that differ from ours, :func:`~astarpo.llm.bench.peers.peer_info`).
+
+    Raises:
+        RuntimeError: a peer of ``cfg.peers`` is not installed (before any run).
     """
+    check_peers(cfg.peers)
     t_start, load_start = time.perf_counter(), _load()
     out = Path(cfg.out_dir)
     clear_output(out, overwrite)
@@ -265,6 +273,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
         "stage1": {"seconds": stage1_s, "prompts": len(table), "all_wrong": all_wrong},
         "sweep": lrs,
         "runs": runs,
+        "peers": {p: peer_info(cfg) for p in cfg.peers},
     }
     result["summary"] = report.summarize(result)
     result["wall_s"] = time.perf_counter() - t_start

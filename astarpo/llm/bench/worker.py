@@ -1,9 +1,11 @@
 """One run of the efficiency benchmark, in its own process (``python -m astarpo.llm.bench.worker
 SPEC OUT``), so that its peak memory is that run's alone.
 
-A run is the library's own loop: :class:`~astarpo.llm.training.trainer.Trainer` with the
-wall-clock budget ``max_train_seconds``, evaluation every ``eval_every_seconds`` of training
-time (not counted in the clock) and a :class:`Recorder` callback. For A*-PO with
+A run is the library's own loop (a peer run, e.g. ``trl_grpo``, is another library's trainer
+under the same clock, :func:`~astarpo.llm.bench.peers.run_peer`):
+:class:`~astarpo.llm.training.trainer.Trainer` with the wall-clock budget
+``max_train_seconds``, evaluation every ``eval_every_seconds`` of training time (not counted in
+the clock) and a :class:`Recorder` callback. For A*-PO with
 ``stage1_inside``, Stage 1 (N reference samples per training prompt) runs first, timed, and the
 trainer gets what is left of the budget: the run's clock is Stage 1 plus Stage 2.
 """
@@ -20,8 +22,15 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM
 
-from astarpo.llm.bench.config import DROP_ARM, BenchConfig, algorithm_config, arm_algorithm
+from astarpo.llm.bench.config import (
+    DROP_ARM,
+    BenchConfig,
+    algorithm_config,
+    arm_algorithm,
+    is_peer_arm,
+)
 from astarpo.llm.bench.measure import PeakRSS, evaluate_policy
+from astarpo.llm.bench.peers import import_peer, run_peer
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.base import SamplingConfig
@@ -40,7 +49,7 @@ PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 def config_from_dict(d: dict[str, Any]) -> BenchConfig:
     """A :class:`BenchConfig` back from ``dataclasses.asdict`` / JSON (tuples restored)."""
-    tuples = ("algos", "lr_grid", "target_fractions")
+    tuples = ("algos", "lr_grid", "target_fractions", "peers")
     values: dict[str, Any] = {k: tuple(v) if k in tuples else v for k, v in d.items()}
     return BenchConfig(**values)
 
@@ -128,11 +137,11 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     """One run (see the module doc).
 
     Args:
-        spec: ``arm`` (an algorithm or ``astarpo_drop``), ``seed``, ``lr``, ``seconds`` (the
-            run's budget), ``stage1_inside`` (A*-PO: run Stage 1 inside the budget; else read
-            ``values``), ``config`` (a :class:`BenchConfig` as a dict), ``reference`` (model
-            directory), ``train`` and ``eval`` (rows), ``hard`` (one bool per eval row: the
-            reference's pass@N is 0) and ``out`` (run directory).
+        spec: ``arm`` (an algorithm, ``astarpo_drop`` or a peer run), ``seed``, ``lr``,
+            ``seconds`` (the run's budget), ``stage1_inside`` (A*-PO: run Stage 1 inside the
+            budget; else read ``values``), ``config`` (a :class:`BenchConfig` as a dict),
+            ``reference`` (model directory), ``train`` and ``eval`` (rows), ``hard`` (one bool
+            per eval row: the reference's pass@N is 0) and ``out`` (run directory).
 
     Returns:
         ``arm``, ``seed``, ``lr``, ``evals`` (each with ``time`` = the run's clock: Stage 1 +
@@ -143,16 +152,16 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     """
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
-    arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
+    arm, seed = spec["arm"], int(spec["seed"])
     device = resolve_device(cfg.device)
     tokenizer = make_char_tokenizer()
     ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"], local_files_only=True)
     ref = ref.to(device).eval()
     policy = copy.deepcopy(ref).train()
-    rows: list[dict[str, Any]] = spec["train"]
+    if is_peer_arm(arm):
+        import_peer(arm)
     rss_before = PeakRSS.current_mb()  # models loaded, no training state yet
     rss, cpu0 = PeakRSS(), time.process_time()
-    stage1_s, table, pool_all_wrong = 0.0, None, None
     eval_cpu = [0.0]
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -167,32 +176,11 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     with rss:
-        if arm_algorithm(arm) == "astarpo":
-            table, stage1_s, pool_all_wrong = _values(spec, cfg, ref, tokenizer)
-            keys = {r.prompt for r in table}
-            rows = [r for r in rows if r["prompt"] in keys]
-        seconds = float(spec["seconds"]) - stage1_s
-        if seconds <= 0:
-            raise RuntimeError(
-                f"{arm}: Stage 1 took {stage1_s:.1f} s of a {spec['seconds']} s budget; raise "
-                "max_train_seconds or lower pool_size."
-            )
-        args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
-        recorder = Recorder()
-        trainer = Trainer(
-            policy,
-            ref,
-            [exact_match_reward],
-            args=args,
-            train_dataset=rows,
-            v_star_table=table,
-            tokenizer=tokenizer,
-            eval_fn=eval_fn,
-            callbacks=[recorder],
-        )
-        trainer.train()
-    for e in recorder.evals:
-        e["time"] = stage1_s + e["stage2_time"]
+        if is_peer_arm(arm):
+            fields = run_peer(spec, cfg, policy, tokenizer, eval_fn)
+            fields["pool_all_wrong"] = None
+        else:
+            fields = _own_run(spec, cfg, policy, ref, tokenizer, eval_fn)
     memory = {
         "rss_before_train_mb": rss_before,
         "rss_peak_mb": rss.peak_mb,
@@ -200,23 +188,61 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     }
     if device.type == "cuda":
         memory["cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-    n = trainer.algorithm.samples_per_prompt
     return {
         "arm": arm,
         "algo": arm_algorithm(arm),
         "seed": seed,
         "lr": float(spec["lr"]),
+        **fields,
+        "prompts": fields["steps"] * cfg.batch_size,
+        "memory": memory,
+    }
+
+
+def _own_run(
+    spec: dict[str, Any], cfg: BenchConfig, policy: Any, ref: Any, tokenizer: Any, eval_fn: Any
+) -> dict[str, Any]:
+    """A run of the library's trainer (A*-PO with its Stage 1, a baseline): the fields of
+    :func:`run_one`'s result that depend on the trainer."""
+    arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
+    rows: list[dict[str, Any]] = spec["train"]
+    stage1_s, table, pool_all_wrong = 0.0, None, None
+    if arm_algorithm(arm) == "astarpo":
+        table, stage1_s, pool_all_wrong = _values(spec, cfg, ref, tokenizer)
+        keys = {r.prompt for r in table}
+        rows = [r for r in rows if r["prompt"] in keys]
+    seconds = float(spec["seconds"]) - stage1_s
+    if seconds <= 0:
+        raise RuntimeError(
+            f"{arm}: Stage 1 took {stage1_s:.1f} s of a {spec['seconds']} s budget; raise "
+            "max_train_seconds or lower pool_size."
+        )
+    args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    recorder = Recorder()
+    trainer = Trainer(
+        policy,
+        ref,
+        [exact_match_reward],
+        args=args,
+        train_dataset=rows,
+        v_star_table=table,
+        tokenizer=tokenizer,
+        eval_fn=eval_fn,
+        callbacks=[recorder],
+    )
+    trainer.train()
+    for e in recorder.evals:
+        e["time"] = stage1_s + e["stage2_time"]
+    return {
         "evals": recorder.evals,
         "stage1_s": stage1_s,
         "train_s": trainer.train_time,
         "clock_s": stage1_s + trainer.train_time,
         "steps": recorder.steps,
-        "prompts": recorder.steps * cfg.batch_size,
         "pool": len(rows),
         "pool_all_wrong": pool_all_wrong,
-        "samples_per_prompt": n,
+        "samples_per_prompt": trainer.algorithm.samples_per_prompt,
         "phases": {"stage1": stage1_s, **recorder.phases},
-        "memory": memory,
     }
 
 
