@@ -132,7 +132,7 @@ def test_bench_cli_peers_flag(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run_bench(cfg):
+    def fake_run_bench(cfg, overwrite=False):
         seen["cfg"] = cfg
         (tmp_path / "bench.md").write_text("table\n")
         return {}
