@@ -55,7 +55,7 @@ class BenchConfig:
             than interpolated over the first 10 s).
         lr_grid: Learning rates of the sweep; each algorithm gets the one chosen by
             :func:`~astarpo.llm.bench.stats.select_lr`. One value: no sweep.
-        sweep_seconds: Budget of each sweep run (Stage 1 reused there). Default 25.
+        sweep_seconds: Budget of each sweep run (Stage 1 reused there). Default 20.
         sweep_seed: Seed of the sweep runs (not one of the main seeds). Default 1000.
         batch_size: Prompts per step. Default 32.
         pool_size: Training prompts (the pool every run draws from, epoch after epoch; A*-PO's
@@ -95,7 +95,7 @@ class BenchConfig:
     max_train_seconds: float = 60.0
     eval_every_seconds: float = 5.0
     lr_grid: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
-    sweep_seconds: float = 25.0
+    sweep_seconds: float = 20.0
     sweep_seed: int = 1000
     batch_size: int = 32
     pool_size: int = 1000
