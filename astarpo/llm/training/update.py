@@ -20,7 +20,24 @@ from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import check_update
 
-__all__ = ["optimizer_step"]
+__all__ = ["build_optimizer", "optimizer_step"]
+
+
+def build_optimizer(
+    params: Sequence[torch.nn.Parameter], args: TrainConfig, device: torch.device, sharded: bool
+) -> torch.optim.AdamW:
+    """AdamW over ``params`` with ``args.learning_rate`` and ``args.weight_decay``.
+
+    On CPU the fused kernel (one pass over each tensor: on the toy model's ~60 small tensors
+    about 3x faster than the foreach kernel, which is slower there than the per-tensor loop);
+    elsewhere, and for FSDP2's sharded parameters, the foreach kernel. The kernels differ only
+    in float rounding (about 1 ulp per step).
+    """
+    fused = device.type == "cpu" and not sharded and all(p.is_floating_point() for p in params)
+    kernel = {"fused": True} if fused else {"foreach": True}
+    return torch.optim.AdamW(
+        params, lr=args.learning_rate, weight_decay=args.weight_decay, **kernel
+    )
 
 
 def optimizer_step(
