@@ -34,9 +34,12 @@ def build_optimizer(
     in float rounding (about 1 ulp per step).
     """
     fused = device.type == "cpu" and not sharded and all(p.is_floating_point() for p in params)
-    kernel = {"fused": True} if fused else {"foreach": True}
     return torch.optim.AdamW(
-        params, lr=args.learning_rate, weight_decay=args.weight_decay, **kernel
+        params,
+        lr=args.learning_rate,
+        weight_decay=args.weight_decay,
+        foreach=None if fused else True,
+        fused=True if fused else None,
     )
 
 
