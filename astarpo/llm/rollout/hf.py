@@ -3,6 +3,8 @@ interface (CPU or GPU), sharing its weights with the trainer."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +13,22 @@ import torch
 from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
 
 __all__ = ["HFGenerator"]
+
+
+def _no_grad_mode(model: Any) -> contextlib.AbstractContextManager[Any]:
+    """``torch.inference_mode`` (about 6% cheaper than ``no_grad`` on the toy's generation),
+    or ``no_grad`` when a wrapper writes into the model's tensors during the forward: FSDP2
+    all-gathers parameters into buffers that training reuses, accelerate's hooks load offloaded
+    weights; an inference tensor left there would fail the next training forward."""
+    wrapped: tuple[type, ...] = ()
+    if "torch.distributed.fsdp" in sys.modules:  # an FSDP2 model has imported it
+        from torch.distributed.fsdp import FSDPModule
+
+        wrapped = (FSDPModule,)
+    for m in model.modules():
+        if isinstance(m, wrapped) or hasattr(m, "_hf_hook"):
+            return torch.no_grad()
+    return torch.inference_mode()
 
 
 class HFGenerator:
@@ -88,6 +106,7 @@ class HFGenerator:
         device = next(model.parameters()).device
         responses: list[list[int]] = []
         truncated: list[bool] = []
+        no_grad = _no_grad_mode(model)
         model.eval()
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -100,7 +119,7 @@ class HFGenerator:
                         [[self.pad_token_id] * k + r for k, r in zip(pads, chunk, strict=True)]
                     )
                     mask = torch.tensor([[0] * k + [1] * (width - k) for k in pads])
-                    with torch.inference_mode():  # ~6% cheaper than no_grad on the toy
+                    with no_grad:
                         out = model.generate(
                             input_ids=ids.to(device),
                             attention_mask=mask.to(device),
