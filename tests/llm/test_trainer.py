@@ -186,6 +186,11 @@ def test_rollout_batch_select_keeps_rows_aligned():
     assert s.prompts == ["b", "b"] and s.completions == ["z", ""]
     assert s.rewards.tolist() == [3.0, 4.0] and s.response_lengths.tolist() == [1, 0]
     torch.testing.assert_close(s.extra["advantage"], torch.tensor([2.8, 3.8]))
+    every = b.select(torch.arange(4))  # all rows in order: the tensors are shared, not copied
+    assert every.input_ids is b.input_ids and every.extra["advantage"] is b.extra["advantage"]
+    every.extra["other"] = b.rewards
+    assert "other" not in b.extra and every.prompts == b.prompts
+    assert b.select(torch.tensor([1, 0, 2, 3])).rewards.tolist() == [2.0, 1.0, 3.0, 4.0]
 
 
 @pytest.mark.parametrize(
