@@ -43,6 +43,19 @@ def build_optimizer(
     )
 
 
+def _clip_grad_norm(params: Sequence[torch.nn.Parameter], max_norm: float) -> float:
+    """``clip_grad_norm_(params, max_norm)`` (no clipping when ``max_norm`` is 0), returning
+    the norm; the gradients are multiplied only when the coefficient, computed as torch does, is
+    below 1 (a multiplication by 1 changes no bit; on the toy it saves ~0.3 ms a step)."""
+    utils = torch.nn.utils
+    if not hasattr(utils, "get_total_norm"):  # torch < 2.6: in one call
+        return float(utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    norm = utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    if max_norm > 0 and bool(max_norm / (norm + 1e-6) < 1.0):
+        utils.clip_grads_with_norm_(params, max_norm, norm)
+    return float(norm)
+
+
 def optimizer_step(
     train_model: Any,
     algorithm: Algorithm,
@@ -99,9 +112,7 @@ def optimizer_step(
         for k, v in parts.items():
             stats[k] = stats.get(k, 0.0) + w * v
     dp.average_gradients([p for m in modules for p in m.parameters()])
-    # max_norm=inf measures the global norm without clipping.
-    max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
-    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    stats["grad_norm"] = _clip_grad_norm(params, args.max_grad_norm)
     # Raise before a non-finite update reaches the weights (on every rank alike).
     check_update(dp.reduce({k: stats[k] for k in ("loss", "grad_norm")}))
     optimizer.step()
