@@ -77,3 +77,46 @@ def test_bad_arguments(tiny_model, tokenizer):
         gen.generate(PROMPTS, 0, SamplingConfig(), seed=0)
     with pytest.raises(ValueError, match="no tokens"):
         gen.generate([""], 1, SamplingConfig(), seed=0)
+
+
+def test_inference_mode_unless_a_wrapper_writes_the_weights(tiny_model, tokenizer):
+    from astarpo.llm.rollout.hf import _no_grad_mode
+
+    assert isinstance(_no_grad_mode(tiny_model), torch.inference_mode)
+    # The responses of inference mode are those of no_grad, and the model still trains after.
+    gen = HFGenerator(tiny_model, tokenizer, batch_size=4)
+    s = SamplingConfig(max_new_tokens=5)
+    a = gen.generate(PROMPTS, 2, s, seed=3)
+    ids = torch.tensor([tokenizer("12+34=", add_special_tokens=False)["input_ids"]])
+    tiny_model(input_ids=ids).logits.sum().backward()
+    tiny_model.zero_grad(set_to_none=True)
+    tiny_model.model.layers[0]._hf_hook = object()  # accelerate's offload hook writes weights
+    try:
+        assert isinstance(_no_grad_mode(tiny_model), torch.no_grad)
+        assert gen.generate(PROMPTS, 2, s, seed=3).response_ids == a.response_ids
+    finally:
+        del tiny_model.model.layers[0]._hf_hook
+
+
+def test_prompt_ids_are_kept_per_tokenizer_and_not_shared(tiny_model, tokenizer):
+    gen = HFGenerator(tiny_model, tokenizer, batch_size=4)
+    s = SamplingConfig(max_new_tokens=3)
+    a = gen.generate(PROMPTS, 2, s, seed=1)
+    a.prompt_ids[0].append(99)  # a caller editing its rollout changes no later one
+    b = gen.generate(PROMPTS, 2, s, seed=1)
+    assert b.response_ids == a.response_ids
+    assert b.prompt_ids == [tokenizer(p, add_special_tokens=False)["input_ids"] for p in b.prompts]
+
+    class Shifted:  # another tokenizer: the kept ids are not reused
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def __call__(self, texts, **kw):
+            return {"input_ids": [[*ids, ids[-1]] for ids in self.inner(texts, **kw)["input_ids"]]}
+
+    gen.tokenizer = Shifted(tokenizer)
+    c = gen.generate(PROMPTS, 1, s, seed=1)
+    assert [len(i) for i in c.prompt_ids] == [len(i) + 1 for i in b.prompt_ids[::2]]

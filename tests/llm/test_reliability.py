@@ -365,6 +365,28 @@ def test_case7_a_hanging_reward_stops_with_its_name(tokenizer, tmp_path):
     assert time.monotonic() - t0 < 60
 
 
+def test_case7_deadline_thread_is_reused_and_replaced_after_a_hang():
+    threads = []
+
+    def who(prompts, completions, **_):
+        threads.append(threading.current_thread())
+        return [1.0] * len(completions)
+
+    def fails(prompts, completions, **_):
+        raise KeyError("inside the reward")
+
+    for _ in range(2):
+        assert compute_rewards([who], ["p"], ["c"], {}, timeout=5.0)[0].tolist() == [1.0]
+    assert threads[0] is threads[1] is not threading.current_thread()
+    with pytest.raises(KeyError, match="inside the reward"):  # raised in the caller
+        compute_rewards([fails], ["p"], ["c"], {}, timeout=5.0)
+    with pytest.raises(RewardTimeoutError):
+        compute_rewards([hang], ["p"], ["c"], {}, timeout=0.2)
+    assert compute_rewards([who], ["p"], ["c"], {}, timeout=5.0)[0].tolist() == [1.0]
+    assert threads[2] is not threads[0]  # the hung worker is not handed the next call
+    assert threads[2].is_alive() and threads[2].daemon
+
+
 def test_case7_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
     (tmp_path / "hang_rewards.py").write_text(
         "import threading\n\ndef stuck(prompts, completions, **_):\n    threading.Event().wait()\n"

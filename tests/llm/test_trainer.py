@@ -186,6 +186,11 @@ def test_rollout_batch_select_keeps_rows_aligned():
     assert s.prompts == ["b", "b"] and s.completions == ["z", ""]
     assert s.rewards.tolist() == [3.0, 4.0] and s.response_lengths.tolist() == [1, 0]
     torch.testing.assert_close(s.extra["advantage"], torch.tensor([2.8, 3.8]))
+    every = b.select(torch.arange(4))  # all rows in order: the tensors are shared, not copied
+    assert every.input_ids is b.input_ids and every.extra["advantage"] is b.extra["advantage"]
+    every.extra["other"] = b.rewards
+    assert "other" not in b.extra and every.prompts == b.prompts
+    assert b.select(torch.tensor([1, 0, 2, 3])).rewards.tolist() == [2.0, 1.0, 3.0, 4.0]
 
 
 @pytest.mark.parametrize(
@@ -406,3 +411,19 @@ def test_schedule_rules():
     assert [t for t in range(4, 8) if s.evaluate_now(t, float(t))] == [4, 6]
     assert Schedule(max_steps=3).done(3, 0.0) and not Schedule(max_steps=3).done(2, 1e9)
     assert Schedule(max_steps=99, max_train_seconds=1.0).done(1, 1.0)
+
+
+@pytest.mark.parametrize("max_norm", [0.0, 1e-3, 1.0, 1e3])
+def test_clipping_matches_clip_grad_norm_bitwise(max_norm):
+    from astarpo.llm.training.update import _clip_grad_norm
+
+    gen = torch.Generator().manual_seed(0)
+    a = [torch.nn.Parameter(torch.zeros(s)) for s in [(3, 4), (5,), (2, 2, 2)]]
+    b = [torch.nn.Parameter(torch.zeros(s)) for s in [(3, 4), (5,), (2, 2, 2)]]
+    for x, y in zip(a, b, strict=True):
+        x.grad = torch.randn(x.shape, generator=gen) * 0.1
+        y.grad = x.grad.clone()
+    norm = _clip_grad_norm(a, max_norm)
+    ref = torch.nn.utils.clip_grad_norm_(b, max_norm if max_norm > 0 else float("inf"))
+    assert norm == float(ref)
+    assert all(torch.equal(x.grad, y.grad) for x, y in zip(a, b, strict=True))

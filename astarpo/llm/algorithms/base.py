@@ -135,9 +135,20 @@ class RolloutBatch:
         return self.response_mask.sum(-1)
 
     def select(self, index: torch.Tensor) -> RolloutBatch:
-        """The rows ``index`` (a 1-D long tensor) of every field."""
+        """The rows ``index`` (a 1-D long tensor) of every field.
+
+        When ``index`` is every row in order (one minibatch, no micro-batches) the result
+        shares this batch's tensors instead of copying them.
+        """
         idx = index.to(self.input_ids.device)
         rows = idx.tolist()
+        if rows == list(range(len(self))):
+            return dataclasses.replace(
+                self,
+                prompts=list(self.prompts),
+                completions=list(self.completions),
+                extra=dict(self.extra),
+            )
         values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)

@@ -114,18 +114,20 @@ def pack(
         width = max(
             (len(p) + len(r) for p, r in zip(prompt_ids, response_ids, strict=True)), default=0
         )
-    ids = torch.full((b, width), pad_token_id, dtype=torch.long)
-    attn = torch.zeros((b, width), dtype=torch.long)
-    resp = torch.zeros((b, width), dtype=torch.bool)
-    for i, (p, r) in enumerate(zip(prompt_ids, response_ids, strict=True)):
+    # Rows built as lists, then one tensor each (not 5 small tensor writes per row).
+    ids, attn, resp = [], [], []
+    for p, r in zip(prompt_ids, response_ids, strict=True):
         start = p_w - len(p) if layout == "left" else 0
-        mid = start + len(p)
-        end = mid + len(r)
-        ids[i, start:mid] = torch.as_tensor(list(p), dtype=torch.long)
-        ids[i, mid:end] = torch.as_tensor(list(r), dtype=torch.long)
-        attn[i, start:end] = 1
-        resp[i, mid:end] = True
-    return PackedSequences(ids, attn, resp)
+        tail = width - start - len(p) - len(r)
+        ids.append([pad_token_id] * start + [int(t) for t in p] + [int(t) for t in r])
+        ids[-1] += [pad_token_id] * tail
+        attn.append([0] * start + [1] * (len(p) + len(r)) + [0] * tail)
+        resp.append([False] * (start + len(p)) + [True] * len(r) + [False] * tail)
+    return PackedSequences(
+        torch.tensor(ids, dtype=torch.long).reshape(b, width),
+        torch.tensor(attn, dtype=torch.long).reshape(b, width),
+        torch.tensor(resp, dtype=torch.bool).reshape(b, width),
+    )
 
 
 def sequence_logprobs(
@@ -171,19 +173,20 @@ def sequence_logprobs(
     if b == 0 or not bool(mask.any()):
         zeros = torch.zeros((b, length), device=device)
         return SequenceLogprobs(zeros.sum(-1), zeros, mask, zeros if entropy else None)
-    # Only the logits that predict response tokens are needed: from the column before the
-    # earliest response token to the second-to-last column.
+    # Only the logits that predict response tokens are needed: those of the columns from the
+    # one before the earliest response token to the second-to-last. The last column predicts
+    # nothing and, the model being causal, changes no earlier output: it is not fed.
     first = int(mask.any(0).nonzero()[0, 0])
-    keep = length - first + 1
+    keep = length - first
     position_ids = (attn.cumsum(-1) - 1).clamp(min=0)
     logits = model(  # use_cache=False: no KV cache is built for a scoring pass
-        input_ids=ids,
-        attention_mask=attn,
-        position_ids=position_ids,
+        input_ids=ids[:, :-1],
+        attention_mask=attn[:, :-1],
+        position_ids=position_ids[:, :-1],
         logits_to_keep=keep,
         use_cache=False,
     ).logits
-    logits = logits[:, -keep:-1]  # predicts columns first .. L-1
+    logits = logits[:, -keep:]  # predicts columns first .. L-1
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
     targets = ids[:, first:]

@@ -3,6 +3,8 @@ interface (CPU or GPU), sharing its weights with the trainer."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +13,24 @@ import torch
 from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
 
 __all__ = ["HFGenerator"]
+
+_CACHE_SIZE = 100_000  # prompts whose token ids an HFGenerator keeps
+
+
+def _no_grad_mode(model: Any) -> contextlib.AbstractContextManager[Any]:
+    """``torch.inference_mode`` (about 6% cheaper than ``no_grad`` on the toy's generation),
+    or ``no_grad`` when a wrapper writes into the model's tensors during the forward: FSDP2
+    all-gathers parameters into buffers that training reuses, accelerate's hooks load offloaded
+    weights; an inference tensor left there would fail the next training forward."""
+    wrapped: tuple[type, ...] = ()
+    if "torch.distributed.fsdp" in sys.modules:  # an FSDP2 model has imported it
+        from torch.distributed.fsdp import FSDPModule
+
+        wrapped = (FSDPModule,)
+    for m in model.modules():
+        if isinstance(m, wrapped) or hasattr(m, "_hf_hook"):
+            return torch.no_grad()
+    return torch.inference_mode()
 
 
 class HFGenerator:
@@ -44,6 +64,19 @@ class HFGenerator:
         self.eos_ids = eos_token_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_token_id: int = int(pad if pad is not None else min(self.eos_ids))
+        self._cache: dict[str, list[int]] = {}
+        self._cache_tokenizer: Any = tokenizer
+
+    def _encode(self, prompts: list[str]) -> list[list[int]]:
+        """Token ids of each prompt; those of prompts seen before (each epoch sees them again)
+        are kept, up to ``_CACHE_SIZE`` prompts, for the tokenizer they were made with."""
+        if self._cache_tokenizer is not self.tokenizer or len(self._cache) > _CACHE_SIZE:
+            self._cache, self._cache_tokenizer = {}, self.tokenizer
+        new = [p for p in dict.fromkeys(prompts) if p not in self._cache]
+        if new:
+            ids = self.tokenizer(new, add_special_tokens=False)["input_ids"]
+            self._cache.update((p, list(i)) for p, i in zip(new, ids, strict=True))
+        return [self._cache[p] for p in prompts]
 
     def sync_weights(self, model: Any) -> None:
         """Point the generator at ``model`` (weights are shared, nothing is copied)."""
@@ -68,11 +101,11 @@ class HFGenerator:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}.")
         prompts = list(prompts)
-        encoded = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        for text, ids in zip(prompts, encoded, strict=True):
-            if len(ids) == 0:
+        encoded = self._encode(prompts)
+        for text, prompt_ids in zip(prompts, encoded, strict=True):
+            if len(prompt_ids) == 0:
                 raise ValueError(f"Prompt {text!r} tokenizes to no tokens; cannot generate.")
-        rows = [ids for ids in encoded for _ in range(n)]
+        rows = [list(ids) for ids in encoded for _ in range(n)]
         gen_cfg = GenerationConfig(
             max_new_tokens=sampling.max_new_tokens,
             do_sample=not sampling.greedy,
@@ -88,19 +121,23 @@ class HFGenerator:
         device = next(model.parameters()).device
         responses: list[list[int]] = []
         truncated: list[bool] = []
+        no_grad = _no_grad_mode(model)
         model.eval()
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-                torch.manual_seed(seed)
+                if device.type == "cpu":  # the CPU generator only (torch.manual_seed: all)
+                    torch.default_generator.manual_seed(seed)
+                else:
+                    torch.manual_seed(seed)
                 for start in range(0, len(rows), self.batch_size):
                     chunk = rows[start : start + self.batch_size]
                     width = max(len(r) for r in chunk)
-                    ids = torch.full((len(chunk), width), self.pad_token_id, dtype=torch.long)
-                    mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                    for i, r in enumerate(chunk):
-                        ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
-                        mask[i, width - len(r) :] = 1
-                    with torch.no_grad():
+                    pads = [width - len(r) for r in chunk]  # left padding
+                    ids = torch.tensor(
+                        [[self.pad_token_id] * k + r for k, r in zip(pads, chunk, strict=True)]
+                    )
+                    mask = torch.tensor([[0] * k + [1] * (width - k) for k in pads])
+                    with no_grad:
                         out = model.generate(
                             input_ids=ids.to(device),
                             attention_mask=mask.to(device),

@@ -61,7 +61,7 @@ from astarpo.llm.training.guards import (
 from astarpo.llm.training.inputs import resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
-from astarpo.llm.training.update import optimizer_step
+from astarpo.llm.training.update import build_optimizer, optimizer_step
 
 __all__ = ["EvalFn", "Trainer"]
 
@@ -181,9 +181,8 @@ class Trainer:
         self.params += [p for m in self.modules for p in m.parameters() if p.requires_grad]
         if not self.params:
             raise ValueError("the policy has no trainable parameters (requires_grad is off).")
-        self.optimizer = torch.optim.AdamW(
-            self.params, lr=args.learning_rate, weight_decay=args.weight_decay, foreach=True
-        )
+        sharded = self.dp.info.distributed and self.dp.strategy == "fsdp"
+        self.optimizer = build_optimizer(self.params, args, self.device, sharded)
         bf16 = args.mixed_precision == "bf16" or (
             args.mixed_precision == "auto" and self.device.type == "cuda"
         )

@@ -20,7 +20,40 @@ from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import check_update
 
-__all__ = ["optimizer_step"]
+__all__ = ["build_optimizer", "optimizer_step"]
+
+
+def build_optimizer(
+    params: Sequence[torch.nn.Parameter], args: TrainConfig, device: torch.device, sharded: bool
+) -> torch.optim.AdamW:
+    """AdamW over ``params`` with ``args.learning_rate`` and ``args.weight_decay``.
+
+    On CPU the fused kernel (one pass over each tensor: on the toy model's ~60 small tensors
+    about 3x faster than the foreach kernel, which is slower there than the per-tensor loop);
+    elsewhere, and for FSDP2's sharded parameters, the foreach kernel. The kernels differ only
+    in float rounding (about 1 ulp per step).
+    """
+    fused = device.type == "cpu" and not sharded and all(p.is_floating_point() for p in params)
+    return torch.optim.AdamW(
+        params,
+        lr=args.learning_rate,
+        weight_decay=args.weight_decay,
+        foreach=None if fused else True,
+        fused=True if fused else None,
+    )
+
+
+def _clip_grad_norm(params: Sequence[torch.nn.Parameter], max_norm: float) -> float:
+    """``clip_grad_norm_(params, max_norm)`` (no clipping when ``max_norm`` is 0), returning
+    the norm; the gradients are multiplied only when the coefficient, computed as torch does, is
+    below 1 (a multiplication by 1 changes no bit; on the toy it saves ~0.3 ms a step)."""
+    utils = torch.nn.utils
+    if not hasattr(utils, "get_total_norm"):  # torch < 2.6: in one call
+        return float(utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    norm = utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    if max_norm > 0 and bool(max_norm / (norm + 1e-6) < 1.0):
+        utils.clip_grads_with_norm_(params, max_norm, norm)
+    return float(norm)
 
 
 def optimizer_step(
@@ -79,9 +112,7 @@ def optimizer_step(
         for k, v in parts.items():
             stats[k] = stats.get(k, 0.0) + w * v
     dp.average_gradients([p for m in modules for p in m.parameters()])
-    # max_norm=inf measures the global norm without clipping.
-    max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
-    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    stats["grad_norm"] = _clip_grad_norm(params, args.max_grad_norm)
     # Raise before a non-finite update reaches the weights (on every rank alike).
     check_update(dp.reduce({k: stats[k] for k in ("loss", "grad_norm")}))
     optimizer.step()
