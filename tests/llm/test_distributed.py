@@ -15,6 +15,7 @@ from torch import nn
 from astarpo.llm.parallel.dist import (
     DistInfo,
     all_reduce_metrics,
+    cleanup_distributed,
     dist_info_from_env,
     init_distributed,
     shard_indices,
@@ -146,8 +147,9 @@ def _worker(rank: int, world_size: int, port: int, out: str) -> None:
         reduced = all_reduce_metrics({"rank": float(rank), "one": 1.0})
         if rank == 0:
             torch.save({"reduced": reduced, "losses": losses}, Path(out) / f"{strategy}-result.pt")
+    del model  # the wrapper goes before its group (see cleanup_distributed)
     torch.distributed.barrier()  # both ranks are done with the group before it is destroyed
-    torch.distributed.destroy_process_group()
+    cleanup_distributed()
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +253,7 @@ def _stage1_worker(rank: int, world_size: int, port: int, out: str) -> None:
     )
     table = _stage1(Path(out) / "v.jsonl")
     torch.save(sorted((r.prompt, r.v_star) for r in table), Path(out) / f"rank{rank}.pt")
-    torch.distributed.destroy_process_group()
+    cleanup_distributed()
 
 
 def test_stage1_by_rank_merges_to_the_one_process_table(

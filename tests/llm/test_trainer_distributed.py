@@ -77,12 +77,15 @@ def _worker(rank: int, world: int, port: int, out: str, overrides: dict[str, Any
         MASTER_PORT=str(port),
     )
     torch.set_num_threads(1)
+    from astarpo.llm.parallel.dist import cleanup_distributed
     from astarpo.llm.parallel.state import full_state_dict
 
     tr = make_trainer(out, **overrides)
     tr.train()
     torch.save(full_state_dict(tr.model), Path(out) / f"final-rank{rank}.pt")
-    torch.distributed.destroy_process_group()
+    del tr  # the wrapped policy goes before its group (see cleanup_distributed)
+    torch.distributed.barrier()
+    cleanup_distributed()
 
 
 def run_two(out: Path, **overrides: Any) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import gc
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -144,8 +145,16 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
 
 
 def cleanup_distributed() -> None:
-    """Destroy the default process group if one exists (call at the end of a run)."""
+    """Destroy the default process group if one exists (call at the end of a run).
+
+    Drop the DDP/FSDP-wrapped models first (``del trainer``): a wrapper still alive here keeps
+    the gloo group's worker threads until the interpreter's own teardown, where their
+    destruction can abort the process (``terminate called without an active exception``,
+    measured on about 1 exit in 6 with gloo on 2 CPU processes). Reference cycles are
+    collected here before the group is destroyed.
+    """
     if dist.is_available() and dist.is_initialized():
+        gc.collect()  # wrappers held only by reference cycles go before their group
         dist.destroy_process_group()
 
 

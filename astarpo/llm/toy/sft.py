@@ -191,10 +191,10 @@ def cached_sft(
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = root / f"sft-{_key(model, tokenizer, rows, config, check_rows)}"
     if (path / "sft_info.json").exists():
-        info = json.loads((path / "sft_info.json").read_text())
+        stored = json.loads((path / "sft_info.json").read_text())
         loaded = type(model).from_pretrained(path, local_files_only=True)
         loaded.generation_config = model.generation_config
-        return loaded, {**info, "cached": True, "path": str(path)}
+        return loaded, {**stored, "cached": True, "path": str(path)}
     bar = tqdm(total=config.steps, desc="sft", disable=None if progress else True)
 
     def tick(step: int, loss: float) -> None:
