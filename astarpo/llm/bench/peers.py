@@ -254,38 +254,31 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok:
         remove_unused_columns=False,
     )
     if arm == "trl_grpo":
-        from trl import GRPOConfig, GRPOTrainer
+        from trl import GRPOConfig as config_type
+        from trl import GRPOTrainer as trainer_type
 
-        args = GRPOConfig(
-            **common,
+        own: dict[str, Any] = dict(
             per_device_train_batch_size=cfg.batch_size * cfg.group_size,
             num_generations=cfg.group_size,
             beta=0.0,
             top_k=0,
             use_vllm=False,
         )
-        return GRPOTrainer(
-            policy,
-            reward_funcs=trl_reward,
-            args=args,
-            train_dataset=data,
-            processing_class=tok,
-            callbacks=[cb],
-        )
-    from trl.experimental.a2po import A2POConfig, A2POTrainer
+    else:
+        from trl.experimental.a2po import A2POConfig as config_type  # type: ignore[assignment]
+        from trl.experimental.a2po import A2POTrainer as trainer_type  # type: ignore[assignment]
 
-    args = A2POConfig(
-        **common,
-        per_device_train_batch_size=cfg.batch_size,
-        num_value_samples=cfg.n_samples,
-        beta1=cfg.beta1,
-        beta2=cfg.beta2,
-        filter_all_incorrect=False,
-    )
-    return A2POTrainer(
+        own = dict(
+            per_device_train_batch_size=cfg.batch_size,
+            num_value_samples=cfg.n_samples,
+            beta1=cfg.beta1,
+            beta2=cfg.beta2,
+            filter_all_incorrect=False,
+        )
+    return trainer_type(
         policy,
         reward_funcs=trl_reward,
-        args=args,
+        args=config_type(**common, **own),
         train_dataset=data,
         processing_class=tok,
         callbacks=[cb],
