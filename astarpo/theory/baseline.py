@@ -110,7 +110,8 @@ def split_gap(bandit: LogLinearBandit, policy: np.ndarray, beta: float) -> float
         beta: The KL strength.
 
     Returns:
-        :math:`\beta \sum_x \rho(x)\,\mathrm{KL}(\mathrm{Ber}(\pi(C_x|x))\|\mathrm{Ber}(\pi^*(C_x|x)))`.
+        :math:`\beta \sum_x \rho(x)\,\mathrm{KL}(\mathrm{Ber}(\pi(C_x|x))\,\|\,
+        \mathrm{Ber}(\pi^*(C_x|x)))`.
     """
     correct = bandit.rewards > 0.5
     p = np.clip((np.asarray(policy) * correct).sum(-1), 1e-300, 1 - 1e-16)

@@ -7,7 +7,10 @@ For each pair: N = 16 samples per context for :math:`\hat V^*_{\beta_1}`, T step
 :math:`J_{\beta_2}`; the spread over seeds; the target error
 :math:`E(\hat V^*_{\beta_1} - V^*_{\beta_2})^2` and its N-free part, the exact
 :math:`E_x(V^*_{\beta_1} - V^*_{\beta_2})^2`. A deterministic run (exact gradients) per cell
-checks the limit: by the gradient identity it cannot depend on :math:`\beta_1`.
+checks the limit: by the gradient identity it cannot depend on :math:`\beta_1`. At
+:math:`\theta^*_{\beta_2}` the variance of the one-sample gradient is measured (Monte Carlo,
+autograd) against its formula (:mod:`astarpo.theory.variance`), with the exact
+:math:`\hat V = V^*_{\beta_1}` and with the Stage 1 estimates.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from astarpo.theory.instances import make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
-from astarpo.theory.streams import STAGE1, generators
+from astarpo.theory.streams import PROBE, STAGE1, generators
+from astarpo.theory.variance import gradient_variance_formula, gradient_variance_measured
 
 #: c per beta2 for c/sqrt(t) steps (see the ``small-beta`` experiment for beta2 = 1e-3).
 TWO_BETA_C = {1e-3: 0.01, 0.1: 1.0, 1.0: 1.0}
@@ -64,6 +68,21 @@ def _cell(
     return cell
 
 
+def _variance(
+    bandit: Any, b1: float, b2: float, v_rows: np.ndarray, n_draws: int, rng: Any
+) -> dict[str, Any]:
+    """Formula and Monte Carlo of E||g||^2 at theta*_beta2, exact V*_beta1 and Stage 1 rows."""
+    exact = bandit.optimal_value(b1)
+    return {
+        "formula_exact": gradient_variance_formula(bandit, exact, b2),
+        "measured_exact": gradient_variance_measured(bandit, exact, b2, n_draws, rng),
+        "formula_stage1": float(
+            np.mean([gradient_variance_formula(bandit, v, b2) for v in v_rows])
+        ),
+        "measured_stage1": gradient_variance_measured(bandit, v_rows, b2, n_draws, rng),
+    }
+
+
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment (see the module docstring).
 
@@ -78,7 +97,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         ``headline``, the numbers docs/theory.md quotes.
     """
     beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
-    t_max, n = (150 if quick else 3000), 16
+    t_max, n, n_draws = (150 if quick else 3000), 16, (400 if quick else 4000)
     bandit = make_instance("shared", **INSTANCE)
     res = header(
         "two-beta",
@@ -93,6 +112,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "schedule": "inverse_sqrt",
             "step_c": {str(k): v for k, v in TWO_BETA_C.items()},
             "radius": "2 ||theta*_beta2||",
+            "variance_draws": n_draws,
         },
     )
     grid: list[dict[str, Any]] = []
@@ -105,9 +125,13 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         out = run_stage2(bandit, v_all, config(b2, t_max, c=TWO_BETA_C[b2], radius=r), seed=seed)
         det_cfg = config(b2, t_max, c=TWO_BETA_C[b2], radius=r, mode="deterministic")
         det = run_stage2(bandit, v_all[::seeds], det_cfg)
-        grid += [
+        cells = [
             _cell(bandit, out, det, i, b1, b2, seeds, v_rows, t_max) for i, b1 in enumerate(beta1s)
         ]
+        for cell, b1, v in zip(cells, beta1s, v_rows, strict=True):
+            rng = generators(PROBE, seed, 1, tag=len(grid))[0]
+            cell["variance_at_optimum"] = _variance(bandit, b1, b2, v, n_draws, rng)
+            grid.append(cell)
     res["grid"] = grid
     res["reference_gap"] = {
         str(b): float(bandit.suboptimality(bandit.ref_probs, b)) for b in beta2s
