@@ -10,62 +10,35 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from astarpo.theory.baseline import overconfident_gap
-from astarpo.theory.experiments.common import INSTANCE
-from astarpo.theory.instances import make_instance
+from astarpo.theory.claims_baselines import (
+    UNTESTABLE,
+    assumption_claims,
+    baseline_claims,
+    update_claims,
+)
 from astarpo.theory.verdicts import (
+    Claim,
     bound,
     combine,
     converges,
+    coverage_row,
     fmt,
+    gci,
     interval,
     learns,
     near_optimum,
-    order,
     rate,
+    slope_ci,
+    two_beta_cell,
 )
 
-__all__ = ["Claim", "claims", "counts", "grid_se", "slope_windows"]
+__all__ = ["claims", "counts", "grid_se", "slope_windows"]
 
 Results = dict[str, dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One row: the claim, who made it, what was measured, the verdict and its rule's name."""
-
-    claim: str
-    source: str
-    measured: str
-    verdict: str
-    rule: str
-
-    @property
-    def word(self) -> str:
-        """The verdict's first word(s): ``agrees``, ``disagrees``, ... (see ``WORDS``)."""
-        return self.verdict.split(":")[0]
-
-
-def _ci(d: dict[str, Any], i: int = -1) -> tuple[float, float, float]:
-    """(geometric mean, lo, hi) of a ``mean_ci`` dict at index ``i``."""
-    return d["gmean"][i], d["glo"][i], d["ghi"][i]
-
-
-def _slope(d: dict[str, Any]) -> tuple[float, float, float]:
-    return d["slope"], d["lo"], d["hi"]
-
-
-def _row(res: Results, fam: str, v: float) -> dict[str, Any]:
-    return next(r for r in res["coverage"]["families"][fam] if r["v_ref"] == v)
-
-
-def _cell(res: Results, b1: float, b2: float) -> dict[str, Any]:
-    return next(c for c in res["two-beta"]["grid"] if c["beta1"] == b1 and c["beta2"] == b2)
 
 
 def slope_windows(v: list[float], slopes: list[float], cut: float) -> list[tuple[float, float]]:
@@ -100,11 +73,11 @@ def _rates(res: Results) -> list[Claim]:
     shared = r["headline"]["shared"]
     slope_r = (shared["slope_last_mean"], *shared["slope_last_ci"])
     w, d = converges(slope_r)
-    n_all = _slope(s["settings"]["beta1=0.1"]["slopes"]["final_last_all_n"])
-    n_64 = _slope(s["settings"]["beta1=0.1"]["slopes"]["final_last"])
+    n_all = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last_all_n"])
+    n_64 = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last"])
     (w_all, _), (w_64, _) = rate(n_all, -0.75), rate(n_64, -0.75)
     verb = {"agrees": "contains", "disagrees": "excludes"}
-    n1 = _slope(g["t_slope_per_n"]["1"])
+    n1 = slope_ci(g["t_slope_per_n"]["1"])
     add, prod = g["fit"], g["fit_product"]
     se = grid_se(g)
     better = "product" if prod["rms_log_residual"] < add["rms_log_residual"] else "additive"
@@ -118,7 +91,7 @@ def _rates(res: Results) -> list[Claim]:
             "paper",
             f"`realizability`: last-iterate slope {interval(slope_r, True)} over 5 instances "
             f"(95% over instances); `horizon`: gap {fmt(h['reference_gap'], 3)} -> "
-            f"{interval(_ci(h['curves']['inverse_sqrt']['last']))} at $T = 10^4$",
+            f"{interval(gci(h['curves']['inverse_sqrt']['last']))} at $T = 10^4$",
             f"{w}: {d}",
             "converges",
         ),
@@ -126,14 +99,14 @@ def _rates(res: Results) -> list[Claim]:
             r"Last iterate with $c/\sqrt t$ steps: gap $O(T^{-1/2})$",
             "standard rate",
             "`horizon`: fitted slope, 8 seeds",
-            "{}: {}".format(*bound(_slope(sq["last"]), -0.5)),
+            "{}: {}".format(*bound(slope_ci(sq["last"]), -0.5)),
             "bound",
         ),
         Claim(
             r"Mean gap of the iterates (what regret controls): $O(T^{-1/2})$",
             "standard rate",
             "`horizon`: fitted slope, 8 seeds",
-            "{}: {}".format(*bound(_slope(sq["mean_gap"]), -0.5)),
+            "{}: {}".format(*bound(slope_ci(sq["mean_gap"]), -0.5)),
             "bound",
         ),
         Claim(
@@ -141,7 +114,7 @@ def _rates(res: Results) -> list[Claim]:
             "old page",
             "`horizon`: parameter average, fitted slope (outside any regret bound: the loss "
             "is not convex in $\\theta$)",
-            "{}: {}".format(*rate(_slope(sq["average"]), -1.0)),
+            "{}: {}".format(*rate(slope_ci(sq["average"]), -1.0)),
             "rate",
         ),
         Claim(
@@ -197,15 +170,15 @@ def _stage1(res: Results) -> list[Claim]:
     tab, sh = (0.02, 1e-3, 1e-4), (1e-3, 1e-4)
     t_learn = [
         learns(
-            _ci(_row(res, "tabular", v)["gap_hard"]["estimated"]),
-            _row(res, "tabular", v)["reference_gap_hard"],
+            gci(coverage_row(res, "tabular", v)["gap_hard"]["estimated"]),
+            coverage_row(res, "tabular", v)["reference_gap_hard"],
         )
         for v in tab
     ]
     s_learn = [
         learns(
-            _ci(_row(res, "shared", v)["gap_hard"]["estimated"]),
-            _row(res, "shared", v)["reference_gap_hard"],
+            gci(coverage_row(res, "shared", v)["gap_hard"]["estimated"]),
+            coverage_row(res, "shared", v)["reference_gap_hard"],
         )
         for v in sh
     ]
@@ -238,15 +211,17 @@ def _stage1(res: Results) -> list[Claim]:
             "paper (assumption), old page",
             "`coverage`, hard contexts at T = 2000, gap [95%] vs the reference's: one-hot "
             + "; ".join(
-                f"{fmt(v)}: {interval(_ci(_row(res, 'tabular', v)['gap_hard']['estimated']))} vs "
-                f"{fmt(_row(res, 'tabular', v)['reference_gap_hard'])}"
+                f"{fmt(v)}: {interval(gci(r['gap_hard']['estimated']))} vs "
+                f"{fmt(r['reference_gap_hard'])}"
                 for v in tab
+                for r in [coverage_row(res, "tabular", v)]
             )
             + "; shared "
             + "; ".join(
-                f"{fmt(v)}: {interval(_ci(_row(res, 'shared', v)['gap_hard']['estimated']))} vs "
-                f"{fmt(_row(res, 'shared', v)['reference_gap_hard'])}"
+                f"{fmt(v)}: {interval(gci(r['gap_hard']['estimated']))} vs "
+                f"{fmt(r['reference_gap_hard'])}"
                 for v in sh
+                for r in [coverage_row(res, "shared", v)]
             ),
             f"{need}: one-hot features "
             + ", ".join(f"{fmt(v)}: {word[x]}" for v, x in zip(tab, t_learn, strict=True))
@@ -270,20 +245,21 @@ def _two_beta(res: Results) -> list[Claim]:
     tb, u = res["two-beta"], res["update"]
     b1s, b2s = tb["config"]["beta1"], tb["config"]["beta2"]
     spread = max(
-        np.ptp([_cell(res, b1, b2)["deterministic"]["kl_to_opt_beta2"] for b1 in b1s])
-        / _cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"]
+        np.ptp([two_beta_cell(res, b1, b2)["deterministic"]["kl_to_opt_beta2"] for b1 in b1s])
+        / two_beta_cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"]
         for b2 in b2s
-        if _cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"] > 1e-12
+        if two_beta_cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"] > 1e-12
     )
     near, kls = [], []
     for b2 in b2s:
-        ci = [_cell(res, b1, b2)["last"]["kl_to_opt_beta2"] for b1 in b1s if b1 != b2]
+        ci = [two_beta_cell(res, b1, b2)["last"]["kl_to_opt_beta2"] for b1 in b1s if b1 != b2]
         kl = [(c["mean"][0], c["lo"][0], c["hi"][0]) for c in ci]
         near.append(all(near_optimum(k) for k in kl))
         kls.append(
             f"$\\beta_2$ = {fmt(b2)}: {fmt(min(k[0] for k in kl))}-{fmt(max(k[0] for k in kl))}"
             f" (largest upper end {fmt(max(k[2] for k in kl))})"
         )
+    paper_det = two_beta_cell(res, 0.5, 1e-3)["deterministic"]["kl_to_opt_beta2"]
     at = [fmt(b2) for b2, n in zip(b2s, near, strict=True) if n]
     not_at = [fmt(b2) for b2, n in zip(b2s, near, strict=True) if not n]
     var = [c.get("variance_at_optimum") for c in tb["grid"]]
@@ -333,7 +309,7 @@ def _two_beta(res: Results) -> list[Claim]:
             f"{combine(['agrees' if n else 'disagrees' for n in near])}: at $\\pi^*$ for "
             f"$\\beta_2$ = {', '.join(at) or 'none'}; not for $\\beta_2$ = "
             f"{', '.join(not_at) or 'none'} (exact gradients: KL "
-            f"{fmt(_cell(res, 0.5, 1e-3)['deterministic']['kl_to_opt_beta2'])} at $10^{{-3}}$)",
+            f"{fmt(paper_det)} at $10^{{-3}}$)",
             "near",
         ),
         Claim(
@@ -342,227 +318,11 @@ def _two_beta(res: Results) -> list[Claim]:
             "`two-beta`: exact $E_x(V^*_{\\beta_1} - V^*_{\\beta_2})^2$ at $\\beta_1 = 0.5$, "
             "$\\beta_2 = 0.1$",
             f"identity check: its Stage 1 term carries "
-            f"{fmt(_cell(res, 0.5, 0.1)['stage1_term_exact'])}, which N does not remove",
+            f"{fmt(two_beta_cell(res, 0.5, 0.1)['stage1_term_exact'])}, which N does not remove",
             "identity",
         ),
     ]
     return rows
-
-
-def _shift(u: dict[str, Any], name: str, delta: float) -> tuple[float, float, float]:
-    i = u["config"]["delta"].index(delta)
-    s = u["variants"][name]["shift"][i]
-    return s["gap"], s["lo"], s["hi"]
-
-
-def _update(res: Results) -> list[Claim]:
-    u = res["update"]
-    ent = u["entropy_exact"]
-    mb = [order(_shift(u, "minibatches=2", d), _shift(u, "plain", d)) for d in (-0.5, 0.5)]
-    e0 = order(_shift(u, "entropy=0.001", 0.0), _shift(u, "plain", 0.0))
-    return [
-        Claim(
-            "$\\hat V$ still drops out with the scripts' 2 minibatch steps per batch",
-            "scripts (implicit)",
-            "`update`: fixed-point shift at $\\delta = \\mp 0.5$ [bootstrap 95%], 2 minibatches "
-            + ", ".join(interval(_shift(u, "minibatches=2", d)) for d in (-0.5, 0.5))
-            + " vs plain "
-            + ", ".join(interval(_shift(u, "plain", d)) for d in (-0.5, 0.5)),
-            (
-                "disagrees: the shift is larger at both"
-                if mb == ["higher", "higher"]
-                else "inconclusive: " + ", ".join(mb)
-            ),
-            "order",
-        ),
-        Claim(
-            "An entropy bonus of 0.001 leaves the fixed point in place ($\\beta_2 = 0.1$)",
-            "scripts (implicit)",
-            "`update`: shift at $\\delta = 0$ with the bonus "
-            f"{interval(_shift(u, 'entropy=0.001', 0.0))} vs plain "
-            f"{interval(_shift(u, 'plain', 0.0))}",
-            "disagrees: it moves the fixed point" if e0 == "higher" else f"inconclusive: {e0}",
-            "order",
-        ),
-        Claim(
-            "An entropy bonus of 0.001 is harmless at $\\beta_2 = 10^{-3}$",
-            "scripts (implicit)",
-            "`update`, exact gradients from $\\theta^*$: in class after 3000 steps, gap "
-            f"{fmt(ent['0.001']['gap_of_fixed_point'])}, gradient norm "
-            f"{fmt(ent['0.001']['gradient_norm_at_end'])}",
-            f"identity check: weight {fmt(ent['0.001']['entropy_weight_vs_kl'])} against the "
-            f"KL term; in class the run is at {fmt(ent['0.001']['gap_of_fixed_point'])} and "
-            "still moving, so its fixed point is not resolved here (the optimum over all "
-            "policies, outside the class, has gap "
-            f"{fmt(ent['0.001']['gap_of_unrestricted_optimum'])})",
-            "identity",
-        ),
-    ]
-
-
-def _baselines(res: Results) -> list[Claim]:
-    h, sb = res["horizon"], res["small-beta"]
-    b = h["baseline"]
-    a_ci, p_ci = _ci(b["astarpo"]), _ci(b["pg"])
-    o = order(a_ci, p_ci)
-    c10 = b["final_by_c"]["pg"]["10.0"]
-    floor = overconfident_gap(make_instance("shared", **INSTANCE), h["config"]["beta2"])
-    close = abs(c10["gmean"][0] - floor) <= 0.01 * floor
-    beta2 = sb["config"]["beta2"] if "beta2" in sb["config"] else 1e-3
-    kl = {k: tuple(x / beta2 for x in _ci(v["estimated"])) for k, v in sb["rules"].items()}
-    at = [k for k, v in kl.items() if near_optimum(v)]  # type: ignore[arg-type]
-    best = min(kl, key=lambda k: kl[k][0])
-    below = sum(_ci(v["estimated"])[2] < 0.01 * sb["reference_gap"] for v in sb["rules"].values())
-    return [
-        Claim(
-            "A\\*-PO beats PG at equal samples",
-            "old page",
-            f"`horizon`, each step tuned: gap at $10^4$ samples per context A\\*-PO "
-            f"{interval(a_ci)}, PG {interval(p_ci)}",
-            {"lower": "agrees: A\\*-PO lower", "higher": "disagrees: PG lower"}.get(
-                o, "inconclusive: intervals overlap"
-            ),
-            "order",
-        ),
-        Claim(
-            "PG's flat, seed-free curve at $c = 10$ is the over-confident gap "
-            "$\\beta E_x[-\\log\\pi^*(\\mathrm{correct}|x)]$, not noise at $\\pi^*$",
-            "this page",
-            f"`horizon`: PG at $c = 10$ {interval(_ci(c10, 0), d=4)} vs the closed form "
-            f"{fmt(floor, 4)}",
-            f"agrees: within {100 * abs(c10['gmean'][0] - floor) / floor:.1f}%"
-            if close
-            else "disagrees: more than 1% apart",
-            "formula",
-        ),
-        Claim(
-            "Stage 2 converges at $\\beta_2 = 10^{-3}$ ($\\hat V^*$ with $\\beta_1 = 0.5$, "
-            "N = 16: the paper's setting)",
-            "paper (setting)",
-            f"`small-beta`, all {len(kl)} step rules at T = 3000: KL to $\\pi^*$ = gap/"
-            f"$\\beta_2$ from {interval(kl[best], d=3)} ({best}) up",
-            f"{'agrees' if at else 'disagrees'}: {len(at)} of {len(kl)} rules within 0.05 "
-            f"nats; {below} of {len(kl)} end below 1% of the reference's gap (upper ends)",
-            "near",
-        ),
-    ]
-
-
-def _others(res: Results) -> list[Claim]:
-    r, a, f = res["realizability"], res["adaptive"], res["fisher"]
-    hd = r["headline"]
-
-    def sl(fam: str) -> tuple[float, float, float]:
-        return hd[fam]["slope_last_mean"], *hd[fam]["slope_last_ci"]
-
-    mis, non = order(sl("misspecified"), sl("shared")), order(sl("nonrealizable"), sl("shared"))
-    word = {"lower": "faster", "higher": "slower", "overlap": "no difference resolved"}
-    ok = [
-        "disagrees" if x == "higher" else "agrees" if x == "lower" else "inconclusive"
-        for x in (mis, non)
-    ]
-    ad = [r_ for r_ in a["rows"] if r_["family"] == "shared"]
-    ad_o = [order(_ci(x["gap_hard_adaptive"]), _ci(x["gap_hard_uniform"])) for x in ad]
-    filt = _row(res, "shared", 1e-3)["gap_hard"]
-    fo = order(_ci(filt["filter"]), _ci(filt["estimated"]))
-    steps = f["steps"]
-    i10 = min(range(len(steps)), key=lambda i: abs(math.log(steps[i] / (steps[-1] / 10))))
-    flat = {}
-    label = {"shared, beta2=0.1": "$\\beta_2 = 0.1$", "shared, beta2=1e-3": "$\\beta_2 = 10^{-3}$"}
-    for k in label:
-        c = f["cases"][k]["fisher_min"]
-        flat[k] = order(_ci(c), _ci(c, i10)) == "overlap"
-    return [
-        Claim(
-            "Rates survive misspecification",
-            "analysis assumes realizability",
-            f"`realizability`: excess-gap slope over 5 instances, realizable "
-            f"{interval(sl('shared'), True)}, misspecified {interval(sl('misspecified'), True)}, "
-            f"non-realizable {interval(sl('nonrealizable'), True)}",
-            f"{combine(ok)}: misspecified {word[mis]}, non-realizable {word[non]}",
-            "order",
-        ),
-        Claim(
-            "More Stage 1 samples where $p(x)$ is low help",
-            "review",
-            "`adaptive` (one allocation rule; the hard contexts get N = "
-            + ", ".join(f"{x['mean_counts_hard']:.0f}" for x in ad)
-            + " where $p = 10^{-2}$ needs about 100): hard-context gap adaptive / uniform "
-            + "; ".join(
-                f"{fmt(x['v_ref'])}: {interval(_ci(x['gap_hard_adaptive']))} / "
-                f"{interval(_ci(x['gap_hard_uniform']))}"
-                for x in ad
-            ),
-            (
-                "inconclusive: for this one rule the intervals overlap"
-                if all(o == "overlap" for o in ad_o)
-                else "partly: " + ", ".join(ad_o)
-            ),
-            "order",
-        ),
-        Claim(
-            "Dropping prompts whose N samples are all wrong (the optional filter) is harmless",
-            "paper (method)",
-            "`coverage`, shared features, $v_{\\mathrm{ref}} = 10^{-3}$: hard-context gap "
-            f"with the filter {interval(_ci(filt['filter']))}, without "
-            f"{interval(_ci(filt['estimated']))}",
-            {
-                "higher": "disagrees: the filtered contexts end higher",
-                "lower": "agrees: lower with the filter",
-            }.get(fo, "inconclusive: overlap"),
-            "order",
-        ),
-        Claim(
-            "A Fisher floor $\\lambda > 0$ holds along the run (Assumption 4)",
-            "paper (assumption)",
-            f"`fisher`: $\\lambda_{{\\min}}$ at T = {steps[-1]} vs T = {steps[i10]} [95%]: "
-            + "; ".join(
-                f"{label[k]}: "
-                f"{interval(_ci(f['cases'][k]['fisher_min']))} vs "
-                f"{interval(_ci(f['cases'][k]['fisher_min'], i10))} (at $\\theta^*$: "
-                f"{fmt(f['cases'][k]['at_theta_star'])}, exact)"
-                for k in flat
-            ),
-            f"{combine(['agrees' if v else 'inconclusive' for v in flat.values()])}: "
-            + ", ".join(
-                f"{label[k]} " + ("flat within the intervals" if v else "still falling at T")
-                for k, v in flat.items()
-            ),
-            "order",
-        ),
-    ]
-
-
-_UNTESTABLE = [
-    Claim(
-        "Theorem 1's exact rates and constants",
-        "paper",
-        "its text is not available to us (this page compares against the standard rates)",
-        "not testable: text unavailable",
-        "untestable",
-    ),
-    Claim(
-        "Competitive MATH500 accuracy with PPO, GRPO and REBEL",
-        "paper (main table, official repository's `assets/evaluations.png`)",
-        "needs LLM training runs, not a bandit",
-        "not testable: LLM runs",
-        "untestable",
-    ),
-    Claim(
-        "Less training time and peak memory than PPO, GRPO and REBEL",
-        "paper (main table, official repository's `assets/evaluations.png`)",
-        "wall clock and memory of LLM training (the baselines page), not this simulator",
-        "not testable: LLM runs",
-        "untestable",
-    ),
-    Claim(
-        "Token-level behaviour (sequence log-probabilities, response length)",
-        "paper",
-        "the simulator has one-step actions",
-        "not testable: one-step actions",
-        "untestable",
-    ),
-]
 
 
 def claims(res: Results) -> list[Claim]:
@@ -578,10 +338,10 @@ def claims(res: Results) -> list[Claim]:
         *_rates(res),
         *_stage1(res),
         *_two_beta(res),
-        *_update(res),
-        *_baselines(res),
-        *_others(res),
-        *_UNTESTABLE,
+        *update_claims(res),
+        *baseline_claims(res),
+        *assumption_claims(res),
+        *UNTESTABLE,
     ]
 
 

@@ -8,19 +8,26 @@ the page prints for each rule, so the page states exactly what is computed here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "RULES",
     "WORDS",
+    "Claim",
     "bound",
     "combine",
     "converges",
+    "coverage_row",
     "fmt",
+    "gci",
     "interval",
     "learns",
     "near_optimum",
     "order",
     "rate",
+    "slope_ci",
+    "two_beta_cell",
 ]
 
 #: The verdict words, in the order the page counts them.
@@ -118,3 +125,39 @@ def combine(words: Sequence[str]) -> str:
     if len(set(words)) == 1:
         return words[0]
     return "partly"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row: the claim, who made it, what was measured, the verdict and its rule's name."""
+
+    claim: str
+    source: str
+    measured: str
+    verdict: str
+    rule: str
+
+    @property
+    def word(self) -> str:
+        """The verdict's first word(s): ``agrees``, ``disagrees``, ... (see ``WORDS``)."""
+        return self.verdict.split(":")[0]
+
+
+def gci(d: dict[str, Any], i: int = -1) -> tuple[float, float, float]:
+    """(geometric mean, lo, hi) of a ``mean_ci`` dict at index ``i``."""
+    return d["gmean"][i], d["glo"][i], d["ghi"][i]
+
+
+def slope_ci(d: dict[str, Any]) -> tuple[float, float, float]:
+    """(slope, lo, hi) of a ``fit_slope`` dict."""
+    return d["slope"], d["lo"], d["hi"]
+
+
+def coverage_row(res: dict[str, Any], fam: str, v: float) -> dict[str, Any]:
+    """The ``coverage`` row of family ``fam`` at ``v_ref = v`` (``res``: name -> JSON)."""
+    return next(r for r in res["coverage"]["families"][fam] if r["v_ref"] == v)
+
+
+def two_beta_cell(res: dict[str, Any], b1: float, b2: float) -> dict[str, Any]:
+    """The ``two-beta`` cell at ``(beta1, beta2)`` (``res``: name -> JSON)."""
+    return next(c for c in res["two-beta"]["grid"] if c["beta1"] == b1 and c["beta2"] == b2)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from astarpo.theory.claims import Claim, claims, counts
-from astarpo.theory.verdicts import RULES, WORDS, bound, combine, converges, order, rate
+from astarpo.theory.claims import claims, counts
+from astarpo.theory.verdicts import RULES, WORDS, Claim, bound, combine, converges, order, rate
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "docs" / "_static" / "theory"

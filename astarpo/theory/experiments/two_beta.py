@@ -22,6 +22,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -152,8 +153,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Heat maps over (beta1, beta2): KL to pi*_beta2, KL to pi*_beta1, gap under J_beta2.
+    """Tables over (beta1, beta2) of the KLs and the gap, and the gradient variance's check.
 
     Args:
         res: The dict returned by ``run``.
@@ -162,9 +164,9 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, save
+    from astarpo.theory.plots import figure, legend_below, save
 
-    fig, axes = figure(3, width=4.0, height=3.2)
+    fig, axes = figure(1, 4, height=2.05)
     b1s, b2s = res["config"]["beta1"], res["config"]["beta2"]
     cells = {(c["beta1"], c["beta2"]): c for c in res["grid"]}
     panels = (
@@ -172,35 +174,52 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         ("kl_to_opt_beta1", r"$\mathrm{KL}(\pi_T\,\|\,\pi^*_{\beta_1})$"),
         ("gap_beta2", r"gap under $J_{\beta_2}$"),
     )
-    for ax, (key, title) in zip(axes, panels, strict=True):
+    for ax, (key, title) in zip(axes, panels, strict=False):
         ci = [[cells[(b1, b2)]["last"][key] for b1 in b1s] for b2 in b2s]
         m = np.array([[c["mean"][0] for c in row] for row in ci])
         half = np.array([[(c["hi"][0] - c["lo"][0]) / 2 for c in row] for row in ci])
-        lm = np.log10(np.maximum(m, 1e-12))
-        img = ax.imshow(lm, cmap="viridis", aspect="auto")
+        lm = np.log10(np.maximum(m, 1e-300))
+        ax.imshow(lm, cmap="Blues", aspect="auto", alpha=0.6)
         for i in range(len(b2s)):
             for j in range(len(b1s)):
-                ax.text(
-                    j,
-                    i,
-                    f"{m[i, j]:.2g}\n±{half[i, j]:.1g}",
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    color="k" if lm[i, j] > lm.mean() else "w",
-                )
-        ax.set_xticks(range(len(b1s)), [str(b) for b in b1s])
-        ax.set_yticks(range(len(b2s)), [str(b) for b in b2s])
-        ax.set(
-            xlabel=r"$\beta_1$ (Stage 1)",
-            ylabel=r"$\beta_2$ (Stage 2)",
-            title=title + r" ($\log_{10}$ colour)",
+                ax.text(j, i, f"{m[i, j]:.2g} ± {half[i, j]:.1g}", ha="center", va="center")
+        ax.set_xticks(range(len(b1s)), [f"{b:g}" for b in b1s])
+        ax.set_yticks(range(len(b2s)), [f"{b:g}" for b in b2s])
+        ax.set(xlabel=r"$\beta_1$", ylabel=r"$\beta_2$", title=title + ", mean ± 95% half-width")
+    ax = axes[3]
+    var = [(c, c.get("variance_at_optimum")) for c in res["grid"]]
+    var = [(c, v) for c, v in var if v is not None and v["formula_exact"] > 0]
+    for k, b2 in enumerate(b2s):
+        pts = [v for c, v in var if c["beta2"] == b2]
+        if not pts:
+            continue
+        f = np.array([v["formula_exact"] for v in pts])
+        m = np.array([v["measured_exact"]["mean"][0] for v in pts])
+        err = np.array(
+            [
+                [
+                    v["measured_exact"]["mean"][0] - v["measured_exact"]["lo"][0],
+                    v["measured_exact"]["hi"][0] - v["measured_exact"]["mean"][0],
+                ]
+                for v in pts
+            ]
+        ).T
+        ax.errorbar(
+            f, m / f, yerr=err / f, fmt="o", color=f"C{k}", capsize=3, label=rf"$\beta_2 = {b2:g}$"
         )
-        fig.colorbar(img, ax=ax, shrink=0.8)
+    ax.axhline(1.0, color="0.45", ls="--", lw=1.0)
+    ax.set(
+        xscale="log",
+        xlabel=r"formula $E\Vert g\Vert^2$ at $\theta^*_{\beta_2}$",
+        ylabel="measured / formula",
+    )
+    ax.set_title(r"gradient variance, $\hat V = V^*_{\beta_1}$, $\beta_1 \neq \beta_2$ [95%]")
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        legend_below(fig, handles, labels, 3)
     return save(
         fig,
         path,
-        f"two-beta: last iterate after T = {res['config']['T']}, mean ± 95% "
-        f"half-width over {res['n_seeds']} seeds",
-        log_note=False,
+        f"two-beta: last iterate after T = {res['config']['T']}, {res['n_seeds']} seeds",
+        strict=True,
     )

@@ -120,6 +120,7 @@ def ties():
 
 
 TIES = ties()
+GRID_T = sorted({near(G["steps"], t) for t in (10, 100, 1000, G["steps"][-1])})
 PG_OVER = overconfident_gap(make_instance("shared", **INSTANCE), H["config"]["beta2"])
 SE = grid_se(G)
 ENV = {k: v for k, v in globals().items() if not k.startswith("_")}
