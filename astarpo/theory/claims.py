@@ -68,20 +68,11 @@ def grid_se(grid: dict[str, Any]) -> float:
 
 
 def _rates(res: Results) -> list[Claim]:
-    h, s, g, r = res["horizon"], res["samples"], res["grid"], res["realizability"]
+    h, r = res["horizon"], res["realizability"]
     sq = h["slopes"]["inverse_sqrt"]
     shared = r["headline"]["shared"]
     slope_r = (shared["slope_last_mean"], *shared["slope_last_ci"])
     w, d = converges(slope_r)
-    n_all = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last_all_n"])
-    n_64 = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last"])
-    (w_all, _), (w_64, _) = rate(n_all, -0.75), rate(n_64, -0.75)
-    verb = {"agrees": "contains", "disagrees": "excludes"}
-    n1 = slope_ci(g["t_slope_per_n"]["1"])
-    add, prod = g["fit"], g["fit_product"]
-    se = grid_se(g)
-    better = "product" if prod["rms_log_residual"] < add["rms_log_residual"] else "additive"
-    margin = abs(prod["rms_log_residual"] - add["rms_log_residual"])
     proj = h["projection"]
     binding = proj["fraction_of_steps_on_sphere"] > 0 or proj["max_abs_theta_difference"] > 0
     return [
@@ -128,6 +119,21 @@ def _rates(res: Results) -> list[Claim]:
             else "disagrees: never active, the runs are identical (exact, paired)",
             "order",
         ),
+    ]
+
+
+def _n_rates(res: Results) -> list[Claim]:
+    s, g = res["samples"], res["grid"]
+    n_all = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last_all_n"])
+    n_64 = slope_ci(s["settings"]["beta1=0.1"]["slopes"]["final_last"])
+    (w_all, _), (w_64, _) = rate(n_all, -0.75), rate(n_64, -0.75)
+    verb = {"agrees": "contains", "disagrees": "excludes"}
+    n1 = slope_ci(g["t_slope_per_n"]["1"])
+    add, prod = g["fit"], g["fit_product"]
+    se = grid_se(g)
+    better = "product" if prod["rms_log_residual"] < add["rms_log_residual"] else "additive"
+    margin = abs(prod["rms_log_residual"] - add["rms_log_residual"])
+    return [
         Claim(
             r'"The gap falls like $N^{-3/4}$"',
             "old page",
@@ -336,6 +342,7 @@ def claims(res: Results) -> list[Claim]:
     """
     return [
         *_rates(res),
+        *_n_rates(res),
         *_stage1(res),
         *_two_beta(res),
         *update_claims(res),
