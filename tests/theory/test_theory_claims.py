@@ -31,7 +31,7 @@ NAMES = (
     "adaptive",
     "fisher",
 )
-HEAD = "| claim | source | measured (experiment: numbers [95% interval]) | verdict | rule |"
+HEAD = "| claim | source | measured (experiment: numbers [95% interval]) | verdict (rule) |"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def _mismatches(text: str, rows: list[Claim]) -> list[str]:
         return [f"the page has {len(page)} claims, the JSON gives {len(rows)}"]
     out = []
     for cells, row in zip(page, rows, strict=True):
-        want = [row.claim, row.source, row.measured, row.verdict, row.rule]
+        want = [row.claim, row.source, row.measured, f"{row.verdict} ({row.rule})"]
         if cells != want:
             out.append(f"{row.claim}: page {cells!r}, computed {want!r}")
     return out
@@ -117,6 +117,6 @@ def test_a_wrong_verdict_on_the_page_is_caught(rows: list[Claim]) -> None:
     """Flip one verdict in a copy of the page: the comparison must see it."""
     text = PAGE.read_text()
     row = next(r for r in rows if r.word == "disagrees")
-    flipped = text.replace(f"| {row.verdict} |", "| agrees: typed by hand |", 1)
+    flipped = text.replace(f"| {row.verdict} (", "| agrees: typed by hand (", 1)
     assert flipped != text
     assert len(_mismatches(flipped, rows)) == 1
