@@ -31,7 +31,7 @@ NAMES = (
     "adaptive",
     "fisher",
 )
-HEAD = "| claim | source | measured (experiment: numbers [95% interval]) | verdict (rule) |"
+HEAD = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def _mismatches(text: str, rows: list[Claim]) -> list[str]:
         return [f"the page has {len(page)} claims, the JSON gives {len(rows)}"]
     out = []
     for cells, row in zip(page, rows, strict=True):
-        want = [row.claim, row.source, row.measured, f"{row.verdict} ({row.rule})"]
+        want = [f"{row.claim}; *{row.source}*", row.measured, f"{row.verdict} ({row.rule})"]
         if cells != want:
             out.append(f"{row.claim}: page {cells!r}, computed {want!r}")
     return out

@@ -55,9 +55,9 @@ COUNTS = counts(ROWS)
 
 def claims_table():
     """The claims table: one row per :class:`~astarpo.theory.claims.Claim`."""
-    head = "| claim | source | measured (experiment: numbers [95% interval]) | verdict (rule) |"
-    lines = [head, "|---|---|---|---|"]
-    lines += [f"| {r.claim} | {r.source} | {r.measured} | {r.verdict} ({r.rule}) |" for r in ROWS]
+    head = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
+    lines = [head, "|---|---|---|"]
+    lines += [f"| {r.claim}; *{r.source}* | {r.measured} | {r.verdict} ({r.rule}) |" for r in ROWS]
     return "\n".join(lines)
 
 
