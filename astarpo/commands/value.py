@@ -55,7 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reward_arguments(parser)
     parser.add_argument("--n-samples", type=int, default=8, help="N responses per prompt (8)")
     parser.add_argument("--beta1", type=float, default=0.5, help="KL strength of V* (0.5)")
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=256,
+        help="per response (256, as training's default: training refuses a table sampled with "
+        "another budget)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
