@@ -65,7 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="training prompts: a .jsonl, .json or .parquet file, a Dataset.save_to_disk "
         "folder, or hf:NAME[:CONFIG]:SPLIT (a hub dataset, downloaded only when named)",
     )
-    parser.add_argument("--v-star", help="the Stage 1 V* table (from `astarpo value`)")
+    parser.add_argument(
+        "--v-star",
+        help="the Stage 1 V* table (from `astarpo value`): a .jsonl/.parquet file or a folder "
+        "from `astarpo value --export`",
+    )
     parser.add_argument("--out", required=True, help="output directory (metrics, checkpoints)")
     parser.add_argument(
         "--ref-model",

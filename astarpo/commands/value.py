@@ -12,6 +12,7 @@ Three modes:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
     )
+    parser.add_argument(
+        "--export",
+        metavar="DIR",
+        help="also write the finished table as a datasets folder (the training data with "
+        "v_star, pass_rate and rewards columns; what the official scripts and the TRL forks "
+        "read; `astarpo train --v-star DIR` reads it too)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--overwrite",
@@ -98,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
+    if args.export and Path(args.export).exists():  # refused before any sampling
+        raise SystemExit(f"error: --export {args.export!r} exists; choose a new folder.")
     if args.import_official or args.merge:
         refuse_existing(args.out, args.overwrite)
     if args.import_official:
@@ -156,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if quiet:
         return 0
+    if args.export:
+        table.export(args.export)
+        print(f"exported {len(table)} rows to {args.export} (datasets.load_from_disk)")
     v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
     wrong = sum(r.pass_rate == 0 for r in table)
     print(

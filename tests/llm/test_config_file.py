@@ -279,3 +279,62 @@ def test_run_config_records_the_algorithm_that_ran(tokenizer, tmp_path, saved_mo
     record = json.loads((tmp_path / "r" / "run_config.json").read_text())
     assert record["algorithm"] == "astarpo"
     assert record["algorithm_settings"] == {"beta2": 0.25}  # not the args' 1e-3
+
+
+# ------------------------------------------------------------- V* tables interoperate
+def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
+    from datasets import load_from_disk
+
+    d, flags = toy_run
+    out = tmp_path / "exported"
+    code, _, err = cli(
+        "value",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--out",
+        str(d / "v.jsonl"),
+        "--n-samples",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--no-progress",
+        "--export",
+        str(out),
+        cwd=d,
+    )
+    assert code == 0, err
+    ds = load_from_disk(str(out))
+    table = ValueTable.load(d / "v.jsonl")
+    assert {"prompt", "answer", "v_star", "pass_rate", "rewards"} <= set(ds.column_names)
+    assert [r["v_star"] for r in ds] == [r.v_star for r in table]
+    back = ValueTable.load(out)
+    assert [r.to_json() for r in back] == [r.to_json() for r in table]
+    code, _, err = cli(
+        "train",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--v-star",
+        str(out),
+        "--out",
+        str(tmp_path / "run"),
+        "--max-steps",
+        "1",
+        "--batch-size",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--progress",
+        "false",
+        "--tensorboard",
+        "false",
+        cwd=d,
+    )
+    assert code == 0, err
+    code, _, err = cli(
+        "value", *flags, "--out", str(tmp_path / "w.jsonl"), "--export", str(out), cwd=d
+    )
+    assert code == 2 and "exists" in err
+    with pytest.raises(ValueTableError, match="not a saved dataset"):
+        ValueTable.load(tmp_path)
