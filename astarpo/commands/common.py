@@ -170,7 +170,9 @@ def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> t
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     if spec == "toy":
         tokenizer = make_char_tokenizer()
-        return make_toy_model(tokenizer, seed=0).to(dev), tokenizer
+        toy = make_toy_model(tokenizer, seed=0)
+        toy.config._name_or_path = "toy"  # the name a V* table made with --model toy records
+        return toy.to(dev), tokenizer
     path = Path(spec)
     if not (path / "config.json").is_file():
         raise SystemExit(

@@ -12,6 +12,7 @@ Three modes:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reward_arguments(parser)
     parser.add_argument("--n-samples", type=int, default=8, help="N responses per prompt (8)")
     parser.add_argument("--beta1", type=float, default=0.5, help="KL strength of V* (0.5)")
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=256,
+        help="per response (256, as training's default: training refuses a table sampled with "
+        "another budget)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
@@ -71,6 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--merge", type=int, metavar="K", help="merge the K part files of --out")
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
+    )
+    parser.add_argument(
+        "--export",
+        metavar="DIR",
+        help="also write the finished table as a datasets folder (the training data with "
+        "v_star, pass_rate and rewards columns; what the official scripts and the TRL forks "
+        "read; `astarpo train --v-star DIR` reads it too)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
@@ -92,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
+    if args.export and Path(args.export).exists():  # refused before any sampling
+        raise SystemExit(f"error: --export {args.export!r} exists; choose a new folder.")
     if args.import_official or args.merge:
         refuse_existing(args.out, args.overwrite)
     if args.import_official:
@@ -150,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if quiet:
         return 0
+    if args.export:
+        table.export(args.export)
+        print(f"exported {len(table)} rows to {args.export} (datasets.load_from_disk)")
     v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
     wrong = sum(r.pass_rate == 0 for r in table)
     print(

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from astarpo.llm.data.scoring import reward_path
-from astarpo.llm.stage1.provenance import check_table_fits, data_fingerprint
+from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.checkpoint import latest_checkpoint
 
@@ -120,16 +120,31 @@ def check_v_star_table(
     rows: Sequence[Mapping[str, Any]],
     reward_funcs: Sequence[Callable[..., Any]],
     args: Any,
+    model: str | None = None,
 ) -> None:
-    """Refuse a :class:`~astarpo.llm.stage1.table.ValueTable` made with other rewards or
-    prompts than training's (unless ``args.allow_v_star_mismatch``); warn on what it does not
-    record. Mappings carry no provenance and are not checked."""
+    """Refuse a :class:`~astarpo.llm.stage1.table.ValueTable` made with another reference
+    model, other rewards or sampling settings, or other answers than training's, or missing a
+    training prompt (:func:`~astarpo.llm.stage1.provenance.check_table_fits`; mismatches pass
+    with ``args.allow_v_star_mismatch``); warn on what it does not record. A training set that
+    is a subset of the table's prompts fits. Mappings carry no provenance and are not checked.
+
+    Args:
+        table: The V* table (a ``ValueTable``; anything else is not checked).
+        rows: The training rows.
+        reward_funcs: The training reward functions.
+        args: The training config (its sampling fields and ``allow_v_star_mismatch``).
+        model: The reference model's name (:func:`~astarpo.llm.stage1.provenance.model_name`);
+            None skips that check.
+    """
     if not isinstance(table, ValueTable):
         return
+    sampling = {k: getattr(args, k) for k in ("max_new_tokens", "temperature", "top_p")}
     warnings = check_table_fits(
         table,
         reward_paths=[reward_path(f) for f in reward_funcs],
-        data=data_fingerprint(rows),
+        rows=rows,
+        model=model,
+        sampling=sampling,
         allow_mismatch=bool(getattr(args, "allow_v_star_mismatch", False)),
     )
     for w in warnings:

@@ -40,6 +40,7 @@ from astarpo.llm.parallel.lora import maybe_apply_lora
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.provenance import model_name
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.callbacks import Schedule, call_hook
 from astarpo.llm.training.checkpoint import (
@@ -60,7 +61,12 @@ from astarpo.llm.training.guards import (
 )
 from astarpo.llm.training.inputs import resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
-from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
+from astarpo.llm.training.run_dir import (
+    algorithm_settings,
+    announce_resume,
+    run_record,
+    start_run,
+)
 from astarpo.llm.training.update import build_optimizer, optimizer_step
 
 __all__ = ["EvalFn", "Trainer"]
@@ -128,6 +134,7 @@ class Trainer:
         self.args = args
         self.dp = DataParallel(args.parallel, args.seed_chunk_size)
         self.dp.check_batch(args.batch_size, args.minibatches)
+        reference_name = model_name(ref_model if ref_model is not None else model)
         self.device = self.dp.device(resolve_device(args.device))
         model, ref_model, tokenizer, self.rows = resolve_inputs(
             model, ref_model, tokenizer, processing_class, train_dataset, args
@@ -160,7 +167,7 @@ class Trainer:
         self.tokenizer = tokenizer
         limit = max_positions(model)
         check_prompts_fit(self.rows, tokenizer, limit, args.max_new_tokens, "train_dataset")
-        check_v_star_table(v_star_table, self.rows, self.reward_funcs, args)
+        check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
@@ -373,6 +380,7 @@ class Trainer:
         """
         args = self.args
         record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
+        record["algorithm_settings"] = algorithm_settings(self.algorithm)
         start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
         barrier()
         resume_step = None
