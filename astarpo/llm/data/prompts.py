@@ -129,6 +129,14 @@ def _is_official(row: dict[str, Any]) -> bool:
     return isinstance(rm, dict) and "ground_truth" in rm
 
 
+def _check_limit(limit: Any) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(
+            f"limit must be a whole number >= 1 (keep the first N rows) or None (all rows), "
+            f"got {limit!r}; a negative limit would drop rows from the end."
+        )
+
+
 def load_prompts(
     path: str | os.PathLike[str],
     template: str = "auto",
@@ -181,11 +189,7 @@ def load_prompts(
         raise ValueError(f"answer_format must be 'auto', 'gsm8k' or 'raw', got {answer_format!r}.")
     if (chat_template or max_prompt_tokens is not None) and tokenizer is None:
         raise ValueError("chat_template and max_prompt_tokens need a tokenizer=...")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(
-            f"limit must be a whole number >= 1 (keep the first N rows) or None (all rows), "
-            f"got {limit!r}; a negative limit would drop rows from the end."
-        )
+    _check_limit(limit)
     located = read_located_records(path)
     if limit is not None:
         located = located[:limit]

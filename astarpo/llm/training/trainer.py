@@ -35,7 +35,6 @@ from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import repeat_columns
-from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.lora import maybe_apply_lora
@@ -153,9 +152,7 @@ class Trainer:
         self.reward_funcs = as_reward_funcs(reward_funcs)
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty; give a reward function (or a list).")
-        check_train_rows(self.rows)
-        check_duplicate_answers(self.rows, "train_dataset")
-        check_reward_columns(self.reward_funcs, self.rows, "train_dataset")
+        check_train_rows(self.rows, self.reward_funcs)
         self.v_star = None
         if algorithm.needs_v_star:
             if v_star_table is None:
