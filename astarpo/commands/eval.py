@@ -65,15 +65,15 @@ def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
     """
     if spec is None:
         return None, {}
+    out: dict[str, int] = {}
     if spec.isdigit():
-        out = {"": int(spec)}
+        out[""] = int(spec)
     else:
-        out = {}
         for part in spec.split(","):
-            name, _, k = part.partition("=")
-            if not name.strip() or not k.isdigit():
+            name, _, text = part.partition("=")
+            if not name.strip() or not text.isdigit():
                 raise SystemExit(f"error: --avg {spec!r}: expected an int or name=k,...")
-            out[name.strip()] = int(k)
+            out[name.strip()] = int(text)
     for name, k in out.items():
         if k < 1:
             where = f" for {name}" if name else ""

@@ -193,8 +193,8 @@ def _to_float(v: Any, name: str, i: int) -> float:
         return 0.0
     if isinstance(v, (str, bytes)):  # float("1") would pass: a text is never a reward
         raise ValueError(
-            f"reward {name!r} returned the string {v!r} for completion {i}; a reward must "
-            "return numbers (return float(...), not text)."
+            f"reward {name!r} returned {v!r} ({type(v).__name__}) for completion {i}; a reward "
+            "must return numbers, not text: return float(...) (or None for an unscored item)."
         )
     try:
         x = float(v)

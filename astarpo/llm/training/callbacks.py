@@ -1,7 +1,10 @@
 """Callbacks of the Stage 2 loop and the schedule that decides when to evaluate and stop.
 
 A callback is any object with some of these methods (a :class:`typing.Protocol`; every hook is
-optional, TRL's ``TrainerCallback`` idea with astarpo's records):
+optional but one must be there, TRL's ``TrainerCallback`` idea with astarpo's records; the
+trainer refuses at construction, with :func:`check_callbacks`, a callback none of whose hooks
+would ever be called: a plain function, ``object()``, a hook that does not take one argument,
+or a ``transformers`` ``TrainerCallback``, whose hooks take ``(args, state, control)``):
 
 ``on_train_begin(trainer) -> None``
     Once, before the first evaluation.
@@ -39,7 +42,7 @@ HOOKS: dict[str, str] = {
 
 @runtime_checkable
 class Callback(Protocol):
-    """The one required hook; see the module docstring for the optional ones."""
+    """The hook that can stop training; see the module docstring for the others."""
 
     def on_step_end(self, record: dict[str, Any]) -> bool | None:
         """Called after every step; return ``True`` to stop training."""

@@ -94,7 +94,8 @@ class Trainer:
             template); the other keys (e.g. ``answer``) are passed to the reward functions as
             columns. Rows the model cannot read (characters its tokenizer maps to unknown,
             prompts longer than its positions) are refused here
-            (:func:`~astarpo.llm.rollout.models.check_model_fits`).
+            (:func:`~astarpo.llm.rollout.models.check_model_fits`), and so are rows lacking a
+            column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
             one fails before training starts.
@@ -106,9 +107,11 @@ class Trainer:
         eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, on the
             schedule of ``args.eval_steps`` / ``args.eval_every_seconds`` and at the end;
             logged with an ``eval/`` prefix. Its time is not counted in ``time/train_total``.
+            A result that is not a mapping of names to numbers is a ``TypeError``.
         callbacks: Objects with ``on_step_end(record) -> bool`` (``True`` stops training) and
             optionally ``on_train_begin``, ``on_evaluate``, ``on_train_end``
-            (:mod:`astarpo.llm.training.callbacks`).
+            (:mod:`astarpo.llm.training.callbacks`); one that would never be called (a plain
+            function, a ``transformers`` ``TrainerCallback``) is refused with a ``TypeError``.
         algorithm: An algorithm object to use instead of the registry's for ``args``.
     """
 
