@@ -116,7 +116,8 @@ def check_reward_columns(
 ) -> None:
     """Refuse, before any generation, rows that lack a column a reward function requires: a
     parameter of its signature without a default (other than ``prompts``, ``completions``,
-    ``completion_ids``, ``truncated``, ``report``). A reward taking ``**kwargs`` is not checked.
+    ``completion_ids``, ``truncated``, ``report``). Columns a reward reads from ``**kwargs`` are
+    not seen, so not checked.
 
     Raises:
         ValueError: naming the reward, the column and the first row without it.
@@ -139,6 +140,6 @@ def check_reward_columns(
                     name = getattr(fn, "__name__", type(fn).__name__)
                     raise ValueError(
                         f"{what}[{i}] has no {col!r} column, which the reward {name!r} needs "
-                        f"(the row has {sorted(r)}); give every row a {col!r} (e.g. the gold "
-                        "answer), or use a reward that does not read it."
+                        f"(the row has {sorted(r)}); give every row the {col!r} column (e.g. "
+                        "the gold answer), or use a reward that does not read it."
                     )

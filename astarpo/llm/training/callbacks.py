@@ -62,8 +62,8 @@ def check_callbacks(callbacks: Any) -> list[Any]:
     """
     if callbacks is None:
         return []
-    if not isinstance(callbacks, (list, tuple)):
-        callbacks = [callbacks]
+    single = any(hasattr(callbacks, h) for h in HOOKS) or not hasattr(callbacks, "__iter__")
+    callbacks = [callbacks] if single else list(callbacks)
     example = "class StopAt: def on_step_end(self, record): return record['step'] >= 10"
     for i, cb in enumerate(callbacks):
         what = f"callbacks[{i}] ({type(cb).__name__})"
@@ -94,7 +94,7 @@ def check_callbacks(callbacks: Any) -> list[Any]:
                 ) from None
             except ValueError:  # no signature to read (a builtin): trust it
                 pass
-    return list(callbacks)
+    return callbacks
 
 
 def _signature(fn: Any) -> str:
