@@ -39,6 +39,7 @@ from astarpo.llm.stage1.estimate import (
     estimate_values_by_rank,
     merge_shards,
     parse_shard,
+    part_path,
 )
 from astarpo.llm.stage1.table import ValueTable
 
@@ -94,6 +95,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_merge_template(args: argparse.Namespace) -> None:
+    """Refuse ``--merge --data`` whose ``--template`` differs from the one the shards recorded:
+    the prompts would differ, and every one would look missing from the parts.
+
+    Raises:
+        SystemExit: naming both templates and the flag to pass.
+    """
+    part = part_path(args.out, 0, args.merge)
+    if not args.data or not part.is_file():
+        return  # merge_shards names a missing part
+    made = {r.provenance.get("template") for r in ValueTable.load(part)} - {None}
+    if len(made) == 1 and args.template not in made:
+        (template,) = made
+        raise SystemExit(
+            f"error: the shards were made with --template {template!r} ({part}), but --merge "
+            f"loads --data with --template {args.template!r}, which gives other prompts; pass "
+            f"--template {template!r} (and the shards' other prompt flags)."
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run Stage 1, a merge or an import; print a one-line summary."""
 
@@ -119,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         )
         table.save(args.out)
     elif args.merge:
+        check_merge_template(args)
         table = merge_shards(args.out, args.merge, rows_of_data())
     else:
         if not args.data:

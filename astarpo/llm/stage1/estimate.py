@@ -32,6 +32,7 @@ from typing import Any
 from astarpo import __version__
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
+from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
@@ -165,8 +166,9 @@ def estimate_values(
 
     Raises:
         ValueTableError: if the file exists with different settings, or is corrupt.
-        ValueError: on bad arguments (greedy sampling with N > 1) or a generator returning the
-            wrong number of responses.
+        ValueError: on bad arguments (greedy sampling with N > 1, ``out_path`` a folder), rows
+            lacking a column a reward needs, duplicate prompts with different answers, or a
+            generator returning the wrong number of responses.
     """
 
     if n_samples < 1 or batch_size < 1:
@@ -179,8 +181,15 @@ def estimate_values(
         )
     generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
     reward_funcs = as_reward_funcs(reward_funcs)
+    check_reward_columns(reward_funcs, rows)  # before sampling, not after
+    check_duplicate_answers(rows)
     if out_path is None and shard is not None:
         raise ValueError("shard=(i, k) writes a part file; give out_path.")
+    if out_path is not None and Path(out_path).is_dir():
+        raise ValueError(
+            f"out_path {os.fspath(out_path)!r} is a folder; give the table's file name, e.g. "
+            f"{os.path.join(os.fspath(out_path), 'values.jsonl')!r}."
+        )
     path = None if out_path is None else Path(out_path)
     if path is not None and shard is not None:
         path = part_path(path, *shard)

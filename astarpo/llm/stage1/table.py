@@ -277,18 +277,25 @@ def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
 
     Raises:
         MissingPromptError: naming the first prompt missing from the table.
-        ValueError: a mapping holds a NaN or infinite V*.
+        ValueError: a mapping holds a NaN or infinite V*, or a value that is not a number
+            (a string ``"0.5"`` included).
         TypeError: ``table`` is neither.
     """
     if isinstance(table, ValueTable):
         return np.asarray(table.v_star(list(prompts)), dtype=np.float64)
     if isinstance(table, Mapping):
         for p in prompts:
+            short = p if len(p) <= 80 else p[:77] + "..."
             if p not in table:
-                short = p if len(p) <= 80 else p[:77] + "..."
                 raise MissingPromptError(
                     f"prompt {short!r} is missing from the V* mapping; run Stage 1 (astarpo "
                     "value) on the same prompts (same template) as training."
+                )
+            v = table[p]
+            if not hasattr(type(v), "__float__"):  # a text "0.5" is not a number
+                raise ValueError(
+                    f"the V* mapping holds {v!r} ({type(v).__name__}) for prompt {short!r}; V* "
+                    "values must be numbers (write 0.5, not '0.5')."
                 )
         values = np.array([float(table[p]) for p in prompts], dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(values))

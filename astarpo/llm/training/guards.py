@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import reward_path
 from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
@@ -96,13 +97,17 @@ def explain_non_finite(
         ) from error
 
 
-def check_train_rows(rows: Sequence[Mapping[str, Any]]) -> None:
-    """Refuse an empty dataset and rows without a non-empty ``prompt`` string (naming the row)."""
+def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[Any] = ()) -> None:
+    """Refuse an empty dataset, rows without a non-empty ``prompt`` string (naming the row),
+    duplicate prompts with different answers, and rows lacking a column a reward needs
+    (:func:`~astarpo.llm.data.rows.check_reward_columns`)."""
     if not rows:
         raise ValueError("train_dataset is empty.")
     for i, r in enumerate(rows):
         if not isinstance(r.get("prompt"), str) or not r["prompt"].strip():
             raise ValueError(f"train_dataset row {i} has no non-empty 'prompt' string: {r!r}.")
+    check_duplicate_answers(rows, "train_dataset")
+    check_reward_columns(reward_funcs, rows, "train_dataset")
 
 
 def check_distinct_reference(model: Any, ref_model: Any) -> None:
