@@ -6,7 +6,7 @@ Run from the repository root (vLLM installed; on CPU in ``.venv-vllm``, see ``ma
     python benchmarks/vllm_throughput.py --model ./Qwen2.5-1.5B --data train.jsonl   # a GPU
 
 Both backends are driven through the :class:`~astarpo.llm.rollout.base.Generator` interface
-exactly as ``astarpo value`` drives them: ``--batch-size`` prompts per ``generate`` call,
+exactly as ``astarpo value`` drives them: ``--prompts-per-call`` prompts per ``generate`` call,
 ``--n-samples`` responses each, seeds from :func:`astarpo.llm.rollout.seeds.derive_seed` of the
 batch's prompt keys (as Stage 1). One warm-up call per backend is not timed, nor is the engine
 start (printed separately). Prints samples/s and generated tokens/s of each backend and the

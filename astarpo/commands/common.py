@@ -15,12 +15,17 @@ from typing import Any
 
 import torch
 
+from astarpo.llm.algorithms.config import TrainConfig, config_fields
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward
 from astarpo.llm.data.scoring import load_reward
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
 from astarpo.llm.rollout.models import load_tokenizer as load_saved_tokenizer
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
+
+# One default per field: the flags that `value` and `eval` share with training take the
+# TrainConfig's defaults (the one place they are written).
+_TRAIN_DEFAULTS = {name: default for name, default, _ in config_fields(TrainConfig)}
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,8 +62,9 @@ def add_generation_arguments(p: argparse.ArgumentParser, gpu_memory_utilization:
     p.add_argument(
         "--generation-batch-size",
         type=int,
-        default=64,
-        help="most rows (prompt x sample) per generate call of the hf backend (default 64)",
+        default=_TRAIN_DEFAULTS["generation_batch_size"],
+        help="most rows (prompt x sample) per generate call of the hf backend (default "
+        f"{_TRAIN_DEFAULTS['generation_batch_size']}, as training's)",
     )
 
 
@@ -131,9 +137,10 @@ def add_reward_arguments(
         p.add_argument(
             "--reward-timeout",
             type=float,
-            default=600.0,
+            default=_TRAIN_DEFAULTS["reward_timeout"],
             help="deadline in seconds of one call of a custom reward on a batch; a hang stops "
-            "the run with an error naming the function (default 600, 0 = none)",
+            f"the run with an error naming the function (default "
+            f"{_TRAIN_DEFAULTS['reward_timeout']:g}, as training's; 0 = none)",
         )
 
 

@@ -51,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.6, help="for avg@k, k > 1 (0.6)")
     parser.add_argument("--top-p", type=float, default=0.95, help="for avg@k, k > 1 (0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of sampled responses (0)")
-    parser.add_argument("--batch-size", type=int, default=32, help="prompts per generate call")
+    parser.add_argument(
+        "--prompts-per-call", type=int, default=32, help="prompts per generate call (32)"
+    )
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace a file")
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             greedy=greedy,
             sampled=sampled,
             seed=args.seed,
-            batch_size=args.batch_size,
+            batch_size=args.prompts_per_call,
             limit=args.limit,
             template=args.template,
             progress=not args.no_progress,
@@ -135,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
                 k=k,
                 sampling=greedy if k == 1 else sampled,
                 seed=args.seed,
-                batch_size=args.batch_size,
+                batch_size=args.prompts_per_call,
                 progress=not args.no_progress,
                 reward_timeout=args.reward_timeout,
             )

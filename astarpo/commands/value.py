@@ -68,7 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
     parser.add_argument(
-        "--batch-size", type=int, default=8, help="prompts per generate call; keep it when resuming"
+        "--prompts-per-call",
+        type=int,
+        default=8,
+        help="prompts per generate call (8); keep it when resuming. (--batch-size means "
+        "prompts per optimizer step, on `astarpo train` and `astarpo bench`.)",
     )
     parser.add_argument(
         "--shard",
@@ -180,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             sampling=SamplingConfig(args.max_new_tokens, args.temperature, args.top_p),
             out_path=args.out,
             seed=args.seed,
-            batch_size=args.batch_size,
+            batch_size=args.prompts_per_call,
             **({"shard": shard} if shard is not None else {}),
             provenance={"model": args.model, "data": args.data, "template": args.template},
             progress=not args.no_progress,

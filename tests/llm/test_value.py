@@ -259,7 +259,7 @@ def test_cli_value_shards_merge_and_import(tmp_path, capsys):
     out = tmp_path / "v.jsonl"
     base = ["value", "--model", "toy", "--data", str(data), "--out", str(out), "--template", "none"]
     base += ["--n-samples", "2", "--max-new-tokens", "3", "--reward", "exact_match"]
-    base += ["--device", "cpu", "--no-progress", "--batch-size", "2"]
+    base += ["--device", "cpu", "--no-progress", "--prompts-per-call", "2"]
     assert main(base) == 0
     assert "6 prompts" in capsys.readouterr().out
     for i in range(2):

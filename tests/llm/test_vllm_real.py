@@ -327,7 +327,7 @@ def _stage1_args(model_dir: Path, data: Path, out: Path, backend: str) -> list[s
     return _astarpo(
         "value", "--model", str(model_dir), "--data", str(data), "--out", str(out),
         "--template", "none", "--reward", "vllm_helpers:first_digit_reward",
-        "--n-samples", str(N_SAMPLES), "--max-new-tokens", "4", "--batch-size", "4",
+        "--n-samples", str(N_SAMPLES), "--max-new-tokens", "4", "--prompts-per-call", "4",
         "--seed", "0", "--backend", backend, "--no-progress",
     )  # fmt: skip
 
