@@ -9,9 +9,13 @@ policy, scores them and stores
 in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
 
 The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
-are appended a batch at a time with a flush (one fsync at the end, not one per batch: a
-flush already survives a killed process); a kill can only leave a truncated last line, which
-loading drops with a warning (corruption anywhere else is an error naming the file and line).
+are appended a batch at a time, in one write through the file descriptor
+(:func:`~astarpo.llm.data.append.append_bytes`: one fsync at the end, not one per batch, as a
+write already survives a killed process); a full disk undoes the batch's write and says
+``no space left on device while appending to PATH``, and a kill can at worst leave a truncated
+last line, which loading drops with a warning (corruption anywhere else is an error naming the
+file and line). SIGTERM or SIGINT stops after the current batch, its rows written and fsynced
+(:mod:`astarpo.llm.parallel.signals`).
 A rerun with the same settings skips the prompts already in the file and, batches being a
 fixed partition of the prompts with seeds derived from the batch's prompt keys, produces the
 same table as an uninterrupted run.
@@ -30,10 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from astarpo import __version__
+from astarpo.llm.data.append import append_bytes
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
@@ -212,8 +218,13 @@ def estimate_values(
     initial = sum(k in done for k, _ in todo)
     bar = Progress(len(todo), "Stage 1 (V*)", "prompt", enabled=progress, initial=initial)
     counts: dict[str, float] = {}
-    with fh as f:
+    signals = StopSignals("the current batch and writing its rows")
+    with fh as f, signals:
+        if f is not None:
+            f.flush()  # resume_rows's repair; rows are then appended through the descriptor
         for batch in batches:
+            if signals.received:
+                _stop(signals.received, f, path, len(done), len(todo))
             if all(k in done for k, _ in batch):
                 continue
             prompts = [r["prompt"] for _, r in batch]
@@ -239,17 +250,21 @@ def estimate_values(
                 if not m.startswith("reward/") and not m.endswith("/mean"):
                     counts[m] = counts.get(m, 0.0) + v
             rewards = flat.reshape(len(batch), n_samples)
-            for (key, r), rw in zip(batch, rewards, strict=True):
-                if key in done:
-                    continue
-                row = make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
-                if f is not None:
-                    line = json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
-                    f.write(line.encode("utf-8"))
-                done[key] = row
-                bar.update(1)
-            if f is not None:
-                f.flush()  # a killed process loses at most the batch being written
+            new = {
+                key: make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
+                for (key, r), rw in zip(batch, rewards, strict=True)
+                if key not in done
+            }
+            if f is not None and path is not None:  # the rows whole or not at all
+                lines = [
+                    json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
+                    for row in new.values()
+                ]
+                append_bytes(path, "".join(lines).encode("utf-8"), f.fileno(), RESUME_HINT)
+            done.update(new)
+            bar.update(len(new))
+        if signals.received:
+            _stop(signals.received, f, path, len(done), len(todo))
         if f is not None:
             os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()
@@ -259,6 +274,21 @@ def estimate_values(
     if filter_all_wrong:
         keep = [r for r in keep if r.pass_rate > 0]
     return ValueTable(keep, path)
+
+
+RESUME_HINT = "rerun the same command: it resumes after them."
+
+
+def _stop(signum: int, f: Any, path: Path | None, done: int, total: int) -> None:
+    """Stage 1 after SIGTERM/SIGINT: make the rows durable, then raise ``Interrupted``."""
+    if f is not None:
+        os.fsync(f.fileno())
+    where = f"their rows are in {path}; rerun the same command to resume" if path else ""
+    raise Interrupted(
+        signum,
+        f"{StopSignals.name(signum)} in Stage 1 after {done} of {total} prompts"
+        + (f": {where}." if where else " (in memory: nothing written)."),
+    )
 
 
 def merge_shards(
