@@ -6,7 +6,8 @@ does not exist and creates it, so that rerunning the same command runs clean. Ki
 
 * in the reward :func:`exact_reward` (used as ``--reward faults:exact_reward``): ``kill``
   (SIGKILL to this process), ``raise``, ``hang`` (sleeps), ``sigterm_parent`` (SIGTERM to the
-  parent: ``torchrun``'s agent, which forwards it to every worker), ``sigterm`` and ``sigint`` (to itself);
+  parent: ``torchrun``'s agent, which forwards it to every worker), ``sigterm`` and ``sigint``
+  (to itself);
 * in ``generate`` (installed by running ``python tests/llm/fault_main.py ...``): ``stall``.
 
 The reward itself is an exact match of the completion with the answer, so a run with a fault
@@ -65,7 +66,9 @@ def exact_reward(completions: list[str], answer: list[str], **_: Any) -> list[fl
     kind = armed("reward", ("kill", "raise", "hang", "sigterm_parent", "sigterm", "sigint"))
     if kind:
         fire(kind)
-    return [1.0 if c.strip() == a.strip() else 0.0 for c, a in zip(completions, answer, strict=True)]
+    return [
+        1.0 if c.strip() == a.strip() else 0.0 for c, a in zip(completions, answer, strict=True)
+    ]
 
 
 def install_generate_fault() -> None:
