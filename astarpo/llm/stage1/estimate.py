@@ -9,13 +9,10 @@ policy, scores them and stores
 in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
 
 The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
-are appended a batch at a time, in one write through the file descriptor
-(:func:`~astarpo.llm.data.append.append_bytes`: one fsync at the end, not one per batch, as a
-write already survives a killed process); a full disk undoes the batch's write and says
-``no space left on device while appending to PATH``, and a kill can at worst leave a truncated
-last line, which loading drops with a warning (corruption anywhere else is an error naming the
-file and line). SIGTERM or SIGINT stops after the current batch, its rows written and fsynced
-(:mod:`astarpo.llm.parallel.signals`).
+are appended a batch at a time, whole or undone (:func:`~astarpo.llm.data.append.append_bytes`:
+a full disk is named; one fsync at the end, as a write survives a killed process); a torn last
+line is dropped with a warning (corruption elsewhere is an error naming the file and line).
+SIGTERM/SIGINT stop after the current batch, its rows written and fsynced.
 A rerun with the same settings skips the prompts already in the file and, batches being a
 fixed partition of the prompts with seeds derived from the batch's prompt keys, produces the
 same table as an uninterrupted run.
@@ -24,7 +21,6 @@ same table as an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -51,7 +47,7 @@ from astarpo.llm.stage1.rows import (
     resume_rows,
 )
 from astarpo.llm.stage1.sampler import reference_sampler
-from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.stage1.table import ValueTable, jsonl_bytes
 
 __all__ = [
     "estimate_values",
@@ -223,8 +219,6 @@ def estimate_values(
         if f is not None:
             f.flush()  # resume_rows's repair; rows are then appended through the descriptor
         for batch in batches:
-            if signals.received:
-                _stop(signals.received, f, path, len(done), len(todo))
             if all(k in done for k, _ in batch):
                 continue
             prompts = [r["prompt"] for _, r in batch]
@@ -256,15 +250,11 @@ def estimate_values(
                 if key not in done
             }
             if f is not None and path is not None:  # the rows whole or not at all
-                lines = [
-                    json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
-                    for row in new.values()
-                ]
-                append_bytes(path, "".join(lines).encode("utf-8"), f.fileno(), RESUME_HINT)
+                append_bytes(path, jsonl_bytes(new.values()), f.fileno(), "rerun the same command.")
             done.update(new)
             bar.update(len(new))
-        if signals.received:
-            _stop(signals.received, f, path, len(done), len(todo))
+            if signals.received:
+                _stop(signals.received, f, path, len(done), len(todo))
         if f is not None:
             os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()
@@ -276,18 +266,13 @@ def estimate_values(
     return ValueTable(keep, path)
 
 
-RESUME_HINT = "rerun the same command: it resumes after them."
-
-
 def _stop(signum: int, f: Any, path: Path | None, done: int, total: int) -> None:
     """Stage 1 after SIGTERM/SIGINT: make the rows durable, then raise ``Interrupted``."""
     if f is not None:
         os.fsync(f.fileno())
-    where = f"their rows are in {path}; rerun the same command to resume" if path else ""
+    where = f": their rows are in {path}; rerun the same command to resume" if path else ""
     raise Interrupted(
-        signum,
-        f"{StopSignals.name(signum)} in Stage 1 after {done} of {total} prompts"
-        + (f": {where}." if where else " (in memory: nothing written)."),
+        signum, f"{StopSignals.name(signum)} in Stage 1 after {done} of {total} prompts{where}."
     )
 
 
