@@ -125,7 +125,7 @@ def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
         make_toy_model(tokenizer, seed=0, **TINY),
         None,
         [sigint_at_step_2],
-        args=AStarPOConfig(**cfg, **kw),
+        args=AStarPOConfig(**(cfg | kw)),
         train_dataset=rows,
         v_star_table={r["prompt"]: 0.1 for r in rows},
         tokenizer=tokenizer,

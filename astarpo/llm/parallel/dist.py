@@ -140,7 +140,7 @@ def init_distributed(
     Returns:
         This process's :class:`DistInfo`.
     """
-    if not (isinstance(dist_timeout, (int, float)) and dist_timeout > 0):
+    if not (isinstance(dist_timeout, (int, float)) and 0 < dist_timeout < float("inf")):
         raise ValueError(f"dist_timeout must be a number of seconds > 0, got {dist_timeout!r}.")
     info = dist_info_from_env()
     if not info.distributed:
