@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from astarpo import __version__
+from astarpo.commands.config_file import add_config_argument, apply_config_file
 
 VERBS: dict[str, str] = {
     "theory": "exact log-linear bandit experiments (horizon, samples, grid, coverage, ..., all)",
@@ -32,6 +33,10 @@ VERBS: dict[str, str] = {
     "demo": "the CPU demo: SFT reference, Stage 1, A*-PO, evaluation and a report",
     "bench": "A*-PO against GRPO/RLOO/PPO/REBEL side by side: time, memory, accuracy",
 }
+
+
+#: Verbs that take ``--config FILE`` (:mod:`astarpo.commands.config_file`).
+CONFIG_VERBS = ("value", "train", "eval", "bench")
 
 
 class Parser(argparse.ArgumentParser):
@@ -57,8 +62,20 @@ def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if verbs is None or verb in verbs:
             module = importlib.import_module(f"astarpo.commands.{verb}")
             module.add_arguments(p)
+            if verb in CONFIG_VERBS:
+                add_config_argument(p)
             p.set_defaults(_module=module)
     return parser
+
+
+def config_spec(argv: Sequence[str]) -> str | None:
+    """The value of ``--config`` in ``argv`` (``--config F`` or ``--config=F``), or None."""
+    for i, a in enumerate(argv):
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,6 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     wanted = [a for a in argv if not a.startswith("-")][:1]
     parser = build_parser([a for a in wanted if a in VERBS] or None)
+    spec = config_spec(argv)
+    if spec is not None and wanted and wanted[0] in CONFIG_VERBS:
+        verb_parsers = next(
+            a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        try:  # the file's values become the verb's defaults; flags still override them
+            apply_config_file(verb_parsers[wanted[0]], wanted[0], spec)
+        except SystemExit as e:
+            print(one_line(str(e.code)), file=sys.stderr)
+            return 2
     args = parser.parse_args(argv)
     try:
         return int(args._module.run(args) or 0)

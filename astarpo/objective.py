@@ -6,7 +6,7 @@ functions; nothing re-derives :math:`V^*` or the loss inline.
 Each function accepts numpy arrays or torch tensors (and Python floats), returns the same kind,
 keeps float32/float64, and lets torch gradients flow.
 
-Notation (Gao et al. 2025, arXiv 2505.20686):
+Notation (Brantley et al. 2025, arXiv 2505.20686):
 
 * Stage 1 (Eq. 3): :math:`\hat V^*(x) = \beta_1 \log \frac{1}{N} \sum_{i=1}^N e^{r(x, y_i)/\beta_1}`
   with :math:`y_i \sim \pi_{\mathrm{ref}}(\cdot\mid x)`.

@@ -9,6 +9,7 @@ never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward
 from astarpo.llm.data.scoring import load_reward
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
+from astarpo.llm.rollout.models import load_tokenizer as load_saved_tokenizer
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 
 
@@ -76,7 +78,20 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--system-prompt", help="system message for --chat-template")
     p.add_argument("--max-prompt-tokens", type=int, help="drop longer prompts (default: keep all)")
-    p.add_argument("--limit", type=int, help="use only the first N rows of each file")
+    p.add_argument(
+        "--limit", type=positive_int, help="use only the first N rows of each file (N >= 1)"
+    )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def load_prompts_from_args(args: argparse.Namespace, path: str, tokenizer: Any) -> list[dict]:
@@ -134,6 +149,48 @@ def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> N
         )
 
 
+def check_writable(path: str | None, flag: str = "--out") -> None:
+    """Refuse, before a long run, a result path that cannot be written: a folder, or a place
+    whose folder cannot be created or written. Creates the missing parent folders.
+
+    Raises:
+        SystemExit: a usage error naming the path and the fix.
+    """
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise SystemExit(f"error: {flag} {path} is a folder; give a file name in it.")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(
+            f"error: {flag} {path}: cannot create its folder {str(p.parent)!r} "
+            f"({e.strerror or e}); choose a writable path."
+        ) from e
+    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise SystemExit(f"error: {flag} {path} is not writable; choose a writable path.")
+
+
+def check_device(device: str) -> None:
+    """Refuse ``--device cuda...`` when this torch has no CUDA or sees no GPU.
+
+    Raises:
+        SystemExit: a usage error naming the cause and the fix.
+    """
+    if not device.startswith("cuda") or torch.cuda.is_available():
+        return
+    why = (
+        "this torch is a CPU-only build (torch.version.cuda is None)"
+        if torch.version.cuda is None
+        else "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
+    )
+    raise SystemExit(
+        f"error: --device {device}: no CUDA: {why}. Use --device cpu (or auto), or install a "
+        "CUDA build of torch."
+    )
+
+
 def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:
     """Reward functions from CLI names (math_verify gets its own pool with ``timeout``)."""
     out = []
@@ -154,9 +211,7 @@ def load_tokenizer(spec: str | None) -> Any:
         raise SystemExit(
             f"error: --model {spec!r} is not a local directory; nothing is downloaded."
         )
-    from transformers import AutoTokenizer  # the llm extra
-
-    return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+    return load_saved_tokenizer(spec)  # refuses a directory without tokenizer files
 
 
 def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
@@ -167,23 +222,26 @@ def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> t
     """
     if not spec:
         raise SystemExit("error: --model is required (a local model directory or 'toy').")
+    check_device(device)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     if spec == "toy":
         tokenizer = make_char_tokenizer()
-        return make_toy_model(tokenizer, seed=0).to(dev), tokenizer
+        toy = make_toy_model(tokenizer, seed=0)
+        toy.config._name_or_path = "toy"  # the name a V* table made with --model toy records
+        return toy.to(dev), tokenizer
     path = Path(spec)
     if not (path / "config.json").is_file():
         raise SystemExit(
             f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
             "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
         )
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # the llm extra
+    from transformers import AutoModelForCausalLM  # the llm extra
 
     if dtype == "auto":
         torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
     else:
         torch_dtype = getattr(torch, dtype)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer = load_saved_tokenizer(path)  # before the weights; refuses a missing tokenizer
     model: Any = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, dtype=torch_dtype
     )

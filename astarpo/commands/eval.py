@@ -16,6 +16,7 @@ from astarpo.commands.common import (
     add_model_arguments,
     add_reward_arguments,
     build_rewards,
+    check_writable,
     load_model,
     load_prompts_from_args,
     load_tokenizer,
@@ -57,18 +58,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_avg(spec: str | None) -> tuple[int | None, dict[str, int]]:
-    """``"8"`` -> ``(8, {})``; ``"amc2023=32,aime24=8"`` -> ``(None, {...})``."""
-    if not spec:
+    """``"8"`` -> ``(8, {})``; ``"amc2023=32,aime24=8"`` -> ``(None, {...})``.
+
+    Raises:
+        SystemExit: a usage error for anything else, a k below 1 included.
+    """
+    if spec is None:
         return None, {}
+    out: dict[str, int] = {}
     if spec.isdigit():
-        return int(spec), {}
-    out = {}
-    for part in spec.split(","):
-        name, _, k = part.partition("=")
-        if not k.isdigit():
-            raise SystemExit(f"error: --avg {spec!r}: expected an int or name=k,...")
-        out[name.strip()] = int(k)
-    return None, out
+        out[""] = int(spec)
+    else:
+        for part in spec.split(","):
+            name, _, text = part.partition("=")
+            if not name.strip() or not text.isdigit():
+                raise SystemExit(f"error: --avg {spec!r}: expected an int or name=k,...")
+            out[name.strip()] = int(text)
+    for name, k in out.items():
+        if k < 1:
+            where = f" for {name}" if name else ""
+            raise SystemExit(
+                f"error: --avg {spec!r}: k{where} is {k}; give k >= 1 responses per prompt (1 = "
+                "greedy pass@1, k > 1 = sampled avg@k)."
+            )
+    return (out.pop(""), {}) if "" in out else (None, out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.data and not args.benchmarks:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
     refuse_existing(args.out, args.overwrite)  # before the (long) evaluation
+    check_writable(args.out)
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from astarpo.commands.common import (
 from astarpo.llm.algorithms.config import config_fields
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
-from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
 
@@ -67,7 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="training prompts: a .jsonl, .json or .parquet file, a Dataset.save_to_disk "
         "folder, or hf:NAME[:CONFIG]:SPLIT (a hub dataset, downloaded only when named)",
     )
-    parser.add_argument("--v-star", help="the Stage 1 V* table (from `astarpo value`)")
+    parser.add_argument(
+        "--v-star",
+        help="the Stage 1 V* table (from `astarpo value`): a .jsonl/.parquet file or a folder "
+        "from `astarpo value --export`",
+    )
     parser.add_argument("--out", required=True, help="output directory (metrics, checkpoints)")
     parser.add_argument(
         "--ref-model",
@@ -151,14 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if spec.algorithm.needs_v_star:
         if not args.v_star:
             raise SystemExit(f"error: --algo {args.algo} needs --v-star (run `astarpo value`).")
-        table = ValueTable.load(args.v_star)
-        warnings = check_table_fits(
-            table,
-            model=args.ref_model or args.model,
-            allow_mismatch=getattr(cfg, "allow_v_star_mismatch", False),
-        )  # the trainer checks the rewards and the prompt set
-        for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
+        table = ValueTable.load(args.v_star)  # the trainer checks its provenance
     rewards = build_rewards(args.reward, args.math_verify_timeout, default="math_verify")
     trainer = Trainer(
         model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer

@@ -12,6 +12,7 @@ Three modes:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from astarpo.llm.stage1.estimate import (
     estimate_values_by_rank,
     merge_shards,
     parse_shard,
+    part_path,
 )
 from astarpo.llm.stage1.table import ValueTable
 
@@ -55,7 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reward_arguments(parser)
     parser.add_argument("--n-samples", type=int, default=8, help="N responses per prompt (8)")
     parser.add_argument("--beta1", type=float, default=0.5, help="KL strength of V* (0.5)")
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=256,
+        help="per response (256, as training's default: training refuses a table sampled with "
+        "another budget)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
@@ -79,12 +87,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
     )
+    parser.add_argument(
+        "--export",
+        metavar="DIR",
+        help="also write the finished table as a datasets folder (the training data with "
+        "v_star, pass_rate and rewards columns; what the official scripts and the TRL forks "
+        "read; `astarpo train --v-star DIR` reads it too)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--overwrite",
         action="store_true",
         help="let --merge/--import-official replace an existing --out (estimation resumes it)",
     )
+
+
+def check_merge_template(args: argparse.Namespace) -> None:
+    """Refuse ``--merge --data`` whose ``--template`` differs from the one the shards recorded:
+    the prompts would differ, and every one would look missing from the parts.
+
+    Raises:
+        SystemExit: naming both templates and the flag to pass.
+    """
+    part = part_path(args.out, 0, args.merge)
+    if not args.data or not part.is_file():
+        return  # merge_shards names a missing part
+    made = {r.provenance.get("template") for r in ValueTable.load(part)} - {None}
+    if len(made) == 1 and args.template not in made:
+        (template,) = made
+        raise SystemExit(
+            f"error: the shards were made with --template {template!r} ({part}), but --merge "
+            f"loads --data with --template {args.template!r}, which gives other prompts; pass "
+            f"--template {template!r} (and the shards' other prompt flags)."
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
+    if args.export and Path(args.export).exists():  # refused before any sampling
+        raise SystemExit(f"error: --export {args.export!r} exists; choose a new folder.")
     if args.import_official or args.merge:
         refuse_existing(args.out, args.overwrite)
     if args.import_official:
@@ -110,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         )
         table.save(args.out)
     elif args.merge:
+        check_merge_template(args)
         table = merge_shards(args.out, args.merge, rows_of_data())
     else:
         if not args.data:
@@ -158,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if quiet:
         return 0
+    if args.export:
+        table.export(args.export)
+        print(f"exported {len(table)} rows to {args.export} (datasets.load_from_disk)")
     v = table.v_star([r.prompt for r in table]) if len(table) else np.zeros(0)
     wrong = sum(r.pass_rate == 0 for r in table)
     print(

@@ -22,6 +22,7 @@ import numpy as np
 
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
+from astarpo.llm.data.rows import check_reward_columns
 from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
@@ -123,12 +124,21 @@ def evaluate(
         "correct" (correct responses per prompt, ``[P]``)}``.
 
     Raises:
-        ValueError: if ``rows`` is empty, ``k < 1``, or ``k > 1`` with greedy decoding.
+        ValueError: if ``rows`` is empty, a row has no ``prompt`` text or lacks a column a
+            reward needs (checked before generating), ``k < 1``, or ``k > 1`` with greedy
+            decoding.
     """
     if not rows:
         raise ValueError("no rows to evaluate.")
     if k < 1 or batch_size < 1:
         raise ValueError(f"k and batch_size must be >= 1, got {k}, {batch_size}.")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping) or not isinstance(row.get("prompt"), str):
+            raise ValueError(
+                f"rows[{i}] has no 'prompt' text ({row!r:.80}); load the rows with "
+                "astarpo.llm.data.load_prompts, which adds it."
+            )
+    check_reward_columns(reward_funcs, rows)
     sampling = sampling if sampling is not None else SamplingConfig(1024, 0.0, 1.0)
     if k > 1 and sampling.greedy:
         raise ValueError(f"avg@{k} needs sampling with temperature > 0; greedy gives k copies.")

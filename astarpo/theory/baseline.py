@@ -17,7 +17,7 @@ from astarpo.theory.stage2 import Stage2Config, log_policy_torch, run_loop
 from astarpo.theory.streams import BASELINE, generators
 from astarpo.theory.tracking import Stage2Result
 
-__all__ = ["policy_gradient_baseline"]
+__all__ = ["overconfident_gap", "policy_gradient_baseline", "split_gap"]
 
 
 def policy_gradient_baseline(
@@ -73,3 +73,48 @@ def policy_gradient_baseline(
         track_fisher=cfg.track_fisher,
     )
     return run_loop(bandit, plain, n_seeds, gradient)
+
+
+def overconfident_gap(bandit: LogLinearBandit, beta: float) -> float:
+    r"""The gap at which the PG baseline stops once it has put (almost) no mass on wrong answers.
+
+    With 0/1 rewards, a policy that puts no mass on wrong answers and splits the correct ones as
+    :math:`\pi^*_\beta` does has gap :math:`\beta E_x[-\log \pi^*_\beta(C_x|x)]`, :math:`C_x` the
+    correct answers. The group-centred PG gradient is exactly zero whenever every sampled action
+    is correct and the correct ones have equal scores, so a step that overshoots into that region
+    is absorbed there: only a wrong sample, whose probability the overshoot made tiny, moves it.
+
+    Args:
+        bandit: The instance (0/1 rewards).
+        beta: The KL strength.
+
+    Returns:
+        :math:`\beta \sum_x \rho(x) (-\log \pi^*_\beta(C_x|x))`.
+    """
+    log_opt = bandit.log_optimal_policy(beta)
+    correct = bandit.rewards > 0.5
+    log_mass = np.logaddexp.reduce(np.where(correct, log_opt, -np.inf), axis=-1)
+    return float(beta * (bandit.context_probs * -log_mass).sum())
+
+
+def split_gap(bandit: LogLinearBandit, policy: np.ndarray, beta: float) -> float:
+    r"""The part of the gap due to the mass a policy puts on wrong answers as a whole.
+
+    :math:`\mathrm{KL}(\pi\|\pi^*)` splits into the KL between the Bernoulli laws of "correct"
+    under :math:`\pi` and :math:`\pi^*`, plus the KLs within the correct and within the wrong
+    answers; this returns :math:`\beta E_x` of the first term (0/1 rewards).
+
+    Args:
+        bandit: The instance.
+        policy: :math:`\pi(y|x)`, ``[X, Y]``.
+        beta: The KL strength.
+
+    Returns:
+        :math:`\beta \sum_x \rho(x)\,\mathrm{KL}(\mathrm{Ber}(\pi(C_x|x))\,\|\,
+        \mathrm{Ber}(\pi^*(C_x|x)))`.
+    """
+    correct = bandit.rewards > 0.5
+    p = np.clip((np.asarray(policy) * correct).sum(-1), 1e-300, 1 - 1e-16)
+    q = np.clip((bandit.optimal_policy(beta) * correct).sum(-1), 1e-300, 1 - 1e-16)
+    kl = p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+    return float(beta * (bandit.context_probs * kl).sum())

@@ -1,44 +1,126 @@
-r"""Figure helpers shared by the experiments (Agg canvas, no global backend change).
+r"""Figure helpers shared by the experiments (Agg canvas, no global backend or rcParams change).
 
-Every figure draws means over seeds with their 95% intervals (shaded), labels in mathtext
-(e.g. ``$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi_T)$``), reference slope lines on rate plots and
-the fit window as a grey span. Each experiment module has its own ``plot(result, path)``;
-:func:`plot` picks it from ``result["experiment"]``.
+Every figure is :data:`WIDTH` inches wide, drawn at :data:`DPI` with every text at
+:data:`FONT` pt or more, so that on the docs page (about 736 CSS px of content width) its text
+shows at 9.8 pt or more. Legends sit outside the data (below the panel or the figure) with at
+most :data:`MAX_LEGEND` entries; exact zeros on a log axis are marked and labelled, not drawn
+at a tiny value. Means over seeds come with their 95% intervals (shaded bands or error bars).
+Each experiment module has its own ``plot(result, path)``, decorated with :func:`styled`.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["band", "figure", "fit_window", "reference_slopes", "save"]
+__all__ = [
+    "DPI",
+    "FONT",
+    "MAX_LEGEND",
+    "WIDTH",
+    "band",
+    "check_figure",
+    "figure",
+    "fit_window",
+    "legend_below",
+    "mark_zeros",
+    "reference_slopes",
+    "save",
+    "styled",
+]
 
-TINY = 1e-12
+#: Figure width in inches: the docs show it at about 736 CSS px, so 10 pt text shows at 9.8 pt.
+WIDTH = 7.5
+#: Resolution of the saved PNG.
+DPI = 150
+#: Smallest font size in pt of any text in a figure.
+FONT = 10.0
+#: Most entries of one legend.
+MAX_LEGEND = 8
 #: The gap's mathtext label.
 GAP = r"$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi)$"
+_STYLE: dict[str, Any] = {
+    "font.size": FONT,
+    "axes.titlesize": FONT,
+    "axes.labelsize": FONT,
+    "xtick.labelsize": FONT,
+    "ytick.labelsize": FONT,
+    "legend.fontsize": FONT,
+    "legend.title_fontsize": FONT,
+    "figure.titlesize": FONT + 1,
+    "lines.linewidth": 1.5,
+    "legend.frameon": False,
+}
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def figure(n_panels: int, width: float = 4.2, height: float = 3.4, rows: int = 1) -> Any:
-    """A constrained-layout figure with ``rows x n_panels`` axes; returns ``(fig, axes)``."""
+def styled(fn: F) -> F:
+    """Run a ``plot`` function under this module's font sizes (a local ``rc_context``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+
+        with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def figure(cols: int = 1, rows: int = 1, height: float = 2.9, **kw: Any) -> Any:
+    """A constrained-layout figure :data:`WIDTH` wide with ``rows x cols`` axes.
+
+    Args:
+        cols: Panels per row.
+        rows: Rows of panels.
+        height: Height of one row in inches.
+        **kw: Passed to ``Figure.subplots`` (e.g. ``gridspec_kw``).
+
+    Returns:
+        ``(fig, axes)`` with ``axes`` flat, in row order.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width * n_panels, height * rows), layout="constrained")
+    fig = Figure(figsize=(WIDTH, height * rows), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, n_panels, squeeze=False)
-    return fig, (axes[0] if rows == 1 else axes)
+    axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    return fig, list(axes.ravel())
 
 
-def band(ax: Any, x: Any, ci: dict[str, Any], label: str, **kw: Any) -> Any:
-    """Geometric mean over seeds with the 95% interval of the mean log (for log axes)."""
-    mean = np.maximum(np.ravel(ci["gmean"]), TINY)
-    lo = np.maximum(np.ravel(ci["glo"]), TINY)
-    hi = np.maximum(np.ravel(ci["ghi"]), TINY)
-    (line,) = ax.plot(x, mean, label=label, **kw)
-    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+def band(ax: Any, x: Any, ci: dict[str, Any], label: str | None, **kw: Any) -> Any:
+    """Geometric mean over seeds with the 95% interval of the mean log (for log axes).
+
+    Exact zeros are left out of the line (see :func:`mark_zeros`).
+    """
+    mean = np.ravel(ci["gmean"]).astype(float)
+    lo, hi = np.ravel(ci["glo"]).astype(float), np.ravel(ci["ghi"]).astype(float)
+    pos = mean > 1e-300
+    (line,) = ax.plot(np.asarray(x)[pos], mean[pos], label=label, **kw)
+    ax.fill_between(
+        np.asarray(x)[pos], lo[pos], hi[pos], color=line.get_color(), alpha=0.2, linewidth=0
+    )
     return line
+
+
+def mark_zeros(ax: Any, x: Any, y: Any, color: Any, offset: float = 0.0) -> bool:
+    """Mark points whose value is exactly 0 on a log axis: a triangle on the lower edge, "0".
+
+    Returns:
+        Whether any zero was marked.
+    """
+    from matplotlib.transforms import blended_transform_factory
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    zero = y == 0
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    for xi in x[zero]:
+        ax.plot([xi + offset], [0.03], "v", color=color, ms=7, transform=trans, clip_on=False)
+    return bool(zero.any())
 
 
 def reference_slopes(
@@ -49,19 +131,58 @@ def reference_slopes(
     x0 = float(x.min() if anchor is None else anchor)
     styles = ("--", ":", "-.")
     for (label, s), ls in zip(slopes.items(), styles, strict=False):
-        ax.plot(x, y0 * (x / x0) ** s, ls, color="0.45", lw=0.9, label=label)
+        ax.plot(x, y0 * (x / x0) ** s, ls, color="0.45", lw=1.0, label=label)
 
 
 def fit_window(ax: Any, x_min: float, x_max: float) -> None:
-    """Shade the range of x a slope was fitted on."""
-    ax.axvspan(x_min, x_max, color="0.85", alpha=0.35, lw=0, label="fit window")
+    """Shade the range of x a slope was fitted on (unlabelled: the captions say so)."""
+    ax.axvspan(x_min, x_max, color="0.85", alpha=0.35, lw=0)
 
 
-def save(fig: Any, path: str | Path, title: str, log_note: bool = True) -> Path:
-    """Title the figure and write it as a PNG."""
-    note = " (log axes: geometric mean, 95% interval of the mean log)" if log_note else ""
-    fig.suptitle(title + note, fontsize=10)
+def legend_below(
+    fig: Any, handles: Any, labels: Any, ncol: int = 2, where: str = "center", **kw: Any
+) -> Any:
+    """A figure legend under all panels (outside the data); ``where``: left, center or right."""
+    return fig.legend(handles, labels, loc=f"outside lower {where}", ncol=ncol, **kw)
+
+
+def check_figure(fig: Any) -> None:
+    """Raise ``ValueError`` if a figure breaks the rules of this module's docstring."""
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    width = fig.get_figwidth()
+    if width > WIDTH + 1e-9:
+        raise ValueError(f"figure is {width:.2f} in wide; at most {WIDTH} in (use more rows).")
+    for t in fig.findobj(Text):
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() < FONT - 1e-9:
+            raise ValueError(
+                f"text {t.get_text()!r} is {t.get_fontsize():.1f} pt; every text must be "
+                f">= {FONT} pt to be readable on the page."
+            )
+    for leg in fig.findobj(Legend):
+        n = len(leg.get_texts())
+        if n > MAX_LEGEND:
+            raise ValueError(f"a legend has {n} entries; at most {MAX_LEGEND} (split panels).")
+
+
+def save(fig: Any, path: str | Path, title: str, strict: bool = False) -> Path:
+    """Title the figure and write it as a PNG at :data:`DPI`.
+
+    Args:
+        fig: The figure.
+        path: Where to write it.
+        title: The figure's title.
+        strict: Check the figure first (:func:`check_figure`; raises ``ValueError``). Every
+            experiment of this package passes ``True``.
+
+    Returns:
+        ``path``.
+    """
+    fig.suptitle(title)
+    if strict:
+        check_figure(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=DPI)
     return path

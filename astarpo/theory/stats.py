@@ -12,13 +12,17 @@ __all__ = ["fit_additive", "fit_slope", "local_slopes", "mean_ci"]
 
 
 def _t_interval(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over axis 0 and the half-width of its 95% Student-t interval (0 with one row)."""
     from scipy.stats import t as student_t
 
     n = v.shape[0]
     mean = v.mean(0)
     if n < 2:
         return mean, np.zeros_like(mean)
-    return mean, student_t.ppf(0.975, n - 1) * v.std(0, ddof=1) / math.sqrt(n)
+    sem = v.std(0, ddof=1) / math.sqrt(n)
+    with np.errstate(invalid="ignore"):
+        lo, _ = student_t.interval(0.95, n - 1, loc=mean, scale=sem)
+    return mean, np.where(sem > 0, mean - lo, 0.0)
 
 
 def mean_ci(values: np.ndarray) -> dict[str, list[float] | float]:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["BASELINE", "STAGE1", "STAGE2", "generators", "log_checkpoints"]
+__all__ = ["BASELINE", "PROBE", "STAGE1", "STAGE2", "generators", "log_checkpoints"]
 
 #: Role of the Stage 1 reference samples.
 STAGE1 = 1
@@ -20,6 +20,8 @@ STAGE1 = 1
 STAGE2 = 2
 #: Role of the policy-gradient baseline's samples.
 BASELINE = 3
+#: Role of the gradient draws that measure a variance (``two-beta``).
+PROBE = 4
 
 
 def generators(role: int, seed: int, n_seeds: int, tag: int = 0) -> list[np.random.Generator]:

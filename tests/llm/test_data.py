@@ -185,6 +185,8 @@ def test_saved_hf_dataset_is_a_data_source(tmp_path):
 
 def test_hub_dataset_names_are_parsed_without_contacting_the_hub(monkeypatch):
     datasets = pytest.importorskip("datasets")
+    import astarpo.llm.data.hub as hub
+
     calls = []
 
     def fake_load_dataset(name, config, split):
@@ -192,6 +194,7 @@ def test_hub_dataset_names_are_parsed_without_contacting_the_hub(monkeypatch):
         return [{"question": "1+1?", "answer": "#### 2"}]
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(hub, "hub_reachable", lambda endpoint: True)  # no probe of the network
     assert load_prompts("hf:openai/gsm8k:main:train")[0]["answer"] == "2"
     read_records("hf:openai/gsm8k:test")
     read_records("hf:some/set")

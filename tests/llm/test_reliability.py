@@ -304,16 +304,18 @@ def test_case5_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):
         ValueTable.load(dup)
 
 
-def test_case5_table_of_another_reward_or_data_is_refused_by_training(tokenizer, tmp_path):
+def test_case5_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tmp_path):
     table = ValueTable.load(_table_file(tmp_path, ROWS).path)
     prov = next(iter(table)).provenance
     assert prov["reward_path"] == ["astarpo.llm.data.rewards:exact_match_reward"]
     assert {"beta1", "n_samples", "model", "sampling", "data"} <= set(prov)
     with pytest.raises(ValueTableError, match="reward_path: table"):
         trainer(tokenizer, tmp_path / "a", rewards=[first_digit_reward], table=table)
-    with pytest.raises(ValueTableError, match="prompt set"):
-        trainer(tokenizer, tmp_path / "b", rewards=[exact_match_reward], rows=ROWS[:4],
-                table=table)  # fmt: skip
+    # A subset of the table's prompts fits (the all-wrong filter, a split); another answer not.
+    trainer(tokenizer, tmp_path / "b", rewards=[exact_match_reward], rows=ROWS[:4], table=table)
+    other = [dict(ROWS[0], answer="999"), *ROWS[1:4]]
+    with pytest.raises(ValueTableError, match="answer of prompt"):
+        trainer(tokenizer, tmp_path / "b2", rewards=[exact_match_reward], rows=other, table=table)
     # The explicit override accepts it; the right reward and data pass.
     trainer(tokenizer, tmp_path / "c", table=table, allow_v_star_mismatch=True)
     trainer(tokenizer, tmp_path / "d", rewards=[exact_match_reward], table=table)

@@ -42,8 +42,9 @@ class AStarPOConfig(TrainConfig):
     )
     allow_v_star_mismatch: bool = doc_field(
         False,
-        "Train with a V* table whose provenance (reward functions' dotted paths, prompt set) "
-        "differs from this run's; refused by default.",
+        "Train with a V* table whose provenance (reference model, reward functions' dotted "
+        "paths, sampling settings, gold answers) differs from this run's; refused by default. "
+        "A training set that is a subset of the table's prompts needs no override.",
     )
 
     def __post_init__(self) -> None:

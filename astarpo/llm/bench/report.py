@@ -29,7 +29,7 @@ __all__ = ["PAPER", "REUSED", "summarize", "to_markdown", "write"]
 #: The name of the A*-PO runs read without their Stage 1 time.
 REUSED = "astarpo (Stage 1 reused)"
 
-#: Figures of the A*-PO paper (Gao et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).
+#: Figures of the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).
 PAPER: dict[str, Any] = {
     "training_hours": {
         "1.5B": {"astarpo": 6.92, "grpo": 15.01},

@@ -11,29 +11,33 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from typing import IO
 
 __all__ = ["append_bytes"]
 
 
 def append_bytes(
-    path: str | os.PathLike[str], data: bytes, fd: int | None = None, then: str = ""
+    path: str | os.PathLike[str], data: bytes, file: IO[bytes] | None = None, then: str = ""
 ) -> None:
     """Append ``data`` to ``path`` (created if missing), whole or not at all.
 
     Args:
         path: The file (named in errors).
         data: What to append (whole lines).
-        fd: An open descriptor of ``path`` to write through (default: open and close it here).
-            Flush any Python buffer on it first.
+        file: ``path`` opened in binary mode, to write through its descriptor after flushing
+            its buffer (default: open and close ``path`` here).
         then: What the user does after freeing space (appended to the disk-full message).
 
     Raises:
         OSError: ``errno.ENOSPC``, "no space left on device while appending to PATH ...";
             other write errors as raised. In both cases ``path`` is as it was before the call.
     """
-    own = fd is None
-    if fd is None:
+    own = file is None
+    if file is None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    else:
+        file.flush()  # what the file object holds goes first
+        fd = file.fileno()
     try:
         start = os.lseek(fd, 0, os.SEEK_END)
         try:

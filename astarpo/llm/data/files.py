@@ -36,6 +36,20 @@ def read_located_records(path: str | os.PathLike[str]) -> list[tuple[str, dict[s
     if str(path).startswith("hf:") or is_saved_dataset(Path(path)):
         return [(f"{path}: row {i}", r) for i, r in enumerate(read_hf_dataset(str(path)))]
     p = Path(path)
+    if p.is_dir():
+        inside = sorted(
+            f.name for f in p.iterdir() if f.suffix.lower() in (".jsonl", ".json", ".parquet")
+        )
+        hint = (
+            f" It holds {inside[:5]}: pass one of them, e.g. {str(p / inside[0])!r}."
+            if inside
+            else ""
+        )
+        raise ValueError(
+            f"data {str(p)!r} is a folder but not a dataset saved with Dataset.save_to_disk (no "
+            f"dataset_info.json, state.json or dataset_dict.json); give a .jsonl/.json/.parquet "
+            f"file.{hint}"
+        )
     if not p.is_file():
         raise FileNotFoundError(
             f"data file {str(p)!r} does not exist (give a .jsonl/.json/.parquet file, a folder "

@@ -129,6 +129,14 @@ def _is_official(row: dict[str, Any]) -> bool:
     return isinstance(rm, dict) and "ground_truth" in rm
 
 
+def _check_limit(limit: Any) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(
+            f"limit must be a whole number >= 1 (keep the first N rows) or None (all rows), "
+            f"got {limit!r}; a negative limit would drop rows from the end."
+        )
+
+
 def load_prompts(
     path: str | os.PathLike[str],
     template: str = "auto",
@@ -167,19 +175,21 @@ def load_prompts(
         system_prompt: Optional system message for the chat template.
         max_prompt_tokens: Drop prompts longer than this many tokens (the count of dropped rows
             is logged; use :func:`filter_prompt_length` to get it). Default None (keep all).
-        limit: Keep only the first ``limit`` rows of the file (before filtering).
+        limit: Keep only the first ``limit`` rows of the file (before filtering); >= 1.
 
     Returns:
         Rows ``{"prompt", "problem", "answer"}`` (+ ``"solution"`` when the answer was
         extracted), in file order.
 
     Raises:
-        FileNotFoundError, KeyError, ValueError: with the file, column or row at fault.
+        FileNotFoundError, KeyError, ValueError: with the file, column or row at fault (or
+            the argument: a ``limit`` below 1).
     """
     if answer_format not in ("auto", "gsm8k", "raw"):
         raise ValueError(f"answer_format must be 'auto', 'gsm8k' or 'raw', got {answer_format!r}.")
     if (chat_template or max_prompt_tokens is not None) and tokenizer is None:
         raise ValueError("chat_template and max_prompt_tokens need a tokenizer=...")
+    _check_limit(limit)
     located = read_located_records(path)
     if limit is not None:
         located = located[:limit]

@@ -166,9 +166,36 @@ def _call_with_deadline(fn: RewardFunc, kwargs: dict[str, Any], timeout: float) 
     return box["out"]
 
 
+def _reward_values(out: Any, name: str, b: int) -> list[Any]:
+    """The ``b`` values a reward returned for a batch, as a list (a list, tuple or array).
+
+    Raises:
+        ValueError: naming the reward, when it returned ``None``, a single number, a string or
+            another non-sequence, or a sequence of the wrong length.
+    """
+    try:
+        if isinstance(out, (str, bytes, Mapping)):
+            raise TypeError
+        values = list(out)
+    except TypeError:  # None, a single number, a 0-d array, ...
+        raise ValueError(
+            f"reward {name!r} returned {out!r:.60} ({type(out).__name__}) for a batch of {b} "
+            f"completions; it must return a list of {b} numbers, one per completion (None in "
+            "the list marks an unscored item). Fix the function's return statement."
+        ) from None
+    if len(values) != b:
+        raise ValueError(f"reward {name!r} returned {len(values)} values for {b} completions.")
+    return values
+
+
 def _to_float(v: Any, name: str, i: int) -> float:
     if v is None:
         return 0.0
+    if isinstance(v, (str, bytes)):  # float("1") would pass: a text is never a reward
+        raise ValueError(
+            f"reward {name!r} returned {v!r} ({type(v).__name__}) for completion {i}; a reward "
+            "must return numbers, not text: return float(...) (or None for an unscored item)."
+        )
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -287,9 +314,7 @@ def compute_rewards(
         name = reward_name(fn)
         report = RewardReport()
         kwargs = accepted_kwargs(fn, {**columns, **given, "report": report})
-        out = list(_call_with_deadline(fn, kwargs, timeout))
-        if len(out) != b:
-            raise ValueError(f"reward {name!r} returned {len(out)} values for {b} completions.")
+        out = _reward_values(_call_with_deadline(fn, kwargs, timeout), name, b)
         values = np.array([_to_float(v, name, i) for i, v in enumerate(out)], dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError(f"reward {name!r} returned NaN or infinite values.")

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["Interrupted", "StopSignals"]
 
@@ -74,6 +74,11 @@ class StopSignals:
             file=sys.stderr,
             flush=True,
         )
+
+    def stop(self, what: str) -> NoReturn:
+        """Raise :class:`Interrupted` for the signal received: ``"SIGTERM " + what``."""
+        signum = self.received or signal.SIGINT
+        raise Interrupted(signum, f"{self.name(signum)} {what}")
 
     @staticmethod
     def name(signum: int) -> str:

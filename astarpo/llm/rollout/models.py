@@ -17,7 +17,13 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["check_model_fits", "is_model_name", "load_causal_lm", "load_tokenizer"]
+__all__ = [
+    "TOKENIZER_FILES",
+    "check_model_fits",
+    "is_model_name",
+    "load_causal_lm",
+    "load_tokenizer",
+]
 
 
 def is_model_name(spec: Any) -> bool:
@@ -39,18 +45,44 @@ def _resolve(spec: str | os.PathLike[str]) -> tuple[str, bool]:
     return text, False
 
 
+# Files of which a saved tokenizer has at least one (fast, sentencepiece, BPE or WordPiece).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "spiece.model",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
 def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
-    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``."""
+    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``.
+
+    Raises:
+        FileNotFoundError: a local directory holds none of :data:`TOKENIZER_FILES` (without
+            them ``transformers`` builds an empty tokenizer that turns every prompt into no
+            tokens).
+    """
     from transformers import AutoTokenizer  # the llm extra
 
     name, local = _resolve(spec)
+    if local and not any((Path(name) / f).is_file() for f in TOKENIZER_FILES):
+        raise FileNotFoundError(
+            f"model directory {name!r} has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+            "save it there with tokenizer.save_pretrained(DIR) (the tokenizer of the model it "
+            "came from); in Python, passing processing_class=tokenizer also works."
+        )
     return AutoTokenizer.from_pretrained(name, local_files_only=local)
 
 
 def load_causal_lm(
     spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of the directory ``spec`` (local only) or of the hub id ``spec``.
+    """``(model, tokenizer)`` of the directory ``spec`` (local only) or of the hub id ``spec``;
+    the tokenizer is ``None`` for a local directory without one (:data:`TOKENIZER_FILES`), so
+    a caller given its own tokenizer still works, and one that needs it gets the error of
+    :func:`load_tokenizer`.
 
     Args:
         spec: A directory written by ``save_pretrained`` or a hub id.
@@ -73,7 +105,8 @@ def load_causal_lm(
     if dtype is not None:
         kwargs["dtype"] = dtype
     model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
-    tokenizer = load_tokenizer(name if local else spec)
+    has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
+    tokenizer = load_tokenizer(name if local else spec) if has_tokenizer else None
     return (model.to(device) if device else model), tokenizer
 
 

@@ -8,14 +8,12 @@ policy, scores them and stores
 
 in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
 
-The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
-are appended a batch at a time, whole or undone (:func:`~astarpo.llm.data.append.append_bytes`:
-a full disk is named; one fsync at the end, as a write survives a killed process); a torn last
-line is dropped with a warning (corruption elsewhere is an error naming the file and line).
-SIGTERM/SIGINT stop after the current batch, its rows written and fsynced.
-A rerun with the same settings skips the prompts already in the file and, batches being a
-fixed partition of the prompts with seeds derived from the batch's prompt keys, produces the
-same table as an uninterrupted run.
+The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows are
+appended a batch at a time, whole or undone (a full disk is named; one fsync at the end); a torn
+last line is dropped with a warning (corruption elsewhere is an error naming the file and line).
+SIGTERM/SIGINT stop after the current batch, its rows written and fsynced. A rerun with the same
+settings skips the prompts already in the file and, batches being a fixed partition of the prompts
+with seeds derived from the batch's prompt keys, produces the same table as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -33,9 +31,10 @@ from astarpo import __version__
 from astarpo.llm.data.append import append_bytes
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
+from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
-from astarpo.llm.parallel.signals import Interrupted, StopSignals
+from astarpo.llm.parallel.signals import StopSignals
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
@@ -167,8 +166,9 @@ def estimate_values(
 
     Raises:
         ValueTableError: if the file exists with different settings, or is corrupt.
-        ValueError: on bad arguments (greedy sampling with N > 1) or a generator returning the
-            wrong number of responses.
+        ValueError: on bad arguments (greedy sampling with N > 1, ``out_path`` a folder), rows
+            lacking a column a reward needs, duplicate prompts with different answers, or a
+            generator returning the wrong number of responses.
     """
 
     if n_samples < 1 or batch_size < 1:
@@ -181,8 +181,15 @@ def estimate_values(
         )
     generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
     reward_funcs = as_reward_funcs(reward_funcs)
+    check_reward_columns(reward_funcs, rows)  # before sampling, not after
+    check_duplicate_answers(rows)
     if out_path is None and shard is not None:
         raise ValueError("shard=(i, k) writes a part file; give out_path.")
+    if out_path is not None and Path(out_path).is_dir():
+        raise ValueError(
+            f"out_path {os.fspath(out_path)!r} is a folder; give the table's file name, e.g. "
+            f"{os.path.join(os.fspath(out_path), 'values.jsonl')!r}."
+        )
     path = None if out_path is None else Path(out_path)
     if path is not None and shard is not None:
         path = part_path(path, *shard)
@@ -216,8 +223,6 @@ def estimate_values(
     counts: dict[str, float] = {}
     signals = StopSignals("the current batch and writing its rows")
     with fh as f, signals:
-        if f is not None:
-            f.flush()  # resume_rows's repair; rows are then appended through the descriptor
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
@@ -250,11 +255,14 @@ def estimate_values(
                 if key not in done
             }
             if f is not None and path is not None:  # the rows whole or not at all
-                append_bytes(path, jsonl_bytes(new.values()), f.fileno(), "rerun the same command.")
+                append_bytes(path, jsonl_bytes(new.values()), f, "rerun the same command.")
             done.update(new)
             bar.update(len(new))
-            if signals.received:
-                _stop(signals.received, f, path, len(done), len(todo))
+            if signals.received:  # the rows made durable, then Interrupted
+                if f is not None:
+                    os.fsync(f.fileno())
+                where = f": their rows are in {path}; rerun the same command to resume" if f else ""
+                signals.stop(f"in Stage 1 after {len(done)} of {len(todo)} prompts{where}.")
         if f is not None:
             os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()
@@ -264,16 +272,6 @@ def estimate_values(
     if filter_all_wrong:
         keep = [r for r in keep if r.pass_rate > 0]
     return ValueTable(keep, path)
-
-
-def _stop(signum: int, f: Any, path: Path | None, done: int, total: int) -> None:
-    """Stage 1 after SIGTERM/SIGINT: make the rows durable, then raise ``Interrupted``."""
-    if f is not None:
-        os.fsync(f.fileno())
-    where = f": their rows are in {path}; rerun the same command to resume" if path else ""
-    raise Interrupted(
-        signum, f"{StopSignals.name(signum)} in Stage 1 after {done} of {total} prompts{where}."
-    )
 
 
 def merge_shards(

@@ -4,8 +4,9 @@ Every row of a table written by Stage 1 records how it was made: the reward func
 dotted paths (``reward_path``), ``beta1``, ``n_samples`` (N), the model, the sampling settings,
 the seed and a fingerprint of the prompt set (``data``, :func:`data_fingerprint`). A table whose
 rows disagree on those fields mixes two runs and is refused (:func:`table_provenance`).
-Training compares them with its own run (:func:`check_table_fits`) and refuses a mismatch
-unless told to accept it (``allow_v_star_mismatch``).
+Training compares them with its own run (:func:`check_table_fits`: model, rewards, sampling,
+and every training prompt present with the same answer) and refuses a mismatch unless told to
+accept it (``allow_v_star_mismatch``). Training on a subset of the table's prompts is no mismatch.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable
 
-__all__ = ["MATCHING", "check_table_fits", "data_fingerprint", "same_model", "table_provenance"]
+__all__ = [
+    "MATCHING",
+    "check_table_fits",
+    "data_fingerprint",
+    "model_name",
+    "same_model",
+    "table_provenance",
+]
 
 MATCHING = (
     "model",
@@ -77,23 +85,59 @@ def same_model(a: str, b: str) -> bool:
     return False
 
 
+def model_name(model: Any) -> str | None:
+    """The name a table records for ``model``: the string itself (a local directory or hub id),
+    else an object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when unknown."""
+    if model is None:
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        return str(model)
+    name = getattr(getattr(model, "config", None), "_name_or_path", "")
+    return str(name) if name else None
+
+
+def _row_problems(table: ValueTable, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Training rows whose gold answer differs from the one the table's row was scored with."""
+    problems = []
+    for r in rows:
+        answer = r.get("answer")
+        if answer is None:
+            continue
+        old = table.get(str(r["prompt"])).answer  # MissingPromptError names a missing prompt
+        if old is not None and str(old) != str(answer):
+            short = str(r["prompt"])[:60]
+            problems.append(f"answer of prompt {short!r}: table {old!r}, training {answer!r}")
+            break
+    return problems
+
+
 def check_table_fits(
     table: ValueTable,
     *,
     reward_paths: Sequence[str] | None = None,
-    data: str | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
     model: str | None = None,
+    sampling: Mapping[str, Any] | None = None,
     allow_mismatch: bool = False,
 ) -> list[str]:
     """Check the provenance of ``table`` against the training run.
+
+    The data check is a *subset* rule: every training prompt must have its row in the table
+    (a missing prompt is always refused, by name: its V* is unknown), and a training row's gold
+    answer must be the one the table's row was scored with. A training set that is a subset of
+    the table's prompts (the paper's all-wrong filter, a curriculum, a train/validation split)
+    fits without any override.
 
     Args:
         table: The Stage 1 table.
         reward_paths: The training rewards' dotted paths (:func:`~astarpo.llm.data.scoring.
             reward_path`); ``None`` skips the check.
-        data: :func:`data_fingerprint` of the training rows; ``None`` skips it.
-        model: The reference model of training; ``None`` skips it.
-        allow_mismatch: Return the mismatches as warnings instead of raising.
+        rows: The training rows (``prompt``, optional ``answer``); ``None`` skips the check.
+        model: The reference model of training (:func:`model_name`); ``None`` skips it.
+        sampling: Training's sampling settings (``max_new_tokens``, ``temperature``, ``top_p``);
+            each one the table records must match. ``None`` skips the check.
+        allow_mismatch: Return the mismatches (reward, model, answers, sampling) as warnings
+            instead of raising. A missing prompt is refused even then.
 
     Returns:
         Warnings: fields the table does not record (not checked), and the mismatches when
@@ -101,29 +145,40 @@ def check_table_fits(
 
     Raises:
         ValueTableError: a mismatch (each field named), or rows that mix two runs.
+        MissingPromptError: a training prompt has no row in the table (named).
     """
     prov = table_provenance(table)
     name = table.path or "(in memory)"
-    wanted = {"reward_path": reward_paths, "data": data, "model": model}
+    wanted = {"reward_path": reward_paths, "model": model}
     problems, unchecked = [], []
     for key, now in wanted.items():
         if now is None:
             continue
         old = prov.get(key)
-        if old is None:
+        if old is None or (key == "model" and old == "unknown"):  # sampled by a bare generator
             unchecked.append(key)
         elif key == "model" and same_model(str(old), str(now)):
             continue
         elif json.loads(json.dumps(old)) != json.loads(json.dumps(now)):
-            what = "prompt set (prompt/answer pairs)" if key == "data" else key
-            problems.append(f"{what}: table {old!r}, training {now!r}")
+            problems.append(f"{key}: table {old!r}, training {now!r}")
+    if sampling is not None:
+        old_sampling = prov.get("sampling")
+        if not isinstance(old_sampling, Mapping):
+            unchecked.append("sampling")
+        else:
+            for key, now in sampling.items():
+                if key in old_sampling and float(old_sampling[key]) != float(now):
+                    old = old_sampling[key]
+                    problems.append(f"sampling {key}: table {old!r}, training {now!r}")
+    if rows is not None:
+        problems += _row_problems(table, rows)
     warnings = [f"V* table {name} records no {', '.join(unchecked)}; not checked."] * bool(
         unchecked
     )
     if problems and not allow_mismatch:
         raise ValueTableError(
             f"V* table {name} was made for another run ({'; '.join(problems)}). Recompute it "
-            "with `astarpo value` on the training data, reward and reference model, or accept "
-            "it with --allow-v-star-mismatch true (allow_v_star_mismatch=True)."
+            "with `astarpo value` on the training data, reward, reference model and sampling "
+            "settings, or accept it with --allow-v-star-mismatch true (allow_v_star_mismatch=True)."
         )
     return warnings + [f"V* table {name} mismatch accepted: {p}" for p in problems]

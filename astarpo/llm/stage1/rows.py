@@ -80,6 +80,12 @@ class ValueRow:
         rewards = d["rewards"]
         if not isinstance(rewards, list) or not rewards:
             raise ValueTableError(f"{where}: 'rewards' must be a non-empty list.")
+        texts = [x for x in (*rewards, d["v_star"], d["pass_rate"]) if isinstance(x, str)]
+        if texts:  # float("0.5") would pass: a table holds numbers, never text
+            raise ValueTableError(
+                f"{where}: non-numeric rewards/v_star/pass_rate (the string {texts[0]!r}; a V* "
+                'table holds JSON numbers: 0.5, not "0.5"). Recompute it with `astarpo value`.'
+            )
         try:
             vals = tuple(float(r) for r in rewards)
             v_star, pass_rate = float(d["v_star"]), float(d["pass_rate"])

@@ -32,7 +32,7 @@ def reference_sampler(
     if (generator is None) == (model is None):
         raise ValueError("give exactly one of generator=... or model=... (the reference).")
     if generator is not None:
-        return generator, as_rows(rows, tokenizer), {}
+        return generator, as_rows(rows, tokenizer, "rows"), {}
     name = str(model) if is_model_name(model) else ""
     if is_model_name(model):
         model, loaded = load_causal_lm(model)
@@ -42,7 +42,7 @@ def reference_sampler(
         if not (path and Path(path).is_dir()):
             raise ValueError("estimate_values(model=<object>) needs tokenizer=... as well.")
         tokenizer = load_tokenizer(path)
-    table_rows = as_rows(rows, tokenizer)
+    table_rows = as_rows(rows, tokenizer, "rows")
     check_model_fits(table_rows, tokenizer, model, sampling.max_new_tokens, "rows")
     model.eval()
     gen = build_generator("hf", model, tokenizer)

@@ -77,10 +77,11 @@ class ValueTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], drop_all_wrong: bool = False) -> ValueTable:
-        """Read a ``.jsonl`` or ``.parquet`` table.
+        """Read a ``.jsonl`` or ``.parquet`` table, or a ``datasets`` folder written by
+        :meth:`export`.
 
         Args:
-            path: The table file.
+            path: The table file, or an exported folder.
             drop_all_wrong: Leave out prompts whose N rewards are all <= 0 (``pass_rate == 0``).
                 Default False (the paper keeps them).
 
@@ -88,11 +89,13 @@ class ValueTable:
             ValueTableError: if the file is missing, empty of rows, or corrupt (file and line).
         """
         p = Path(path)
-        if not p.is_file():
+        if p.is_dir():
+            rows = _read_exported(p)
+        elif not p.is_file():
             raise ValueTableError(
                 f"V* table {str(p)!r} does not exist; create it with `astarpo value` (Stage 1)."
             )
-        if p.suffix.lower() == ".parquet":
+        elif p.suffix.lower() == ".parquet":
             import pyarrow.parquet as pq
 
             try:
@@ -134,6 +137,28 @@ class ValueTable:
         finally:
             tmp.unlink(missing_ok=True)  # a failed write leaves the previous table, no debris
         self.path = str(p)
+
+    def export(self, path: str | os.PathLike[str]) -> None:
+        """Write the table as a ``datasets`` folder (``Dataset.save_to_disk``): one row per
+        prompt with the columns ``prompt``, ``answer``, ``v_star``, ``pass_rate``, ``rewards``
+        (the N reference rewards), ``key`` and ``provenance`` (JSON text).
+
+        That is the training data with its Stage 1 columns, the form the official A*-PO
+        training scripts and the TRL forks read (``load_from_disk(path)``); :meth:`load` and
+        ``astarpo train --v-star`` read it back.
+
+        Raises:
+            ValueTableError: ``path`` exists already.
+        """
+        from datasets import Dataset  # the llm extra
+
+        p = Path(path)
+        if p.exists():
+            raise ValueTableError(f"{p} exists; choose a new folder for the exported table.")
+        records = [r.to_json() for r in self]
+        for rec in records:
+            rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
+        Dataset.from_list(records).save_to_disk(str(p))
 
     def get(self, prompt: str) -> ValueRow:
         """The row of ``prompt``; raises :class:`MissingPromptError` naming it and the table."""
@@ -225,23 +250,58 @@ def jsonl_bytes(rows: Iterable[ValueRow]) -> bytes:
     return "".join(lines).encode("utf-8")
 
 
+def _read_exported(p: Path) -> list[ValueRow]:
+    """The rows of a folder written by :meth:`ValueTable.export`."""
+    if not (p / "dataset_info.json").is_file() and not (p / "state.json").is_file():
+        raise ValueTableError(
+            f"V* table {str(p)!r} is a folder but not a saved dataset (no state.json); give a "
+            "table file (.jsonl/.parquet) or a folder from `astarpo value --export`."
+        )
+    from datasets import load_from_disk  # the llm extra
+
+    try:
+        records = load_from_disk(str(p)).to_list()
+    except Exception as e:
+        raise ValueTableError(f"{p}: cannot read the exported V* table ({e}).") from e
+    need = {"prompt", "v_star", "pass_rate", "rewards"}
+    missing = sorted(need - set(records[0])) if records else []
+    if missing:
+        raise ValueTableError(
+            f"{p}: an exported V* table needs the columns {sorted(need)}; missing {missing}."
+        )
+    for rec in records:
+        if isinstance(rec.get("provenance"), str):
+            rec["provenance"] = json.loads(rec["provenance"])
+        rec.setdefault("key", prompt_key(str(rec["prompt"])))
+    rows = [ValueRow.from_json(r, f"{p}:row {i}") for i, r in enumerate(records)]
+    ValueTable(rows, p)  # duplicates are an error
+    return rows
+
+
 def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:
     """V* of each prompt ``[B]`` from a :class:`ValueTable` or a ``{prompt: v_star}`` mapping.
 
     Raises:
         MissingPromptError: naming the first prompt missing from the table.
-        ValueError: a mapping holds a NaN or infinite V*.
+        ValueError: a mapping holds a NaN or infinite V*, or a value that is not a number
+            (a string ``"0.5"`` included).
         TypeError: ``table`` is neither.
     """
     if isinstance(table, ValueTable):
         return np.asarray(table.v_star(list(prompts)), dtype=np.float64)
     if isinstance(table, Mapping):
         for p in prompts:
+            short = p if len(p) <= 80 else p[:77] + "..."
             if p not in table:
-                short = p if len(p) <= 80 else p[:77] + "..."
                 raise MissingPromptError(
                     f"prompt {short!r} is missing from the V* mapping; run Stage 1 (astarpo "
                     "value) on the same prompts (same template) as training."
+                )
+            v = table[p]
+            if not hasattr(type(v), "__float__"):  # a text "0.5" is not a number
+                raise ValueError(
+                    f"the V* mapping holds {v!r} ({type(v).__name__}) for prompt {short!r}; V* "
+                    "values must be numbers (write 0.5, not '0.5')."
                 )
         values = np.array([float(table[p]) for p in prompts], dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(values))

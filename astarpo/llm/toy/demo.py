@@ -238,7 +238,7 @@ def _plot(curve: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(5, 3.8), layout="constrained")
     t = [c["train_seconds"] for c in curve]
     ax.plot(t, [c["sampled_pass@1"] for c in curve], "o-", label="sampled pass@1 (T=1)")
     ax.plot(t, [c["greedy_pass@1"] for c in curve], "s--", label="greedy pass@1")
@@ -246,9 +246,8 @@ def _plot(curve: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("held-out accuracy")
     ax.set_title("Toy 2-digit addition: A*-PO from the SFT reference")
     ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.legend(loc="outside lower center", ncol=2)  # outside the data
+    fig.savefig(path, dpi=150)
     plt.close(fig)
 
 

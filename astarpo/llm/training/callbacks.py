@@ -1,7 +1,10 @@
 """Callbacks of the Stage 2 loop and the schedule that decides when to evaluate and stop.
 
 A callback is any object with some of these methods (a :class:`typing.Protocol`; every hook is
-optional, TRL's ``TrainerCallback`` idea with astarpo's records):
+optional but one must be there, TRL's ``TrainerCallback`` idea with astarpo's records; the
+trainer refuses at construction, with :func:`check_callbacks`, a callback none of whose hooks
+would ever be called: a plain function, ``object()``, a hook that does not take one argument,
+or a ``transformers`` ``TrainerCallback``, whose hooks take ``(args, state, control)``):
 
 ``on_train_begin(trainer) -> None``
     Once, before the first evaluation.
@@ -22,19 +25,83 @@ and checkpointing are excluded.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Callback", "Schedule", "call_hook"]
+__all__ = ["HOOKS", "Callback", "Schedule", "call_hook", "check_callbacks"]
+
+HOOKS: dict[str, str] = {
+    "on_train_begin": "trainer",
+    "on_step_end": "record",
+    "on_evaluate": "record",
+    "on_train_end": "history",
+}
+"""The hooks a callback may define, each called with one argument (named here)."""
 
 
 @runtime_checkable
 class Callback(Protocol):
-    """The one required hook; see the module docstring for the optional ones."""
+    """The hook that can stop training; see the module docstring for the others."""
 
     def on_step_end(self, record: dict[str, Any]) -> bool | None:
         """Called after every step; return ``True`` to stop training."""
         ...
+
+
+def check_callbacks(callbacks: Any) -> list[Any]:
+    """The callbacks as a list, each checked: an object defining at least one of :data:`HOOKS`,
+    each hook callable with its one argument.
+
+    ``transformers``/TRL ``TrainerCallback`` objects are refused: their hooks take
+    ``(args, state, control, **kwargs)`` of the ``transformers.Trainer``, which this loop does
+    not have; the message says how to write the astarpo equivalent.
+
+    Raises:
+        TypeError: naming the callback and what to give instead.
+    """
+    if callbacks is None:
+        return []
+    single = any(hasattr(callbacks, h) for h in HOOKS) or not hasattr(callbacks, "__iter__")
+    callbacks = [callbacks] if single else list(callbacks)
+    example = "class StopAt: def on_step_end(self, record): return record['step'] >= 10"
+    for i, cb in enumerate(callbacks):
+        what = f"callbacks[{i}] ({type(cb).__name__})"
+        if any(
+            c.__name__ == "TrainerCallback" and c.__module__.startswith("transformers")
+            for c in type(cb).__mro__
+        ):
+            raise TypeError(
+                f"{what} is a transformers/TRL TrainerCallback; its hooks take (args, state, "
+                "control) of a transformers.Trainer, which astarpo's loop does not have. Give an "
+                f"object with some of {list(HOOKS)}, each taking one argument, e.g. {example}"
+            )
+        hooks = [h for h in HOOKS if getattr(cb, h, None) is not None]
+        if not hooks:
+            kind = "a function" if inspect.isroutine(cb) else "an object"
+            raise TypeError(
+                f"{what} is {kind} without any of the hooks {list(HOOKS)}, so it would never "
+                f"be called. Give an object with them, e.g. {example}"
+            )
+        for h in hooks:
+            fn = getattr(cb, h)
+            try:
+                inspect.signature(fn).bind(None)
+            except TypeError:
+                raise TypeError(
+                    f"{what}.{h} must be callable with one argument ({h}({HOOKS[h]})); its "
+                    f"signature is {_signature(fn)}."
+                ) from None
+            except ValueError:  # no signature to read (a builtin): trust it
+                pass
+    return callbacks
+
+
+def _signature(fn: Any) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return f"not callable ({type(fn).__name__})"
 
 
 def call_hook(callbacks: Sequence[Any], hook: str, *args: Any) -> bool:

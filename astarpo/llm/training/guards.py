@@ -23,8 +23,9 @@ from typing import Any
 
 import torch
 
+from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import reward_path
-from astarpo.llm.stage1.provenance import check_table_fits, data_fingerprint
+from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.checkpoint import latest_checkpoint
 
@@ -96,13 +97,17 @@ def explain_non_finite(
         ) from error
 
 
-def check_train_rows(rows: Sequence[Mapping[str, Any]]) -> None:
-    """Refuse an empty dataset and rows without a non-empty ``prompt`` string (naming the row)."""
+def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[Any] = ()) -> None:
+    """Refuse an empty dataset, rows without a non-empty ``prompt`` string (naming the row),
+    duplicate prompts with different answers, and rows lacking a column a reward needs
+    (:func:`~astarpo.llm.data.rows.check_reward_columns`)."""
     if not rows:
         raise ValueError("train_dataset is empty.")
     for i, r in enumerate(rows):
         if not isinstance(r.get("prompt"), str) or not r["prompt"].strip():
             raise ValueError(f"train_dataset row {i} has no non-empty 'prompt' string: {r!r}.")
+    check_duplicate_answers(rows, "train_dataset")
+    check_reward_columns(reward_funcs, rows, "train_dataset")
 
 
 def check_distinct_reference(model: Any, ref_model: Any) -> None:
@@ -120,16 +125,31 @@ def check_v_star_table(
     rows: Sequence[Mapping[str, Any]],
     reward_funcs: Sequence[Callable[..., Any]],
     args: Any,
+    model: str | None = None,
 ) -> None:
-    """Refuse a :class:`~astarpo.llm.stage1.table.ValueTable` made with other rewards or
-    prompts than training's (unless ``args.allow_v_star_mismatch``); warn on what it does not
-    record. Mappings carry no provenance and are not checked."""
+    """Refuse a :class:`~astarpo.llm.stage1.table.ValueTable` made with another reference
+    model, other rewards or sampling settings, or other answers than training's, or missing a
+    training prompt (:func:`~astarpo.llm.stage1.provenance.check_table_fits`; mismatches pass
+    with ``args.allow_v_star_mismatch``); warn on what it does not record. A training set that
+    is a subset of the table's prompts fits. Mappings carry no provenance and are not checked.
+
+    Args:
+        table: The V* table (a ``ValueTable``; anything else is not checked).
+        rows: The training rows.
+        reward_funcs: The training reward functions.
+        args: The training config (its sampling fields and ``allow_v_star_mismatch``).
+        model: The reference model's name (:func:`~astarpo.llm.stage1.provenance.model_name`);
+            None skips that check.
+    """
     if not isinstance(table, ValueTable):
         return
+    sampling = {k: getattr(args, k) for k in ("max_new_tokens", "temperature", "top_p")}
     warnings = check_table_fits(
         table,
         reward_paths=[reward_path(f) for f in reward_funcs],
-        data=data_fingerprint(rows),
+        rows=rows,
+        model=model,
+        sampling=sampling,
         allow_mismatch=bool(getattr(args, "allow_v_star_mismatch", False)),
     )
     for w in warnings:

@@ -4,7 +4,8 @@ reproduce the uninterrupted run.
 A fresh run refuses an ``output_dir`` that holds an earlier run unless
 ``overwrite_output_dir`` (``astarpo train --overwrite``), which first removes the previous
 run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then
-writes ``run_config.json``: the resolved config, the algorithm, the reward functions' dotted
+writes ``run_config.json``: the resolved config, the algorithm and its settings as it ran
+(:func:`algorithm_settings`), the reward functions' dotted
 paths and fingerprints of the training rows and of the V* values. A resume compares the current
 run with that file and refuses every difference that changes the result, naming each field;
 :data:`RESUMABLE_FIELDS` may change.
@@ -85,6 +86,20 @@ def fingerprint(obj: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def algorithm_settings(algorithm: Any) -> dict[str, Any]:
+    """The settings of the algorithm object that runs: its ``config`` dataclass when it has one
+    (the baselines), else its public scalar attributes (``AStarPO.beta2``). Recorded in
+    ``run_config.json``, so an ``algorithm=`` passed to the Trainer is recorded as it ran."""
+    cfg = getattr(algorithm, "config", None)
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return dataclasses.asdict(cfg)
+    return {
+        k: v
+        for k, v in vars(algorithm).items()
+        if not k.startswith("_") and isinstance(v, (bool, int, float, str))
+    }
+
+
 def run_record(
     config: Any,
     algorithm: str,
@@ -159,7 +174,7 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
 
 def _differences(saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     diffs = []
-    for key in ("algorithm", "config_class", "rewards", "data", "v_star"):
+    for key in ("algorithm", "algorithm_settings", "config_class", "rewards", "data", "v_star"):
         if saved.get(key) != now.get(key):
             diffs.append(f"{key}: {saved.get(key)!r} -> {now.get(key)!r}")
     old, new = saved.get("config", {}), json.loads(json.dumps(now["config"]))

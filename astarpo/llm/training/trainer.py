@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,9 @@ from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.provenance import model_name
 from astarpo.llm.stage1.table import lookup_v_star
-from astarpo.llm.training.callbacks import Schedule, call_hook
+from astarpo.llm.training.callbacks import Schedule, call_hook, check_callbacks
 from astarpo.llm.training.checkpoint import (
     checkpoints,
     load_first_readable,
@@ -61,10 +63,17 @@ from astarpo.llm.training.guards import (
 )
 from astarpo.llm.training.inputs import resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
-from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
+from astarpo.llm.training.run_dir import (
+    algorithm_settings,
+    announce_resume,
+    run_record,
+    start_run,
+)
 from astarpo.llm.training.update import build_optimizer, optimizer_step
 
 __all__ = ["EvalFn", "Trainer"]
+
+_SAVED_BY = "astarpo_model.json"  # marks a folder written by Trainer.save_model
 
 EvalFn = Callable[[Any], Mapping[str, float]]
 """``eval_fn(model) -> {name: value}``: an evaluation run between training steps."""
@@ -92,7 +101,8 @@ class Trainer:
             template); the other keys (e.g. ``answer``) are passed to the reward functions as
             columns. Rows the model cannot read (characters its tokenizer maps to unknown,
             prompts longer than its positions) are refused here
-            (:func:`~astarpo.llm.rollout.models.check_model_fits`).
+            (:func:`~astarpo.llm.rollout.models.check_model_fits`), and so are rows lacking a
+            column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
             one fails before training starts.
@@ -104,9 +114,11 @@ class Trainer:
         eval_fn: Optional ``eval_fn(model) -> {name: value}``, called before training, on the
             schedule of ``args.eval_steps`` / ``args.eval_every_seconds`` and at the end;
             logged with an ``eval/`` prefix. Its time is not counted in ``time/train_total``.
+            A result that is not a mapping of names to numbers is a ``TypeError``.
         callbacks: Objects with ``on_step_end(record) -> bool`` (``True`` stops training) and
             optionally ``on_train_begin``, ``on_evaluate``, ``on_train_end``
-            (:mod:`astarpo.llm.training.callbacks`).
+            (:mod:`astarpo.llm.training.callbacks`); one that would never be called (a plain
+            function, a ``transformers`` ``TrainerCallback``) is refused with a ``TypeError``.
         algorithm: An algorithm object to use instead of the registry's for ``args``.
     """
 
@@ -129,6 +141,7 @@ class Trainer:
         self.args = args
         self.dp = DataParallel(args.parallel, args.seed_chunk_size, dist_timeout=args.dist_timeout)
         self.dp.check_batch(args.batch_size, args.minibatches)
+        reference_name = model_name(ref_model if ref_model is not None else model)
         self.device = self.dp.device(resolve_device(args.device))
         model, ref_model, tokenizer, self.rows = resolve_inputs(
             model, ref_model, tokenizer, processing_class, train_dataset, args
@@ -150,7 +163,7 @@ class Trainer:
         self.reward_funcs = as_reward_funcs(reward_funcs)
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty; give a reward function (or a list).")
-        check_train_rows(self.rows)
+        check_train_rows(self.rows, self.reward_funcs)
         self.v_star = None
         if algorithm.needs_v_star:
             if v_star_table is None:
@@ -161,7 +174,7 @@ class Trainer:
         self.tokenizer = tokenizer
         limit = max_positions(model)
         check_prompts_fit(self.rows, tokenizer, limit, args.max_new_tokens, "train_dataset")
-        check_v_star_table(v_star_table, self.rows, self.reward_funcs, args)
+        check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
@@ -189,7 +202,7 @@ class Trainer:
         )
         self.autocast_enabled = bf16  # "bf16" opts in on CPU too; "auto" is CUDA only
         self.eval_fn = eval_fn
-        self.callbacks = list(callbacks)
+        self.callbacks = check_callbacks(callbacks)
         self.step_count = 0
         self.order = EpochOrder(len(self.rows), args.seed)
         self.train_time = 0.0
@@ -325,12 +338,40 @@ class Trainer:
         rotate_checkpoints(self.args.output_dir, self.args.save_total_limit)
         return path
 
-    def save_model(self, output_dir: str | Path | None = None) -> Path:
+    def save_model(self, output_dir: str | Path | None = None, *, overwrite: bool = False) -> Path:
         """Write the policy and tokenizer with ``save_pretrained`` (TRL's ``save_model``):
         ``AutoModelForCausalLM.from_pretrained(dir)`` reloads it (LoRA adapters merged, FSDP2
-        shards gathered; every rank must call it). Default ``output_dir``: ``OUT/final``."""
+        shards gathered; every rank must call it). Default ``output_dir``: ``OUT/final``.
+
+        A folder it writes gets a small ``astarpo_model.json`` (what saved it, at which step).
+        Saving again into such a folder replaces the model; a non-empty folder without it (a
+        user's files, a base model's directory) is refused unless ``overwrite=True``, so a
+        ``config.json`` or weights astarpo did not write are never replaced silently. The
+        default ``OUT/final`` lies in the run directory, which the run owns.
+
+        Raises:
+            FileExistsError: ``output_dir`` is a file, or a non-empty folder astarpo did not
+                write (without ``overwrite``).
+        """
         out = Path(output_dir) if output_dir is not None else Path(self.args.output_dir) / "final"
-        return save_final_model(self.model, self.tokenizer, out)
+        if out.exists() and not out.is_dir():
+            raise FileExistsError(
+                f"save_model: {str(out)!r} is a file, not a folder; give a folder path "
+                "(save_pretrained writes config.json, the weights and the tokenizer into it)."
+            )
+        foreign = out.is_dir() and any(out.iterdir()) and not (out / _SAVED_BY).is_file()
+        if foreign and output_dir is not None and not overwrite:
+            names = sorted(p.name for p in out.iterdir())[:5]
+            raise FileExistsError(
+                f"save_model: {str(out)!r} is a non-empty folder astarpo did not write (it holds "
+                f"{names}); saving would overwrite its files. Give a new or empty folder, or "
+                "pass overwrite=True."
+            )
+        save_final_model(self.model, self.tokenizer, out)
+        if self.dp.is_main:
+            saved = {"saved_by": "astarpo Trainer.save_model", "step": self.step_count}
+            (out / _SAVED_BY).write_text(json.dumps(saved) + "\n")
+        return out
 
     def resume(self, path: str | Path | None = None) -> int:
         """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
@@ -358,7 +399,7 @@ class Trainer:
         result = self.eval_fn(self.model)
         self.model.train()  # eval_fn may have switched it to eval mode
         rec = {"step": self.step_count, "time/train_total": self.train_time}
-        rec.update({f"eval/{k}": float(v) for k, v in result.items()})
+        rec.update({f"eval/{k}": v for k, v in _eval_values(result).items()})
         logger.log(rec)
         self.history.append(rec)
         call_hook(self.callbacks, "on_evaluate", rec)
@@ -383,6 +424,7 @@ class Trainer:
         """
         args = self.args
         record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
+        record["algorithm_settings"] = algorithm_settings(self.algorithm)
         start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
         barrier()
         resume_step = None
@@ -445,3 +487,24 @@ class Trainer:
             bar.close()
             logger.close()
         return self.history
+
+
+def _eval_values(result: Any) -> dict[str, float]:
+    """``eval_fn``'s result as ``{name: float}``.
+
+    Raises:
+        TypeError: naming what it returned, unless a mapping of names to numbers (a text
+            ``"0.5"`` is not a number).
+    """
+    if not isinstance(result, Mapping):
+        raise TypeError(
+            f"eval_fn returned {result!r:.60} ({type(result).__name__}); it must return a "
+            "mapping of names to numbers, e.g. {'accuracy': 0.5}."
+        )
+    for k, v in result.items():
+        if not hasattr(type(v), "__float__"):
+            raise TypeError(
+                f"eval_fn returned {v!r:.60} ({type(v).__name__}) for {k!r}; values must be "
+                "numbers, e.g. {'accuracy': 0.5}."
+            )
+    return {str(k): float(v) for k, v in result.items()}

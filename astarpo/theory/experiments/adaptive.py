@@ -18,6 +18,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values, estimate_values_adaptive
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -109,8 +110,12 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
     """MSE of V̂* on the hard contexts and the final gaps, uniform vs adaptive, per setting.
+
+    Dots with 95% error bars on log axes (no bars: a log bar's length depends on where its
+    axis is cut).
 
     Args:
         res: The dict returned by ``run``.
@@ -119,30 +124,32 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, save
+    from astarpo.theory.plots import figure, legend_below, save
 
-    fig, axes = figure(3)
+    fig, axes = figure(3, 1, height=3.6)
     rows = res["rows"]
-    x = np.arange(len(rows))
-    labels = [f"{r['family']}\n$v_{{ref}}={r['v_ref']:g}$" for r in rows]
-    for k, (name, off) in enumerate((("uniform", -0.18), ("adaptive", 0.18))):
-        axes[0].bar(
-            x + off, [r["mse"][name]["hard"] for r in rows], 0.34, label=name, color=f"C{k}"
+    y = np.arange(len(rows))
+    labels = [f"{r['family']}, {r['v_ref']:g}" for r in rows]
+    for k, (name, off) in enumerate((("uniform", -0.15), ("adaptive", 0.15))):
+        axes[0].plot(
+            [r["mse"][name]["hard"] for r in rows], y + off, "o", color=f"C{k}", label=name
         )
         for ax, key in ((axes[1], "gap"), (axes[2], "gap_hard")):
             ci = [r[f"{key}_{name}"] for r in rows]
             g = np.array([c["gmean"][0] for c in ci])
             err = np.array([[g[i] - c["glo"][0], c["ghi"][0] - g[i]] for i, c in enumerate(ci)]).T
-            ax.bar(x + off, g, 0.34, yerr=err, label=name, color=f"C{k}", capsize=2)
-    titles = (
-        r"MSE of $\hat V^*$, hard contexts",
-        "final gap, all contexts",
-        "final gap, hard contexts",
-    )
+            ax.errorbar(g, y + off, xerr=err, fmt="o", color=f"C{k}", capsize=3)
+    titles = (r"MSE of $\hat V^*$, hard", "gap, all contexts", "gap, hard contexts")
     for ax, title in zip(axes, titles, strict=True):
-        ax.set_xticks(x, labels, fontsize=7)
-        ax.set(yscale="log", title=title)
-        ax.legend(fontsize=6)
+        ax.set_yticks(y, labels if ax is axes[0] else [""] * len(y))
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set(xscale="linear" if ax is axes[0] else "log", title=title)
+        ax.margins(x=0.2)
+    handles, labs = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labs, 2)
     return save(
-        fig, path, f"adaptive: budget N X = {res['config']['n_samples']} X per seed", log_note=False
+        fig,
+        path,
+        f"adaptive: {res['config']['n_samples']} X samples per seed, 95% intervals",
+        strict=True,
     )

@@ -19,6 +19,7 @@ import numpy as np
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.fisher import fisher_floor
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -86,8 +87,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """The Fisher floor vs t per case, with its value at pi_ref and at theta*, and the gap.
+    """The Fisher floor vs t per case, with its value at theta*, and the gap.
 
     Args:
         res: The dict returned by ``run``.
@@ -96,22 +98,18 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, save
+    from astarpo.theory.plots import band, figure, legend_below, save
 
-    fig, axes = figure(2, width=5.0)
+    fig, axes = figure(2, 1, height=3.6)
     steps = np.array(res["steps"])
-    for name, c in res["cases"].items():
-        line = band(axes[0], steps, c["fisher_min"], name)
-        axes[0].axhline(c["at_theta_star"], color=line.get_color(), ls=":", lw=0.8)
-        band(axes[1], steps, c["gap"], name, color=line.get_color())
-    axes[0].set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$T$",
-        ylabel=r"$\lambda_{\min}(F(\theta_t))$ (identifiable subspace)",
-        title=r"Fisher floor (dotted: at $\theta^*$)",
-    )
-    axes[1].set(xscale="log", yscale="log", xlabel=r"$T$", ylabel=GAP, title="gap")
-    for ax in axes:
-        ax.legend(fontsize=6)
-    return save(fig, path, f"fisher: {res['n_seeds']} seeds")
+    for k, (name, c) in enumerate(res["cases"].items()):
+        band(axes[0], steps, c["fisher_min"], name, color=f"C{k}")
+        if c["at_theta_star"] > 0:
+            axes[0].axhline(c["at_theta_star"], color=f"C{k}", ls=":", lw=1.0)
+        band(axes[1], steps, c["gap"], None, color=f"C{k}")
+    axes[0].set(xscale="log", yscale="log", xlabel=r"$T$", ylabel=r"$\lambda_{\min}(F(\theta_t))$")
+    axes[0].set_title(r"Fisher floor (dotted: at $\theta^*$)")
+    axes[1].set(xscale="log", yscale="log", xlabel=r"$T$", ylabel="gap", title="gap")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, 2)
+    return save(fig, path, f"fisher: {res['n_seeds']} seeds, 95% intervals", strict=True)

@@ -21,6 +21,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, config, header
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import fit_additive, fit_slope, mean_ci
@@ -100,8 +101,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Gap vs T per N with the fitted model, gap vs N per T, and the log-gap heat map.
+    """Gap vs T per N with the two fitted models, gap vs N per T, and a table of the gaps.
 
     Args:
         res: The dict returned by ``run``.
@@ -110,61 +112,31 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
+    from matplotlib.lines import Line2D
 
-    fig, axes = figure(3)
+    from astarpo.theory.plots import band, figure, fit_window, legend_below, save
+
+    fig, axes = figure(2, 1, height=3.9)
     steps = np.array(res["steps"], dtype=float)
     ns = res["config"]["n_samples"]
-    f = res["fit"]
+    f, fp = res["fit"], res["fit_product"]
     ts = np.array(f["fit_steps"], dtype=float)
-    for n in ns:
-        line = band(axes[0], steps, res["gap"][str(n)], f"$N={n}$")
-        model = f["a"] * ts ** -f["p"] + f["b"] * float(n) ** -f["q"] + f["c"]
-        axes[0].plot(ts, model, ":", color=line.get_color(), lw=1.2)
-        fp = res["fit_product"]
+    for k, n in enumerate(ns):
+        band(axes[0], steps, res["gap"][str(n)], f"$N={n}$", color=f"C{k}")
+        add = f["a"] * ts ** -f["p"] + f["b"] * float(n) ** -f["q"] + f["c"]
+        axes[0].plot(ts, add, ":", color=f"C{k}", lw=1.3)
         prod = fp["a"] * ts ** -fp["p"] * (float(n) ** -fp["q"] + fp["c"])
-        axes[0].plot(ts, prod, "--", color=line.get_color(), lw=0.8)
+        axes[0].plot(ts, prod, "--", color=f"C{k}", lw=1.0)
     fit_window(axes[0], ts.min(), ts.max())
-    reference_slopes(
-        axes[0],
-        steps[steps >= 10],
-        res["gap"][str(ns[0])]["gmean"][-1] * (steps.max() / 10) ** 0.5,
-        {r"$T^{-1/2}$": -0.5, r"$T^{-1}$": -1.0},
-        10,
-    )
-    axes[0].set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$T$",
-        ylabel=GAP,
-        title=rf"dotted: $aT^{{-p}}+bN^{{-q}}+c$, $p={f['p']:.2f}$, $q={f['q']:.2f}$",
-    )
-    axes[0].title.set_fontsize(7)
-    axes[0].legend(fontsize=6)
+    axes[0].set(xscale="log", yscale="log", xlabel=r"$T$", ylabel="gap", title="gap vs T per N")
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles += [Line2D([], [], color="k", ls=":"), Line2D([], [], color="k", ls="--")]
+    legend_below(fig, handles, [*labels, "additive fit", "product fit"], 2, "left")
     idx = sorted({int(np.argmin(np.abs(np.log(steps / t)))) for t in (10, 100, 1000, steps[-1])})
-    for i in idx:
-        ci = {k: [res["gap"][str(n)][k][i] for n in ns] for k in ("gmean", "glo", "ghi")}
-        band(axes[1], ns, ci, f"$T={steps[i]:.0f}$", marker="o")
-    reference_slopes(axes[1], ns, res["gap"][str(ns[0])]["gmean"][-1], {r"$N^{-1}$": -1.0})
-    axes[1].set(xscale="log", yscale="log", xlabel=r"$N$", ylabel=GAP, title="gap vs N")
-    axes[1].legend(fontsize=6)
-    m = np.log10(np.maximum([res["gap"][str(n)]["gmean"] for n in ns], 1e-12))
-    img = axes[2].imshow(m, aspect="auto", cmap="viridis")
-    sel = np.arange(0, len(steps), max(1, len(steps) // 6))
-    axes[2].set_xticks(sel, [f"{steps[i]:.0f}" for i in sel])
-    axes[2].set_yticks(range(len(ns)), [str(n) for n in ns])
-    for i, n in enumerate(ns):
-        for j in sel:
-            g = res["gap"][str(n)]
-            axes[2].text(
-                j,
-                i,
-                f"{g['gmean'][j]:.1e}\n[{g['glo'][j]:.1e},\n{g['ghi'][j]:.1e}]",
-                fontsize=4,
-                ha="center",
-                va="center",
-                color="w",
-            )
-    axes[2].set(xlabel=r"$T$", ylabel=r"$N$", title=r"$\log_{10}$ gap (95% interval in cells)")
-    fig.colorbar(img, ax=axes[2], shrink=0.8)
-    return save(fig, path, f"grid: {res['n_seeds']} seeds, last iterate")
+    for k, i in enumerate(idx):
+        ci = {key: [res["gap"][str(n)][key][i] for n in ns] for key in ("gmean", "glo", "ghi")}
+        band(axes[1], ns, ci, f"$T={steps[i]:.0f}$", marker="o", ms=4, color=f"C{k + 5}")
+    axes[1].set(xscale="log", yscale="log", xlabel=r"$N$", ylabel="gap", title="gap vs N per T")
+    handles, labels = axes[1].get_legend_handles_labels()
+    legend_below(fig, handles, labels, 2, "right")
+    return save(fig, path, f"grid: {res['n_seeds']} seeds, last iterate", strict=True)

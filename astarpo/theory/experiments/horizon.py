@@ -27,6 +27,7 @@ from astarpo.theory.experiments.common import (
     progress,
 )
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stats import fit_slope, mean_ci
 from astarpo.theory.streams import STAGE1, generators
@@ -188,12 +189,13 @@ def _baseline(
 _SCHED = {"constant": r"constant $c$", "inverse_sqrt": r"$c/\sqrt{t}$", "inverse": r"$c/t$"}
 _LABEL = {
     "last": "last iterate",
-    "average": r"parameter average $\bar\theta_t$",
+    "average": r"parameter avg. $\bar\theta_t$",
     "mixture": "mixture policy",
     "mean_gap": "mean gap of iterates",
 }
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
     """Gap vs T per schedule (four readings), and A*-PO vs PG by samples per context.
 
@@ -204,34 +206,35 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
+    from astarpo.theory.plots import GAP, band, figure, fit_window, legend_below, save
 
-    fig, axes = figure(4)
+    fig, axes = figure(2, 2, height=2.6)
     steps = np.array(res["steps"])
     for ax, (sched, curves) in zip(axes, res["curves"].items(), strict=False):
-        for kind in KINDS:
-            s = res["slopes"][sched][kind]
-            band(ax, steps, curves[kind], f"{_LABEL[kind]} ({s['slope']:.2f})")
+        for i, kind in enumerate(KINDS):
+            band(ax, steps, curves[kind], _LABEL[kind], color=f"C{i}")
+        s = res["slopes"][sched]["last"]
         fit_window(ax, s["x_min"], s["x_max"])
         y0 = curves["last"]["gmean"][0]
-        reference_slopes(ax, steps, y0, {r"$T^{-1/2}$": -0.5, r"$T^{-1}$": -1.0})
-        ax.set(xscale="log", yscale="log", xlabel=r"$T$ (OGD steps)", title=_SCHED[sched])
-        ax.legend(fontsize=6)
-    axes[0].set_ylabel(GAP)
+        for slope, ls, lab in ((-0.5, "--", r"$T^{-1/2}$"), (-1.0, ":", r"$T^{-1}$")):
+            ax.plot(steps, y0 * steps**slope, ls, color="0.45", lw=1.0, label=lab)
+        ax.set(xscale="log", yscale="log", xlabel=r"$T$ (steps)", title=_SCHED[sched])
+    axes[0].set_ylabel("gap")
+    axes[2].set_ylabel("gap")
     b = res["baseline"]
     ax = axes[3]
-    band(ax, b["astarpo_samples"], b["astarpo"], f"A*-PO, $c={b['astarpo_c']}$")
+    band(ax, b["astarpo_samples"], b["astarpo"], f"A*-PO, $c={b['astarpo_c']:g}$", color="C4")
     g = res["config"]["pg_group_size"]
-    band(ax, b["pg_samples"], b["pg"], f"PG, $G={g}$, $c={b['pg_c']}$")
+    band(ax, b["pg_samples"], b["pg"], f"PG ($G={g}$), $c={b['pg_c']:g}$", color="C5")
     for x in b["crossings"]:
         ax.axvline(x, color="k", lw=0.6, ls=":")
-    reference_slopes(ax, b["astarpo_samples"], b["astarpo"]["gmean"][0], {r"$n^{-1/2}$": -0.5})
-    ax.set(
-        xscale="log", yscale="log", xlabel="samples per context", title="equal samples, tuned $c$"
-    )
-    ax.legend(fontsize=6)
+    ax.set(xscale="log", yscale="log", xlabel="samples per context", title="tuned, equal samples")
+    handles, labels = axes[0].get_legend_handles_labels()
+    h2, l2 = ax.get_legend_handles_labels()
+    legend_below(fig, handles + h2, labels + l2, ncol=4)
     return save(
         fig,
         path,
-        f"horizon: {res['n_seeds']} seeds, projected on $R = {res['config']['radius']:.0f}$",
+        f"horizon: {res['n_seeds']} seeds, geometric mean and 95% interval; gap = {GAP}",
+        strict=True,
     )

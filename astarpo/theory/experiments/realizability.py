@@ -20,6 +20,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import regression_gradient, run_stage2
 from astarpo.theory.stats import fit_slope, mean_ci
@@ -127,8 +128,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Excess gap vs T per instance and family, and the per-instance slopes.
+    """Excess gap vs T per instance and family, and the per-instance slopes with intervals.
 
     Args:
         res: The dict returned by ``run``.
@@ -137,45 +139,48 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import band, figure, fit_window, reference_slopes, save
+    from astarpo.theory.plots import band, figure, fit_window, legend_below, save
 
-    fig, axes = figure(4)
+    fig, axes = figure(2, 2, height=2.7)
     for ax, fam in zip(axes[:3], FAMILIES, strict=True):
-        for r in res["families"][fam]["instances"]:
-            band(
-                ax,
-                r["steps"],
-                r["excess_last"],
-                f"instance {r['instance_seed']} ({r['slope_last']['slope']:.2f})",
-            )
+        for k, r in enumerate(res["families"][fam]["instances"]):
+            band(ax, r["steps"], r["excess_last"], f"instance {r['instance_seed']}", color=f"C{k}")
         first = res["families"][fam]["instances"][0]
         fit_window(ax, first["slope_last"]["x_min"], first["slope_last"]["x_max"])
-        reference_slopes(
-            ax,
-            first["steps"],
-            first["excess_last"]["gmean"][0],
-            {r"$T^{-1/2}$": -0.5, r"$T^{-1}$": -1.0},
-        )
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel=r"$T$",
-            title=f"{fam}: last iterate",
-            ylabel=r"gap $-$ best-in-class gap",
-        )
-        ax.legend(fontsize=5)
+        ax.set(xscale="log", yscale="log", xlabel=r"$T$", ylabel="excess gap", title=fam)
     ax = axes[3]
     for i, fam in enumerate(FAMILIES):
         rows = res["families"][fam]["instances"]
-        for j, key in enumerate(("slope_last", "slope_average")):
-            ys = [r[key]["slope"] for r in rows]
-            ax.plot(np.full(len(ys), 2 * i + j) + np.linspace(-0.1, 0.1, len(ys)), ys, "o", ms=4)
-    ax.set_xticks(
-        range(2 * len(FAMILIES)),
-        [f"{f[:7]}\n{k}" for f in FAMILIES for k in ("last", "avg")],
-        fontsize=6,
+        for k, r in enumerate(rows):
+            s = r["slope_last"]
+            ax.errorbar(
+                [i + (k - 2) * 0.09],
+                [s["slope"]],
+                yerr=[[s["slope"] - s["lo"]], [s["hi"] - s["slope"]]],
+                fmt="o",
+                ms=4,
+                color=f"C{k}",
+                capsize=2,
+            )
+        a = res["families"][fam]["across_instances"]["slope_last"]
+        ax.errorbar(
+            [i + 0.36],
+            a["mean"],
+            yerr=[[a["mean"][0] - a["lo"][0]], [a["hi"][0] - a["mean"][0]]],
+            fmt="s",
+            ms=6,
+            color="k",
+            capsize=3,
+        )
+    ax.axhline(-0.5, color="0.45", ls="--", lw=1.0)
+    names = {"nonrealizable": "non-\nrealizable", "misspecified": "mis-\nspecified"}
+    ax.set_xticks(range(len(FAMILIES)), [names.get(f, f) for f in FAMILIES])
+    ax.set(ylabel="slope, last iterate", title="slopes [95%]; black: mean")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, 5)
+    return save(
+        fig,
+        path,
+        f"realizability: {res['n_seeds']} seeds per instance, 95% intervals; dashed: -1/2",
+        strict=True,
     )
-    for y in (-0.5, -1.0):
-        ax.axhline(y, color="0.45", ls="--", lw=0.8)
-    ax.set(ylabel="fitted slope (one point per instance)", title="slopes across instances")
-    return save(fig, path, f"realizability: {res['n_seeds']} seeds per instance")

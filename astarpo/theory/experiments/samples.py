@@ -17,6 +17,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values, value_estimate_error
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import fit_slope, local_slopes, mean_ci
@@ -110,6 +111,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
     """Final gap vs N (both beta1 settings), the exact MSE of V̂* and its local slopes.
 
@@ -120,53 +122,42 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, fit_window, reference_slopes, save
+    from matplotlib.lines import Line2D
 
-    fig, axes = figure(3)
+    from astarpo.theory.plots import band, figure, fit_window, save
+
+    fig, axes = figure(2, 2, height=2.7)
     ns = np.array(res["config"]["n_samples"])
-    for s in res["settings"].values():
-        sl = s["slopes"]["final_last"]
-        label = rf"$\beta_1={s['beta1']}$ (slope {sl['slope']:.2f} on $N\leq{sl['x_max']:.0f}$)"
-        band(axes[0], ns, s["final_last"], label, marker="o")
+    mid = np.sqrt(ns[1:] * ns[:-1])
+    for k, s in enumerate(res["settings"].values()):
+        color = f"C{k}"
+        band(axes[0], ns, s["final_last"], None, marker="o", ms=4, color=color)
         for target, ls in (("vs_beta1", "-"), ("vs_beta2", "--")):
-            mse = np.maximum(s["value_error"][target]["mse"], 1e-12)
-            tgt = r"V^*_{\beta_1}" if target == "vs_beta1" else r"V^*_{\beta_2}"
-            axes[1].plot(ns, mse, ls, marker=".", label=rf"$\beta_1={s['beta1']}$ vs ${tgt}$")
-            mid = np.sqrt(ns[1:] * ns[:-1])
-            axes[2].plot(
-                mid,
-                s["value_error"][target]["mse_local_slopes"],
-                ls,
-                marker=".",
-                label=rf"$\beta_1={s['beta1']}$ vs ${tgt}$",
-            )
+            err = s["value_error"][target]
+            axes[1].plot(ns, err["mse"], ls, marker=".", color=color)
+            axes[2].plot(mid, err["mse_local_slopes"], ls, marker=".", color=color)
     fit_window(axes[0], ns.min(), res["config"]["fit_n_max"])
     first = next(iter(res["settings"].values()))
-    reference_slopes(
-        axes[0], ns, first["final_last"]["gmean"][0], {r"$N^{-1}$": -1.0, r"$N^{-1/2}$": -0.5}
-    )
-    reference_slopes(axes[1], ns, first["value_error"]["vs_beta1"]["mse"][0], {r"$N^{-1}$": -1})
-    axes[0].set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$N$ (Stage 1 samples per context)",
-        ylabel=GAP,
-        title=f"final gap, last iterate, $T = {res['config']['T']}$",
-    )
-    axes[1].set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$N$",
-        ylabel=r"$E(\hat V^* - V^*)^2$",
-        title=r"exact error of $\hat V^*$ (binomial)",
-    )
-    axes[2].axhline(-1, color="0.45", ls="--", lw=0.9)
-    axes[2].set(
-        xscale="log",
-        xlabel=r"$N$ (geometric midpoint)",
-        ylabel="local slope",
-        title=r"local slopes of the exact MSE",
-    )
-    for ax in axes:
-        ax.legend(fontsize=6)
-    return save(fig, path, f"samples: {res['n_seeds']} seeds, mean and 95% interval")
+    y0 = first["final_last"]["gmean"][0]
+    axes[0].plot(ns, y0 / ns, ":", color="0.45", lw=1.0)
+    axes[0].plot(ns, y0 / np.sqrt(ns), "-.", color="0.45", lw=1.0)
+    axes[1].plot(ns, first["value_error"]["vs_beta1"]["mse"][0] / ns, ":", color="0.45", lw=1.0)
+    axes[0].set(xscale="log", yscale="log", xlabel=r"$N$", ylabel="final gap")
+    axes[0].set_title(f"final gap, last iterate, $T = {res['config']['T']}$")
+    axes[1].set(xscale="log", yscale="log", xlabel=r"$N$", ylabel=r"$E(\hat V^* - V^*)^2$")
+    axes[1].set_title(r"exact error of $\hat V^*$")
+    axes[2].axhline(-1, color="0.45", ls=":", lw=1.0)
+    axes[2].set(xscale="log", xlabel=r"$N$ (midpoint)", ylabel="local slope")
+    axes[2].set_title("local slopes of the exact error")
+    axes[3].axis("off")
+    handles = [
+        Line2D([], [], color=f"C{k}", marker="o", label=rf"$\beta_1 = {s['beta1']}$")
+        for k, s in enumerate(res["settings"].values())
+    ] + [
+        Line2D([], [], color="k", ls="-", label=r"error vs $V^*_{\beta_1}$"),
+        Line2D([], [], color="k", ls="--", label=r"error vs $V^*_{\beta_2}$"),
+        Line2D([], [], color="0.45", ls=":", label=r"$N^{-1}$"),
+        Line2D([], [], color="0.45", ls="-.", label=r"$N^{-1/2}$"),
+    ]
+    axes[3].legend(handles=handles, loc="center", ncol=1)
+    return save(fig, path, f"samples: {res['n_seeds']} seeds, mean and 95% interval", strict=True)

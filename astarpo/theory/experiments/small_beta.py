@@ -19,6 +19,7 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, header, progress
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import Stage2Config, run_stage2
 from astarpo.theory.stats import fit_slope, mean_ci
@@ -112,8 +113,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Gap vs T per step rule (Stage 1 estimate, exact gradients), and the Fisher floor.
+    """Gap vs T per step rule (split by rule family), exact gradients, and the Fisher floor.
 
     Args:
         res: The dict returned by ``run``.
@@ -122,29 +124,49 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, reference_slopes, save
+    from astarpo.theory.plots import band, figure, legend_below, mark_zeros, save
 
-    fig, axes = figure(3)
+    fig, axes = figure(2, 2, height=2.6)
     steps = np.array(res["steps"])
-    for name, r in res["rules"].items():
-        line = band(axes[0], steps, r["estimated"], name)
-        axes[1].plot(
-            steps, np.maximum(r["deterministic"], 1e-12), color=line.get_color(), label=name
-        )
-        band(axes[2], steps, r["fisher_min"], name, color=line.get_color())
-    for ax in axes[:2]:
-        ax.axhline(res["reference_gap"], color="k", ls=":", lw=0.8, label=r"$\pi_{ref}$")
-        reference_slopes(ax, steps, res["reference_gap"], {r"$T^{-1/2}$": -0.5, r"$T^{-1}$": -1})
-        ax.set(xscale="log", yscale="log", xlabel=r"$T$", ylabel=GAP)
-    axes[0].set_title(r"$\beta_2=10^{-3}$, $\hat V^*$ with $\beta_1=0.5$, $N=16$")
-    axes[1].set_title("exact gradients")
-    axes[2].set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$T$",
-        ylabel=r"$\lambda_{\min}(F(\theta_t))$",
-        title="Fisher floor (Stage 1 estimate)",
+    rules = list(res["rules"])
+    color = {k: f"C{i}" for i, k in enumerate(rules)}
+    families = (
+        [k for k in rules if k.startswith("c/")],
+        [k for k in rules if not k.startswith("c/")],
     )
-    axes[2].set_ylim(1e-14, 10)
-    axes[0].legend(fontsize=5)
-    return save(fig, path, f"small-beta: {res['n_seeds']} seeds")
+    for ax, fam in zip(axes[:2], families, strict=True):
+        for k in fam:
+            band(ax, steps, res["rules"][k]["estimated"], k, color=color[k])
+    for k in rules:
+        r = res["rules"][k]
+        det = np.array(r["deterministic"], dtype=float)
+        axes[2].plot(steps[det > 0], det[det > 0], color=color[k], lw=1.2)
+        fm = {key: np.array(r["fisher_min"][key], dtype=float) for key in ("gmean", "glo", "ghi")}
+        tiny = fm["gmean"] < 1e-12  # numerically 0: marked on the lower edge, not drawn
+        band(
+            axes[3],
+            steps,
+            {key: np.where(tiny, 0.0, v) for key, v in fm.items()},
+            None,
+            color=color[k],
+        )
+        mark_zeros(axes[3], steps[tiny][:1], [0.0] * min(int(tiny.sum()), 1), color[k])
+    for ax in axes[:3]:
+        ax.axhline(res["reference_gap"], color="k", ls=":", lw=1.0)
+        ax.set(xscale="log", yscale="log", xlabel=r"$T$", ylabel="gap")
+    axes[0].set_title(r"$\hat V^*$ ($\beta_1=0.5$, $N=16$): $c/\sqrt{t}$")
+    axes[1].set_title(r"$\hat V^*$: constant, normalized")
+    axes[2].set_title("exact gradients, all 9 rules")
+    axes[3].set(xscale="log", yscale="log", xlabel=r"$T$", ylabel=r"$\lambda_{\min}(F)$")
+    axes[3].set_ylim(bottom=1e-12)
+    axes[3].set_title(r"Fisher floor, $\hat V^*$ runs (▼: first $t$ below $10^{-12}$)")
+    for ax, where in zip(axes[:2], ("left", "right"), strict=True):
+        handles, labels = ax.get_legend_handles_labels()
+        legend_below(fig, handles, labels, 1, where)
+    return save(
+        fig,
+        path,
+        f"small-beta: $\\beta_2 = 10^{{-3}}$, {res['n_seeds']} seeds, 95% intervals; "
+        r"dotted: $\pi_{\mathrm{ref}}$",
+        strict=True,
+    )

@@ -7,7 +7,10 @@ For each pair: N = 16 samples per context for :math:`\hat V^*_{\beta_1}`, T step
 :math:`J_{\beta_2}`; the spread over seeds; the target error
 :math:`E(\hat V^*_{\beta_1} - V^*_{\beta_2})^2` and its N-free part, the exact
 :math:`E_x(V^*_{\beta_1} - V^*_{\beta_2})^2`. A deterministic run (exact gradients) per cell
-checks the limit: by the gradient identity it cannot depend on :math:`\beta_1`.
+checks the limit: by the gradient identity it cannot depend on :math:`\beta_1`. At
+:math:`\theta^*_{\beta_2}` the variance of the one-sample gradient is measured (Monte Carlo,
+autograd) against its formula (:mod:`astarpo.theory.variance`), with the exact
+:math:`\hat V = V^*_{\beta_1}` and with the Stage 1 estimates.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import numpy as np
 
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
+from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
-from astarpo.theory.streams import STAGE1, generators
+from astarpo.theory.streams import PROBE, STAGE1, generators
+from astarpo.theory.variance import gradient_variance_formula, gradient_variance_measured
 
 #: c per beta2 for c/sqrt(t) steps (see the ``small-beta`` experiment for beta2 = 1e-3).
 TWO_BETA_C = {1e-3: 0.01, 0.1: 1.0, 1.0: 1.0}
@@ -64,6 +69,21 @@ def _cell(
     return cell
 
 
+def _variance(
+    bandit: Any, b1: float, b2: float, v_rows: np.ndarray, n_draws: int, rng: Any
+) -> dict[str, Any]:
+    """Formula and Monte Carlo of E||g||^2 at theta*_beta2, exact V*_beta1 and Stage 1 rows."""
+    exact = bandit.optimal_value(b1)
+    return {
+        "formula_exact": gradient_variance_formula(bandit, exact, b2),
+        "measured_exact": gradient_variance_measured(bandit, exact, b2, n_draws, rng),
+        "formula_stage1": float(
+            np.mean([gradient_variance_formula(bandit, v, b2) for v in v_rows])
+        ),
+        "measured_stage1": gradient_variance_measured(bandit, v_rows, b2, n_draws, rng),
+    }
+
+
 def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool = False) -> dict:
     """Run the experiment (see the module docstring).
 
@@ -78,7 +98,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         ``headline``, the numbers docs/theory.md quotes.
     """
     beta1s, beta2s = [1e-3, 0.1, 0.5, 1.0, 10.0], [1e-3, 0.1, 1.0]
-    t_max, n = (150 if quick else 3000), 16
+    t_max, n, n_draws = (150 if quick else 3000), 16, (400 if quick else 4000)
     bandit = make_instance("shared", **INSTANCE)
     res = header(
         "two-beta",
@@ -93,6 +113,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "schedule": "inverse_sqrt",
             "step_c": {str(k): v for k, v in TWO_BETA_C.items()},
             "radius": "2 ||theta*_beta2||",
+            "variance_draws": n_draws,
         },
     )
     grid: list[dict[str, Any]] = []
@@ -105,9 +126,13 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         out = run_stage2(bandit, v_all, config(b2, t_max, c=TWO_BETA_C[b2], radius=r), seed=seed)
         det_cfg = config(b2, t_max, c=TWO_BETA_C[b2], radius=r, mode="deterministic")
         det = run_stage2(bandit, v_all[::seeds], det_cfg)
-        grid += [
+        cells = [
             _cell(bandit, out, det, i, b1, b2, seeds, v_rows, t_max) for i, b1 in enumerate(beta1s)
         ]
+        for cell, b1, v in zip(cells, beta1s, v_rows, strict=True):
+            rng = generators(PROBE, seed, 1, tag=len(grid))[0]
+            cell["variance_at_optimum"] = _variance(bandit, b1, b2, v, n_draws, rng)
+            grid.append(cell)
     res["grid"] = grid
     res["reference_gap"] = {
         str(b): float(bandit.suboptimality(bandit.ref_probs, b)) for b in beta2s
@@ -128,8 +153,9 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     return res
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Heat maps over (beta1, beta2): KL to pi*_beta2, KL to pi*_beta1, gap under J_beta2.
+    """Tables over (beta1, beta2) of the KLs and the gap, and the gradient variance's check.
 
     Args:
         res: The dict returned by ``run``.
@@ -138,9 +164,9 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, save
+    from astarpo.theory.plots import figure, legend_below, save
 
-    fig, axes = figure(3, width=4.0, height=3.2)
+    fig, axes = figure(1, 4, height=2.05)
     b1s, b2s = res["config"]["beta1"], res["config"]["beta2"]
     cells = {(c["beta1"], c["beta2"]): c for c in res["grid"]}
     panels = (
@@ -148,35 +174,52 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         ("kl_to_opt_beta1", r"$\mathrm{KL}(\pi_T\,\|\,\pi^*_{\beta_1})$"),
         ("gap_beta2", r"gap under $J_{\beta_2}$"),
     )
-    for ax, (key, title) in zip(axes, panels, strict=True):
+    for ax, (key, title) in zip(axes, panels, strict=False):
         ci = [[cells[(b1, b2)]["last"][key] for b1 in b1s] for b2 in b2s]
         m = np.array([[c["mean"][0] for c in row] for row in ci])
         half = np.array([[(c["hi"][0] - c["lo"][0]) / 2 for c in row] for row in ci])
-        lm = np.log10(np.maximum(m, 1e-12))
-        img = ax.imshow(lm, cmap="viridis", aspect="auto")
+        lm = np.log10(np.maximum(m, 1e-300))
+        ax.imshow(lm, cmap="Blues", aspect="auto", alpha=0.6)
         for i in range(len(b2s)):
             for j in range(len(b1s)):
-                ax.text(
-                    j,
-                    i,
-                    f"{m[i, j]:.2g}\n±{half[i, j]:.1g}",
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    color="k" if lm[i, j] > lm.mean() else "w",
-                )
-        ax.set_xticks(range(len(b1s)), [str(b) for b in b1s])
-        ax.set_yticks(range(len(b2s)), [str(b) for b in b2s])
-        ax.set(
-            xlabel=r"$\beta_1$ (Stage 1)",
-            ylabel=r"$\beta_2$ (Stage 2)",
-            title=title + r" ($\log_{10}$ colour)",
+                ax.text(j, i, f"{m[i, j]:.2g} ± {half[i, j]:.1g}", ha="center", va="center")
+        ax.set_xticks(range(len(b1s)), [f"{b:g}" for b in b1s])
+        ax.set_yticks(range(len(b2s)), [f"{b:g}" for b in b2s])
+        ax.set(xlabel=r"$\beta_1$", ylabel=r"$\beta_2$", title=title + ", mean ± 95% half-width")
+    ax = axes[3]
+    var = [(c, c.get("variance_at_optimum")) for c in res["grid"]]
+    var = [(c, v) for c, v in var if v is not None and v["formula_exact"] > 0]
+    for k, b2 in enumerate(b2s):
+        pts = [v for c, v in var if c["beta2"] == b2]
+        if not pts:
+            continue
+        f = np.array([v["formula_exact"] for v in pts])
+        m = np.array([v["measured_exact"]["mean"][0] for v in pts])
+        err = np.array(
+            [
+                [
+                    v["measured_exact"]["mean"][0] - v["measured_exact"]["lo"][0],
+                    v["measured_exact"]["hi"][0] - v["measured_exact"]["mean"][0],
+                ]
+                for v in pts
+            ]
+        ).T
+        ax.errorbar(
+            f, m / f, yerr=err / f, fmt="o", color=f"C{k}", capsize=3, label=rf"$\beta_2 = {b2:g}$"
         )
-        fig.colorbar(img, ax=ax, shrink=0.8)
+    ax.axhline(1.0, color="0.45", ls="--", lw=1.0)
+    ax.set(
+        xscale="log",
+        xlabel=r"formula $E\Vert g\Vert^2$ at $\theta^*_{\beta_2}$",
+        ylabel="measured / formula",
+    )
+    ax.set_title(r"gradient variance, $\hat V = V^*_{\beta_1}$, $\beta_1 \neq \beta_2$ [95%]")
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        legend_below(fig, handles, labels, 3)
     return save(
         fig,
         path,
-        f"two-beta: last iterate after T = {res['config']['T']}, mean ± 95% "
-        f"half-width over {res['n_seeds']} seeds",
-        log_note=False,
+        f"two-beta: last iterate after T = {res['config']['T']}, {res['n_seeds']} seeds",
+        strict=True,
     )

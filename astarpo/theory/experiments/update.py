@@ -25,6 +25,7 @@ import numpy as np
 from astarpo import optimal_policy
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance
+from astarpo.theory.plots import styled
 from astarpo.theory.stage2 import regression_gradient, run_stage2
 
 
@@ -162,8 +163,11 @@ def mean_last(x: np.ndarray) -> float:
     return float(np.exp(np.log(np.maximum(x, 1e-300)).mean()))
 
 
+@styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
     """Fixed-point shift vs delta per variant, and the entropy bonus's exact shift.
+
+    Exact zeros are marked on the lower edge (a triangle), not drawn on the log axis.
 
     Args:
         res: The dict returned by ``run``.
@@ -172,44 +176,78 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, save
+    from astarpo.theory.plots import figure, legend_below, mark_zeros, save
 
-    fig, axes = figure(2, width=5.0)
+    fig, axes = figure(2, 1, height=4.2, gridspec_kw={"width_ratios": [2.2, 1.0]})
     d = np.array(res["config"]["delta"])
-    for name, v in res["variants"].items():
+    names = list(res["variants"])
+    markers = "osD^v<>"
+    zeros = False
+    for k, name in enumerate(names):
+        v = res["variants"][name]
+        off = (k - (len(names) - 1) / 2) * 0.012  # side by side, so no curve hides another
         bad = np.array(v.get("diverged_fraction", [0.0] * len(d))) > 0
-        gap = np.maximum([s["gap"] for s in v["shift"]], 1e-14)
-        lo = np.maximum([s["lo"] for s in v["shift"]], 1e-14)
-        hi = np.maximum([s["hi"] for s in v["shift"]], 1e-14)
-        gap = np.where(bad, np.nan, gap)
-        (line,) = axes[0].plot(d, gap, "o-", ms=3, label=name)
+        gap = np.array([s["gap"] for s in v["shift"]], dtype=float)
+        lo = np.array([s["lo"] for s in v["shift"]], dtype=float)
+        hi = np.array([s["hi"] for s in v["shift"]], dtype=float)
+        ok = ~bad & (gap > 0)
+        err = np.array([gap - lo, hi - gap])[:, ok]
+        axes[0].errorbar(
+            d[ok] + off,
+            gap[ok],
+            yerr=err,
+            fmt=markers[k] + "-",
+            ms=4,
+            capsize=2,
+            color=f"C{k}",
+            label=name.replace("scripts (", "scripts\n("),
+            lw=1.0,
+        )
+        zeros |= mark_zeros(axes[0], d[~bad], gap[~bad], f"C{k}", off)
         for x in d[bad]:
-            axes[0].plot([x], [1e-1], "x", color=line.get_color(), ms=6)
-        axes[0].fill_between(d, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
-    axes[0].set(
-        yscale="log",
-        xlabel=r"$\delta = \hat V^* - V^*_{\beta_2}$",
-        ylabel=r"$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi_{\bar\theta})$",
-        title="fixed-point shift (constant step, from $\\theta^*$; x: diverged)",
+            axes[0].plot(
+                [x + off],
+                [1.03],
+                "x",
+                color=f"C{k}",
+                ms=8,
+                transform=axes[0].get_xaxis_transform(),
+                clip_on=False,
+            )
+    axes[0].set(yscale="log", xlabel=r"$\delta = \hat V^* - V^*_{\beta_2}$", ylabel="shift (gap)")
+    axes[0].set_title(
+        "fixed-point shift [95%]; ▼ exact 0, × diverged"
+        if zeros
+        else "fixed-point shift [95%]; × diverged",
+        pad=16,
     )
-    axes[0].legend(fontsize=5)
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, 2, "left")
     ent = res["entropy_exact"]
-    names = list(ent)
-    axes[1].bar(
-        range(len(names)),
-        [max(ent[b]["gap_of_fixed_point"], 1e-14) for b in names],
-        label="fixed point with entropy 0.001",
+    betas = list(ent)
+    y = np.arange(len(betas))
+    axes[1].plot(
+        [ent[b]["gap_of_fixed_point"] for b in betas],
+        y,
+        "o",
+        color="C3",
+        ms=7,
+        label="fixed point, bonus 0.001",
     )
     axes[1].plot(
-        range(len(names)),
-        [ent[b]["reference_gap"] for b in names],
-        "k_",
-        ms=30,
-        label=r"gap of $\pi_{ref}$",
+        [ent[b]["reference_gap"] for b in betas],
+        y,
+        "|",
+        color="k",
+        ms=14,
+        mew=2,
+        label=r"$\pi_{\mathrm{ref}}$",
     )
-    axes[1].set_xticks(range(len(names)), [rf"$\beta_2={b}$" for b in names])
-    axes[1].set(yscale="log", ylabel="gap", title="entropy bonus, exact gradients")
-    axes[1].legend(fontsize=6)
-    return save(
-        fig, path, f"update: {res['n_seeds']} seeds, T = {res['config']['T']}", log_note=False
-    )
+    axes[1].set_yticks(y, [rf"$\beta_2={b}$" for b in betas])
+    axes[1].set_ylim(-0.6, len(betas) - 0.4)
+    axes[1].set(xscale="log", xlabel="gap")
+    axes[1].margins(x=0.15)
+    axes[1].set_title("entropy bonus\n(exact gradients)")
+    handles, labels = axes[1].get_legend_handles_labels()
+    legend_below(fig, handles, labels, 1, "right")
+    return save(fig, path, f"update: {res['n_seeds']} seeds, T = {res['config']['T']}", strict=True)

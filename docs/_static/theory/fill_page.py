@@ -16,10 +16,11 @@ import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from astarpo.theory.baseline import overconfident_gap
+from astarpo.theory.claims import claims, counts, grid_se, slope_windows  # noqa: F401 (template)
 from astarpo.theory.experiments.common import INSTANCE
 from astarpo.theory.instances import make_instance
+from astarpo.theory.verdicts import RULES
 
 HERE = Path(__file__).resolve().parent
 NAMES = [
@@ -34,7 +35,7 @@ NAMES = [
     "adaptive",
     "fisher",
 ]
-RUN = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+RUN = Path(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else None
 
 
 def load(name):
@@ -48,6 +49,21 @@ Q = json.loads((HERE / "summary-quick.json").read_text())
 BENCH = HERE / "benchmark.txt"
 TMPL = HERE / "theory.md.tmpl"
 OUT = HERE.parent.parent / "theory.md"
+ROWS = claims(dict(zip(NAMES, (H, S, C, TB, G, U, SB, R, A, F), strict=True)))
+COUNTS = counts(ROWS)
+
+
+def claims_table():
+    """The claims table: one row per :class:`~astarpo.theory.claims.Claim`."""
+    head = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
+    lines = [head, "|---|---|---|"]
+    lines += [f"| {r.claim}; *{r.source}* | {r.measured} | {r.verdict} ({r.rule}) |" for r in ROWS]
+    return "\n".join(lines)
+
+
+def rules_list():
+    """The verdict rules, one bullet each."""
+    return "\n".join(f"- **{k}**: {v}" for k, v in RULES.items())
 
 
 def g(x, d=2):
@@ -103,25 +119,22 @@ def ties():
     return out
 
 
-def grid_se():
-    """Median standard error of a grid cell's mean log gap over the fitted cells."""
-    keep = np.array(G["steps"]) >= G["config"]["fit_t_min"]
-    se = [
-        (np.log(np.array(c["ghi"])) - np.log(np.array(c["glo"])))[keep] / (2 * 2.365)
-        for c in G["gap"].values()
-    ]
-    return float(np.median(np.concatenate(se)))
-
-
 TIES = ties()
-SE = grid_se()
+GRID_T = sorted({near(G["steps"], t) for t in (10, 100, 1000, G["steps"][-1])})
+PG_OVER = overconfident_gap(make_instance("shared", **INSTANCE), H["config"]["beta2"])
+SE = grid_se(G)
 ENV = {k: v for k, v in globals().items() if not k.startswith("_")}
+
+
+def render():
+    """The page: every ``{{expr}}`` of the template evaluated against the JSON."""
+    text = TMPL.read_text()
+    return re.sub(r"\{\{(.+?)\}\}", lambda m: str(eval(m.group(1), ENV)), text, flags=re.S)
 
 
 def main():
     """Fill the template and write docs/theory.md."""
-    text = TMPL.read_text()
-    OUT.write_text(re.sub(r"\{\{(.+?)\}\}", lambda m: str(eval(m.group(1), ENV)), text, flags=re.S))
+    OUT.write_text(render())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+"""``--config FILE``: a verb's options read from a YAML (or JSON) file, TRL style.
+
+Every key of the file is the name of one of the verb's options, with underscores or dashes
+(``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``). Options given on the command line
+override the file. A file may hold one section per verb (``value:``, ``train:``, ...): each verb
+then reads its own section and ignores the others, so one file describes a whole pipeline (the
+packaged ``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
+is not a verb, is an error naming the key and the file.
+
+``run_config.json``, written by every training run, is accepted as well: its algorithm and
+config fields become ``--algo`` and the field flags, so ``astarpo train --config
+runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run.
+
+A ``--config`` value that is not an existing file is looked up among the presets shipped in the
+package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and ``--config
+configs/paper.yaml`` all name the paper's settings, from any directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PRESETS_DIR",
+    "add_config_argument",
+    "apply_config_file",
+    "config_values",
+    "presets",
+    "resolve_config_path",
+]
+
+#: The folder of the packaged presets (``paper.yaml``).
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+# Fields of run_config.json's ``config`` that the train verb sets under another flag's name.
+_RENAMED = {"output_dir": "out", "overwrite_output_dir": "overwrite"}
+# Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
+_VERBS = ("theory", "value", "train", "eval", "demo", "bench")
+
+
+def presets() -> list[str]:
+    """Names of the packaged presets (``["paper"]``)."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` to a verb's parser (its help lists the packaged presets)."""
+    names = ", ".join(presets()) or "none"
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read options from a YAML/JSON file (keys are option names; flags given on the "
+        f"command line win), or a run's run_config.json. Packaged presets: {names} "
+        "(e.g. --config paper: the official scripts' settings).",
+    )
+
+
+def resolve_config_path(spec: str) -> Path:
+    """The file that ``--config spec`` names: an existing path, else a packaged preset.
+
+    Raises:
+        SystemExit: with an ``error:`` line when neither exists.
+    """
+    path = Path(spec)
+    if path.is_file():
+        return path
+    preset = PRESETS_DIR / (path.name if path.suffix else f"{path.name}.yaml")
+    if preset.is_file():
+        return preset
+    raise SystemExit(
+        f"error: --config {spec!r}: no such file, and not a packaged preset "
+        f"({', '.join(presets()) or 'none'})."
+    )
+
+
+def config_values(path: Path, verb: str) -> dict[str, Any]:
+    """The option values that the file at ``path`` gives ``verb`` (keys with underscores).
+
+    Raises:
+        SystemExit: the file cannot be read or parsed, is not a mapping, or names a section that
+            is not a verb.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit(f"error: --config {path}: cannot read it ({e}).") from e
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml  # a dependency of transformers; named in the llm extra
+
+            data = yaml.safe_load(text)
+    except Exception as e:
+        raise SystemExit(f"error: --config {path}: not valid YAML/JSON ({e}).") from e
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise SystemExit(
+            f"error: --config {path}: the file must hold a mapping of option names to values, "
+            f"got {type(data).__name__}."
+        )
+    if "config_class" in data and isinstance(data.get("config"), Mapping):  # run_config.json
+        values = {_RENAMED.get(k, k): v for k, v in data["config"].items()}
+        values["algo"] = data.get("algorithm")
+        if data.get("rewards"):
+            values["reward"] = list(data["rewards"])
+        return {k.replace("-", "_"): v for k, v in values.items()}
+    sections = [k for k, v in data.items() if isinstance(v, Mapping)]
+    if sections:
+        foreign = [k for k in sections if k not in _VERBS]
+        if foreign:
+            raise SystemExit(
+                f"error: --config {path}: section {foreign[0]!r} is not a verb "
+                f"({', '.join(_VERBS)})."
+            )
+        flat = [k for k in data if k not in sections]
+        if flat:
+            raise SystemExit(
+                f"error: --config {path}: key {flat[0]!r} stands outside the verb sections; "
+                "put it under the verb it belongs to (e.g. train:)."
+            )
+        data = data.get(verb) or {}
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
+    """``value`` as the option's type (YAML reads ``1e-6`` as a string; flags' types apply)."""
+    if isinstance(action, argparse._StoreConstAction):  # store_true / store_false
+        if not isinstance(value, bool):
+            raise SystemExit(f"error: --config {path}: {key} must be true or false, got {value!r}.")
+        return value
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [_convert_one(action, key, v, path) for v in items]
+    return _convert_one(action, key, value, path)
+
+
+def _convert_one(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
+    if value is None or action.type is None:
+        return value
+    try:
+        convert: Any = action.type
+        out = convert(value if isinstance(value, str) else str(value))
+    except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
+        raise SystemExit(f"error: --config {path}: {key}: {value!r} is not valid ({e}).") from e
+    if action.choices is not None and out not in action.choices:
+        raise SystemExit(
+            f"error: --config {path}: {key} must be one of {', '.join(map(str, action.choices))}, "
+            f"got {value!r}."
+        )
+    return out
+
+
+def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> None:
+    """Set the defaults of ``parser`` (one verb's) from the file ``spec`` names.
+
+    Flags parsed afterwards override these defaults. An option the file sets is no longer
+    required on the command line.
+
+    Raises:
+        SystemExit: a key that is not an option of ``verb`` (named, with the file), or a value
+            of the wrong type.
+    """
+    path = resolve_config_path(spec)
+    values = config_values(path, verb)
+    actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
+    defaults: dict[str, Any] = {}
+    for key, value in values.items():
+        action = actions.get(key)
+        if action is None:
+            raise SystemExit(
+                f"error: --config {path}: unknown key {key!r}: not an option of `astarpo {verb}` "
+                f"(see astarpo {verb} --help)."
+            )
+        defaults[key] = _convert(action, key, value, path)
+        action.required = False
+    parser.set_defaults(**defaults)

@@ -1,0 +1,55 @@
+"""The figure rules of astarpo.theory.plots: every theory figure readable on the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from astarpo.theory import plots
+from astarpo.theory.experiments import EXPERIMENTS
+
+STATIC = Path(__file__).resolve().parents[2] / "docs" / "_static" / "theory"
+
+
+def test_check_figure_rejects_small_text_wide_figures_and_long_legends() -> None:
+    fig, axes = plots.figure(1)
+    axes[0].set_title("fine")
+    plots.check_figure(fig)
+    axes[0].text(0.5, 0.5, "tiny", fontsize=6)
+    with pytest.raises(ValueError, match="pt"):
+        plots.check_figure(fig)
+    fig, axes = plots.figure(1)
+    for k in range(plots.MAX_LEGEND + 1):
+        axes[0].plot([0, 1], [k, k], label=f"line {k}")
+    axes[0].legend(fontsize=plots.FONT)
+    with pytest.raises(ValueError, match="entries"):
+        plots.check_figure(fig)
+    fig.set_figwidth(plots.WIDTH + 1)
+    with pytest.raises(ValueError, match="wide"):
+        plots.check_figure(fig)
+
+
+def test_mark_zeros_marks_only_exact_zeros() -> None:
+    _fig, axes = plots.figure(1)
+    axes[0].set_yscale("log")
+    assert plots.mark_zeros(axes[0], [1, 2, 3], [0.0, 1e-300, 1.0], "C0")
+    assert len(axes[0].lines) == 1  # one triangle, for the one exact zero
+    assert not plots.mark_zeros(axes[0], [1], [1e-20], "C0")
+
+
+@pytest.mark.parametrize("name", [n for n in EXPERIMENTS if n != "coverage"])
+def test_committed_results_redraw_under_the_rules(name: str, tmp_path: Path) -> None:
+    """Each plot (strict: it checks fonts, legends, width) redraws from the committed JSON."""
+    res = json.loads((STATIC / f"{name}.json").read_text())
+    out = EXPERIMENTS[name].plot(res, tmp_path / f"{name}.png")
+    from PIL import Image
+
+    with Image.open(out) as im:
+        assert round(im.info["dpi"][0]) == plots.DPI
+        assert im.size[0] == round(plots.WIDTH * plots.DPI)
+    assert np.isfinite(im.size).all()
