@@ -171,7 +171,8 @@ def test_stage1_by_rank_after_kill_9_and_sigterm_reruns_to_the_same_bytes(job: P
     args = ["value", *COMMON, *STAGE1, *data, "--out", str(out)]
     proc = torchrun(args, fault="kill:1:2", mark=job / "s1-kill.mark")  # rank 1's 2nd batch
     assert proc.returncode != 0 and not out.exists()
-    proc = torchrun(args, fault="sigterm_parent:0:3", mark=job / "s1-term.mark")
+    # Rank 1 (3 prompts; 1 kept) sends SIGTERM during its 2nd batch of the rerun (its last).
+    proc = torchrun(args, fault="sigterm_parent:1:2", mark=job / "s1-term.mark")
     assert proc.returncode != 0 and not out.exists()
     assert "stopped by SIGTERM in Stage 1 after" in proc.stderr, proc.stderr[-3000:]
     assert "resuming" in proc.stderr  # the parts kept the rows of the killed run
