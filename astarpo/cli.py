@@ -5,14 +5,19 @@ Verbs: ``theory`` (bandit experiments), ``value`` (Stage 1), ``train`` (Stage 2 
 
 Errors: an ordinary mistake prints one ``error: ...`` line to stderr, exit code 2 for a usage
 error (a bad flag or argument, raised as ``SystemExit("error: ...")`` by a verb) and 1 for a
-runtime error (a bad file, a failed step, a hung reward). ``astarpo --debug VERB ...`` shows the
-traceback instead.
+runtime error (a bad file, a failed step, a hung reward, a stalled rank under ``torchrun``).
+``astarpo --debug VERB ...`` shows the traceback instead. A run stopped by SIGTERM or SIGINT at
+a safe point (:mod:`astarpo.llm.parallel.signals`: Stage 2 after a checkpoint, Stage 1 after
+flushing its rows) prints ``stopped by SIGNAL after ...`` and exits with ``128 + signal``: 143
+for SIGTERM, 130 for SIGINT. Under ``torchrun`` an error is also written to the launcher's
+error file, so that its failure summary shows the root cause and its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -98,12 +103,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             one_line(e.code if e.code.startswith("error:") else f"error: {e.code}"), file=sys.stderr
         )
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C; or SIGTERM/SIGINT handled at a safe point
+        code = getattr(e, "exit_code", None)  # astarpo.llm.parallel.signals.Interrupted
+        print(one_line(f"stopped by {e}") if code else "error: interrupted", file=sys.stderr)
+        return int(code or 130)
     except Exception as e:
         if args.debug:
             raise
+        if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's summary names the cause
+            from astarpo.llm.parallel.watchdog import record_for_launcher
+
+            record_for_launcher(e)
         print(one_line(f"error: {error_text(e)}"), file=sys.stderr)
         return 1
 

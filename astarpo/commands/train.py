@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.resume and args.overwrite:
         raise SystemExit("error: --resume and --overwrite exclude each other; choose one.")
-    dist_info = init_distributed()  # under torchrun: "cuda" is now this rank's GPU
+    # Under torchrun: "cuda" is now this rank's GPU; collectives time out after 2 x dist_timeout.
+    dist_info = init_distributed(dist_timeout=cfg.dist_timeout)
     dtype = "float32" if args.dtype == "auto" else args.dtype
     model, tokenizer = load_model(args.model, args.device, dtype)
     ref = None  # the trainer copies the policy when the algorithm needs a reference

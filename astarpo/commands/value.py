@@ -31,7 +31,7 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
-from astarpo.llm.parallel.dist import init_distributed
+from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.models import check_model_fits
 from astarpo.llm.stage1.estimate import (
@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard, each rank takes its shard and rank 0 merges the parts into --out.",
     )
     add_generation_arguments(parser, gpu_memory_utilization=0.9)  # Stage 1 runs alone
+    parser.add_argument(
+        "--dist-timeout",
+        type=float,
+        default=DEFAULT_DIST_TIMEOUT,
+        help="under torchrun: collectives (the barrier before rank 0 merges the parts) time out "
+        f"after twice this many seconds (default {DEFAULT_DIST_TIMEOUT:g})",
+    )
     parser.add_argument("--merge", type=int, metavar="K", help="merge the K part files of --out")
     parser.add_argument(
         "--import-official", metavar="FILE", help="convert an official eval_0..eval_{N-1} dataset"
@@ -156,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
                 f"error: --temperature 0 (greedy) gives {args.n_samples} identical samples per "
                 "prompt, so V* would be one reward; use --temperature > 0, or --n-samples 1."
             )
-        dist_info = init_distributed()  # under torchrun: one process group, one GPU per rank
+        # Under torchrun: one process group, one GPU per rank.
+        dist_info = init_distributed(dist_timeout=args.dist_timeout)
         if needs_hf_model(args):
             model, tokenizer = load_model(args.model, args.device, args.dtype)
         else:  # vLLM loads the saved model itself

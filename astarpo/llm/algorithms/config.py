@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT
 from astarpo.llm.rollout.base import SamplingConfig
 
 __all__ = [
@@ -135,6 +136,12 @@ class TrainConfig:
         "stops the run with an error naming the function. 0 = no deadline. Built-in math_verify "
         "has its own per-item timeout in killable worker processes.",
     )
+    dist_timeout: float = doc_field(
+        DEFAULT_DIST_TIMEOUT,
+        "Under torchrun: seconds one phase of a step (generation, rewards, reference log-probs, "
+        "update, checkpoint) may run on one rank; a rank past it is stopped and named, which "
+        "stops the job. Collectives time out after twice this. No effect in one process.",
+    )
     device: str = doc_field(
         "auto", "'auto' (CUDA when available, else CPU), 'cpu', 'cuda' or 'cuda:N'."
     )
@@ -208,10 +215,13 @@ class TrainConfig:
             "max_train_seconds",
             "eval_every_seconds",
             "reward_timeout",
+            "dist_timeout",
         ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if self.dist_timeout == 0:
+            raise ValueError("dist_timeout must be > 0 (seconds; default 900).")
         if self.learning_rate == 0:
             raise ValueError("learning_rate must be > 0.")
         if self.mixed_precision not in ("auto", "bf16", "no"):

@@ -24,6 +24,8 @@ Design:
   second by its watchdog thread (after its current C-level computation, which holds the GIL,
   returns). ``PR_SET_PDEATHSIG`` is not used: Linux sends it when the *thread* that started
   the worker ends, which would kill workers started from short-lived threads.
+* Workers ignore SIGINT and SIGTERM: a Ctrl-C or a preemption that reaches the whole process
+  group lets the parent finish its step with them (:mod:`astarpo.llm.parallel.signals`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import importlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -371,6 +374,8 @@ def worker_main(target: str) -> None:  # pragma: no cover - runs in the worker p
                 os._exit(1)
 
     threading.Thread(target=watchdog, daemon=True).start()
+    for s in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C or a preemption reaching the whole
+        signal.signal(s, signal.SIG_IGN)  # group: the parent finishes its step with us
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the function's prints go to stderr, never into the protocol
     sys.stdout = sys.stderr

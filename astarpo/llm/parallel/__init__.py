@@ -2,6 +2,8 @@
 models, and LoRA with an adapter-disabled reference.
 
 ``dist`` (process group, sharding, reductions, DDP/FSDP2 wrapping, device resolution),
-``state`` (full model and optimizer state under any wrapping) and ``lora``. The lowest layer of
+``state`` (full model and optimizer state under any wrapping), ``lora``, ``watchdog`` (a rank
+stalled past ``dist_timeout`` stops the job, named) and ``signals`` (SIGTERM/SIGINT at a safe
+point). The lowest layer of
 :mod:`astarpo.llm`: imports only torch (and peft inside ``lora``).
 """

@@ -38,6 +38,7 @@ import torch.distributed as dist
 from torch import nn
 
 __all__ = [
+    "DEFAULT_DIST_TIMEOUT",
     "DistInfo",
     "Strategy",
     "all_gather_objects",
@@ -110,7 +111,14 @@ def dist_info_from_env(env: Mapping[str, str] | None = None) -> DistInfo:
     return DistInfo(read("RANK", 0), read("WORLD_SIZE", 1), read("LOCAL_RANK", 0))
 
 
-def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> DistInfo:
+DEFAULT_DIST_TIMEOUT = 900.0
+"""Default ``dist_timeout`` in seconds: the longest a phase of a step may run on one rank
+(:class:`~astarpo.llm.parallel.watchdog.Watchdog`); collectives wait twice as long."""
+
+
+def init_distributed(
+    backend: str | None = None, dist_timeout: float = DEFAULT_DIST_TIMEOUT
+) -> DistInfo:
     """Join the process group described by the ``torchrun`` environment.
 
     A single process (no ``WORLD_SIZE`` or ``WORLD_SIZE=1``) gets ``DistInfo()`` and no process
@@ -119,13 +127,21 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
     ``"cuda"`` means this rank's GPU: call this before loading a model), and the group is
     destroyed at interpreter exit.
 
+    Collectives time out after ``2 * dist_timeout`` seconds: a rank stalled inside a phase of a
+    step is stopped, and named, by its :class:`~astarpo.llm.parallel.watchdog.Watchdog` after
+    ``dist_timeout``, before the ranks waiting for it time out; a stall outside the watched
+    phases (start-up, Stage 1) is bounded by the collective timeout.
+
     Args:
         backend: ``"nccl"``, ``"gloo"`` or ``None`` (choose as above).
-        timeout_s: Collective timeout in seconds. Default 1800.
+        dist_timeout: Seconds (:data:`DEFAULT_DIST_TIMEOUT`, 900: collectives time out after
+            1800 s, torch's default).
 
     Returns:
         This process's :class:`DistInfo`.
     """
+    if not (isinstance(dist_timeout, (int, float)) and 0 < dist_timeout < float("inf")):
+        raise ValueError(f"dist_timeout must be a number of seconds > 0, got {dist_timeout!r}.")
     info = dist_info_from_env()
     if not info.distributed:
         return info
@@ -138,7 +154,7 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
             backend=backend,
             rank=info.rank,
             world_size=info.world_size,
-            timeout=datetime.timedelta(seconds=timeout_s),
+            timeout=datetime.timedelta(seconds=2 * dist_timeout),
         )
         atexit.register(cleanup_distributed)  # a clean exit even if the caller forgets
     return info

@@ -8,19 +8,17 @@ policy, scores them and stores
 
 in a :class:`ValueTable`, which Stage 2 queries with :meth:`ValueTable.v_star`.
 
-The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows
-are appended a batch at a time with a flush (one fsync at the end, not one per batch: a
-flush already survives a killed process); a kill can only leave a truncated last line, which
-loading drops with a warning (corruption anywhere else is an error naming the file and line).
-A rerun with the same settings skips the prompts already in the file and, batches being a
-fixed partition of the prompts with seeds derived from the batch's prompt keys, produces the
-same table as an uninterrupted run.
+The table and its file format are in :mod:`astarpo.llm.stage1.table` (re-exported here). Rows are
+appended a batch at a time, whole or undone (a full disk is named; one fsync at the end); a torn
+last line is dropped with a warning (corruption elsewhere is an error naming the file and line).
+SIGTERM/SIGINT stop after the current batch, its rows written and fsynced. A rerun with the same
+settings skips the prompts already in the file and, batches being a fixed partition of the prompts
+with seeds derived from the batch's prompt keys, produces the same table as an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -30,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from astarpo import __version__
+from astarpo.llm.data.append import append_bytes
 from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.parallel.signals import StopSignals
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
@@ -46,7 +46,7 @@ from astarpo.llm.stage1.rows import (
     resume_rows,
 )
 from astarpo.llm.stage1.sampler import reference_sampler
-from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.stage1.table import ValueTable, jsonl_bytes
 
 __all__ = [
     "estimate_values",
@@ -221,7 +221,8 @@ def estimate_values(
     initial = sum(k in done for k, _ in todo)
     bar = Progress(len(todo), "Stage 1 (V*)", "prompt", enabled=progress, initial=initial)
     counts: dict[str, float] = {}
-    with fh as f:
+    signals = StopSignals("the current batch and writing its rows")
+    with fh as f, signals:
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
@@ -248,17 +249,20 @@ def estimate_values(
                 if not m.startswith("reward/") and not m.endswith("/mean"):
                     counts[m] = counts.get(m, 0.0) + v
             rewards = flat.reshape(len(batch), n_samples)
-            for (key, r), rw in zip(batch, rewards, strict=True):
-                if key in done:
-                    continue
-                row = make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
+            new = {
+                key: make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
+                for (key, r), rw in zip(batch, rewards, strict=True)
+                if key not in done
+            }
+            if f is not None and path is not None:  # the rows whole or not at all
+                append_bytes(path, jsonl_bytes(new.values()), f, "rerun the same command.")
+            done.update(new)
+            bar.update(len(new))
+            if signals.received:  # the rows made durable, then Interrupted
                 if f is not None:
-                    line = json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
-                    f.write(line.encode("utf-8"))
-                done[key] = row
-                bar.update(1)
-            if f is not None:
-                f.flush()  # a killed process loses at most the batch being written
+                    os.fsync(f.fileno())
+                where = f": their rows are in {path}; rerun the same command to resume" if f else ""
+                signals.stop(f"in Stage 1 after {len(done)} of {len(todo)} prompts{where}.")
         if f is not None:
             os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()

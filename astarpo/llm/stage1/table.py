@@ -29,7 +29,7 @@ from astarpo import __version__
 from astarpo.llm.data.prompts import prompt_key, read_records
 from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
 
-__all__ = ["MissingPromptError", "ValueTable", "lookup_v_star"]
+__all__ = ["MissingPromptError", "ValueTable", "jsonl_bytes", "lookup_v_star"]
 
 logger = logging.getLogger(__name__)
 
@@ -242,6 +242,12 @@ class ValueTable:
             answer = rm.get("ground_truth") if isinstance(rm, dict) else rec.get("answer")
             out.append(make_row(text, rewards, beta1, prov, answer))
         return cls(out, None)
+
+
+def jsonl_bytes(rows: Iterable[ValueRow]) -> bytes:
+    """``rows`` in the JSONL file format (one JSON object a line), UTF-8."""
+    lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
+    return "".join(lines).encode("utf-8")
 
 
 def _read_exported(p: Path) -> list[ValueRow]:

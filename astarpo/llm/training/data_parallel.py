@@ -35,6 +35,7 @@ from torch import nn
 from astarpo.llm.algorithms.base import RolloutBatch
 from astarpo.llm.algorithms.logprobs import SequenceLogprobs, sequence_logprobs
 from astarpo.llm.parallel.dist import (
+    DEFAULT_DIST_TIMEOUT,
     DistInfo,
     Strategy,
     all_reduce_metrics,
@@ -45,6 +46,7 @@ from astarpo.llm.parallel.dist import (
 )
 from astarpo.llm.parallel.lora import AdapterDisabledReference
 from astarpo.llm.parallel.state import is_fsdp
+from astarpo.llm.parallel.watchdog import Watchdog
 from astarpo.llm.rollout.base import Generator, Rollout, SamplingConfig
 from astarpo.llm.rollout.chunked import ChunkSeededGenerator, gather_rollout
 from astarpo.llm.training.metrics import MetricsLogger
@@ -74,18 +76,43 @@ class DataParallel:
             runs the same non-zero value for identical samples whatever their world sizes.
         info: The process's :class:`~astarpo.llm.parallel.dist.DistInfo` (default: join the
             ``torchrun`` process group, :func:`~astarpo.llm.parallel.dist.init_distributed`).
+        dist_timeout: Seconds a phase of a step may run on one rank under ``torchrun``
+            (:class:`~astarpo.llm.parallel.watchdog.Watchdog`; collectives wait twice this).
     """
 
     def __init__(
-        self, strategy: str = "ddp", seed_chunk_size: int = 0, info: DistInfo | None = None
+        self,
+        strategy: str = "ddp",
+        seed_chunk_size: int = 0,
+        info: DistInfo | None = None,
+        dist_timeout: float = DEFAULT_DIST_TIMEOUT,
     ) -> None:
         if strategy not in ("ddp", "fsdp"):
             raise ValueError(f"parallel must be 'ddp' or 'fsdp', got {strategy!r}.")
         if seed_chunk_size < 0:
             raise ValueError(f"seed_chunk_size must be >= 0, got {seed_chunk_size}.")
-        self.info = init_distributed() if info is None else info
+        self.info = init_distributed(dist_timeout=dist_timeout) if info is None else info
         self.strategy: Strategy = "fsdp" if strategy == "fsdp" else "ddp"
         self.chunk = seed_chunk_size or (1 if self.info.distributed else 0)
+        self.watchdog = Watchdog(dist_timeout, self.info.rank, enabled=self.info.distributed)
+
+    def watch(self, phase: str, step: int) -> contextlib.AbstractContextManager[None]:
+        """Context of a phase of step ``step`` that this rank runs on its own: past
+        ``dist_timeout`` the rank is stopped and named (a no-op in one process)."""
+        return self.watchdog.phase(phase, step)
+
+    def agree_signal(self, received: int | None) -> int:
+        """The largest stop signal number any rank received (0: none), the same on every rank,
+        so that all ranks stop after the same step (one small all-reduce under ``torchrun``)."""
+        value = int(received or 0)
+        if not self.info.distributed:
+            return value
+        device = torch.device("cpu")
+        if dist.get_backend() == "nccl":
+            device = torch.device("cuda", torch.cuda.current_device())
+        flag = torch.tensor([value], dtype=torch.int64, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item())
 
     @property
     def is_main(self) -> bool:

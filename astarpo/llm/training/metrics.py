@@ -19,9 +19,13 @@ from typing import Any
 
 import torch
 
+from astarpo.llm.data.append import append_bytes
+
 __all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
 
 logger = logging.getLogger(__name__)
+
+RESUME_HINT = "continue from the last checkpoint with --resume (train(resume=True))."
 
 
 def peak_memory(device: torch.device) -> dict[str, float]:
@@ -109,14 +113,19 @@ class MetricsLogger:
             self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge)
 
     def log(self, record: dict[str, Any]) -> None:
-        """Write one record (must hold ``step``); non-finite floats are written as null."""
+        """Write one record (must hold ``step``); non-finite floats are written as null.
+
+        Raises:
+            OSError: the disk is full ("no space left on device while appending to
+                .../metrics.jsonl"); the records before are intact.
+        """
         step = int(record["step"])
         clean = {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v)
             for k, v in record.items()
         }
-        with self.path.open("a") as f:
-            f.write(json.dumps(clean, allow_nan=False) + "\n")
+        line = json.dumps(clean, allow_nan=False) + "\n"  # whole, or undone on a full disk
+        append_bytes(self.path, line.encode("utf-8"), then=RESUME_HINT)
         if self.writer is not None:
             for k, v in record.items():
                 if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):

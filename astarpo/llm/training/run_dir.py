@@ -59,6 +59,7 @@ RESUMABLE_FIELDS = frozenset(
         "output_dir",
         "overwrite_output_dir",
         "reward_timeout",
+        "dist_timeout",
         "gpu_memory_utilization",
         "micro_batch_size",
         "parallel",

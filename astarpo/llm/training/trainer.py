@@ -38,6 +38,7 @@ from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.lora import maybe_apply_lora
+from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.seeds import derive_seed
@@ -138,7 +139,7 @@ class Trainer:
         algorithm: Algorithm | None = None,
     ) -> None:
         self.args = args
-        self.dp = DataParallel(args.parallel, args.seed_chunk_size)
+        self.dp = DataParallel(args.parallel, args.seed_chunk_size, dist_timeout=args.dist_timeout)
         self.dp.check_batch(args.batch_size, args.minibatches)
         reference_name = model_name(ref_model if ref_model is not None else model)
         self.device = self.dp.device(resolve_device(args.device))
@@ -231,7 +232,7 @@ class Trainer:
         idx = [global_idx[i] for i in positions]
         prompts = [self.rows[i]["prompt"] for i in idx]
         n = algo.samples_per_prompt
-        with timed(times, "generate", self.device):
+        with timed(times, "generate", self.device), self.dp.watch("generate", t):
             self.generator.sync_weights(self.model)
             rollout = self.dp.generate(
                 self.generator, prompts, n, args.sampling, derive_seed(args.seed, t), positions
@@ -239,16 +240,17 @@ class Trainer:
 
         # 2. Rewards (other dataset columns repeated per sample).
         with timed(times, "reward"):
-            columns = repeat_columns([self.rows[i] for i in idx], n)
-            rewards, reward_metrics = compute_rewards(
-                self.reward_funcs,
-                rollout.prompts,
-                rollout.completions,
-                columns,
-                completion_ids=rollout.response_ids,
-                truncated=rollout.truncated,
-                timeout=args.reward_timeout,
-            )
+            with self.dp.watch("reward", t):
+                columns = repeat_columns([self.rows[i] for i in idx], n)
+                rewards, reward_metrics = compute_rewards(
+                    self.reward_funcs,
+                    rollout.prompts,
+                    rollout.completions,
+                    columns,
+                    completion_ids=rollout.response_ids,
+                    truncated=rollout.truncated,
+                    timeout=args.reward_timeout,
+                )
             rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
         record.update(self.dp.reduce(reward_metrics))
         v_star = None
@@ -260,7 +262,7 @@ class Trainer:
             check_batch(batch)  # e.g. rewards past float32's range
 
         # 3. Reference (and old-policy) log-probs, no gradient.
-        with timed(times, "ref_logprobs", self.device):
+        with timed(times, "ref_logprobs", self.device), self.dp.watch("ref_logprobs", t):
             if algo.needs_reference:
                 ref = self.dp.logprobs(self.ref_model, batch, self._micro, self._autocast)
                 batch.logp_ref, batch.token_logp_ref = ref.logp, ref.token_logp
@@ -269,7 +271,7 @@ class Trainer:
                 batch.logp_old, batch.token_logp_old = old.logp, old.token_logp
 
         # 4. Updates: update_epochs x minibatches optimizer steps over whole prompt groups.
-        with timed(times, "update", self.device):
+        with timed(times, "update", self.device), self.dp.watch("update", t):
             with torch.no_grad(), self._autocast():
                 record.update(algo.prepare(batch))
             sums: dict[str, float] = {}
@@ -324,9 +326,15 @@ class Trainer:
             "train_time": self.train_time,
             "algorithm": self.algorithm.name,
         }
-        path = save_checkpoint(
-            self.args.output_dir, self.step_count, self.model, self.optimizer, self.modules, state
-        )
+        with self.dp.watch("checkpoint", self.step_count):
+            path = save_checkpoint(
+                self.args.output_dir,
+                self.step_count,
+                self.model,
+                self.optimizer,
+                self.modules,
+                state,
+            )
         rotate_checkpoints(self.args.output_dir, self.args.save_total_limit)
         return path
 
@@ -411,6 +419,8 @@ class Trainer:
             NonFiniteError: a step's rewards, loss or gradient norm are not finite; the update
                 is not applied and nothing is saved.
             RewardTimeoutError: a reward function ran past ``reward_timeout``.
+            Interrupted: SIGTERM or SIGINT arrived (on any rank); the step running then was
+                finished and checkpointed (:mod:`astarpo.llm.parallel.signals`).
         """
         args = self.args
         record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
@@ -436,7 +446,9 @@ class Trainer:
         # A bar on a terminal, else a line at least every 30 s (a log shows the run is alive).
         show = args.progress and self.dp.is_main
         bar = Progress(args.max_steps, "train", "step", enabled=show, initial=self.step_count)
+        signals = StopSignals("the current step and a checkpoint")
         try:
+            signals.__enter__()  # SIGTERM/SIGINT: stop after the step, with a checkpoint
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
                 record = self.step()
@@ -453,14 +465,25 @@ class Trainer:
                 stop = schedule.done(t, self.train_time) or stop
                 if schedule.evaluate_now(t, self.train_time) and not stop:
                     self._evaluate(logger)
+                saved = None
                 if args.save_steps and t % args.save_steps == 0 and not stop:
-                    self.save()
+                    saved = self.save()
+                received = self.dp.agree_signal(signals.received)  # all ranks stop together
+                if received and not stop:
+                    saved = saved or self.save()
+                    raise Interrupted(
+                        received,
+                        f"{StopSignals.name(received)} after step {t} of {args.max_steps}: "
+                        f"checkpoint {saved} written; continue with --resume "
+                        "(train(resume=True)).",
+                    )
             if resume_step is None or resume_step < self.step_count:
                 self._evaluate(logger)
             self.save()
             self.save_model()  # OUT/final: a plain Hugging Face model directory
             call_hook(self.callbacks, "on_train_end", self.history)
         finally:
+            signals.__exit__()
             bar.close()
             logger.close()
         return self.history

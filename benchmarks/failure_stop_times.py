@@ -1,0 +1,115 @@
+"""How long a 2-process ``torchrun`` job takes to stop after one rank fails or stalls.
+
+Each case runs ``torchrun --nproc_per_node 2 -m astarpo train --model toy ...`` on CPU (gloo)
+with one fault planted on rank 1 by ``tests/llm/faults.py`` (once, at a fixed step) and
+measures the wall time from the fault (the time the fault wrote into its mark file) to the
+exit of ``torchrun``, which returns only after every worker has exited. It also prints the
+root cause of ``torchrun``'s failure summary.
+
+Cases: ``raise`` (the reward raises on rank 1), ``kill`` (rank 1 gets SIGKILL),
+``reward_hang`` (the reward hangs on rank 1; ``--reward-timeout 10``) and ``generate_stall``
+(``generate`` hangs on rank 1; ``--dist-timeout 10``: the watchdog stops it).
+
+    python benchmarks/failure_stop_times.py                 # every case, 3 runs each
+    python benchmarks/failure_stop_times.py --cases raise --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests" / "llm"
+COMMON = ["--model", "toy", "--template", "none", "--reward", "faults:exact_reward"]
+COMMON += ["--device", "cpu"]
+
+CASES = {  # name: (fault, extra flags, entry point)
+    "raise": ("raise:1:2", [], ["-m", "astarpo"]),
+    "kill": ("kill:1:2", [], ["-m", "astarpo"]),
+    "reward_hang": ("hang:1:2", ["--reward-timeout", "10"], ["-m", "astarpo"]),
+    "generate_stall": ("stall:1:3", ["--dist-timeout", "10"], [str(TESTS / "fault_main.py")]),
+}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(fault: str = "", mark: str = "") -> dict[str, str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}"}
+    return env | {"ASTARPO_TEST_FAULT": fault, "ASTARPO_TEST_FAULT_MARK": mark}
+
+
+def _root_cause(stderr: str) -> str:
+    if "Root Cause" not in stderr:
+        return "(no failure summary)"
+    part = stderr.split("Root Cause (first observed failure):")[1]
+    rank = next((x.strip() for x in part.splitlines() if x.strip().startswith("rank ")), "")
+    lines = [x.strip() for x in part.splitlines() if "Error" in x or "Signal" in x]
+    return f"{rank}; {lines[-1][:160] if lines else '?'}"
+
+
+def run_case(name: str, work: Path, i: int) -> dict:
+    fault, extra, entry = CASES[name]
+    mark = work / f"{name}-{i}.mark"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_port()), *entry, "train"]
+    cmd += [*COMMON, "--data", str(work / "p.jsonl"), "--v-star", str(work / "v.jsonl")]
+    cmd += ["--max-steps", "4", "--batch-size", "4", "--max-new-tokens", "3", "--save-steps", "1"]
+    cmd += ["--progress", "false", "--tensorboard", "false", "--out", str(work / f"{name}-{i}")]
+    cmd += extra
+    start = time.time()
+    proc = subprocess.run(cmd, env=_env(fault, str(mark)), capture_output=True, text=True)
+    end = time.time()
+    fired = float(mark.read_text().split()[-1]) if mark.exists() else float("nan")
+    return {
+        "case": name,
+        "exit_code": proc.returncode,
+        "fault_to_exit_s": round(end - fired, 2),
+        "launch_to_exit_s": round(end - start, 2),
+        "root_cause": _root_cause(proc.stderr),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        sys.path.insert(0, str(ROOT))
+        from astarpo.llm.toy.model import addition_task
+
+        rows = addition_task(8, seed=0)
+        (work / "p.jsonl").write_text(
+            "".join(json.dumps({k: r[k] for k in ("problem", "answer")}) + "\n" for r in rows)
+        )
+        value = [sys.executable, "-m", "astarpo", "value", *COMMON, "--data", str(work / "p.jsonl")]
+        value += ["--out", str(work / "v.jsonl"), "--n-samples", "2", "--max-new-tokens", "3"]
+        subprocess.run([*value, "--no-progress"], env=_env(), check=True, capture_output=True)
+        for name in args.cases:
+            results = [run_case(name, work, i) for i in range(args.repeats)]
+            for r in results:
+                print(json.dumps(r), flush=True)
+            times = [r["fault_to_exit_s"] for r in results]
+            print(
+                f"{name}: fault -> every process exited: median {statistics.median(times):.1f} s "
+                f"(min {min(times):.1f}, max {max(times):.1f}, {len(times)} runs)",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
