@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per run, inherited by workers
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from astarpo.llm.bench.zero_pass import QUICK, ZeroPassConfig, run_zero_pass
+    from astarpo.llm.bench.zero_pass import run_zero_pass
+    from astarpo.llm.bench.zero_pass_sets import QUICK, ZeroPassConfig
 
     fields = dict(QUICK) if args.quick else {}
     if args.seconds is not None:

@@ -11,7 +11,9 @@ import pytest
 
 from astarpo import optimal_value
 from astarpo.llm.bench.worker import stage1
-from astarpo.llm.bench.zero_pass import (
+from astarpo.llm.bench.zero_pass_report import cell, verdict
+from astarpo.llm.bench.zero_pass_run import SuccessCounter, gold_logprobs
+from astarpo.llm.bench.zero_pass_sets import (
     QUICK,
     ZeroPassConfig,
     build_hard_set,
@@ -19,8 +21,6 @@ from astarpo.llm.bench.zero_pass import (
     reference,
     seeds_of,
 )
-from astarpo.llm.bench.zero_pass_report import cell, verdict
-from astarpo.llm.bench.zero_pass_run import SuccessCounter, gold_logprobs
 from astarpo.llm.data.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.model import make_char_tokenizer

@@ -186,19 +186,25 @@ def plot(result: dict[str, Any], path: str | Path) -> Path:
                     mean = np.array([x["mean"] for x in c[key]], dtype=float)
                     lo = np.array([np.nan if x["lo"] is None else x["lo"] for x in c[key]])
                     hi = np.array([np.nan if x["hi"] is None else x["hi"] for x in c[key]])
-                    name = f"{_LABELS[arm]} ({s['seeds']} seeds)" if i == j == 0 else None
-                    ax.plot(c["time"], mean, "o-", ms=3, color=_COLOURS[arm], label=name)
+                    ax.plot(c["time"], mean, "o-", ms=3, color=_COLOURS[arm], label=_LABELS[arm])
                     ax.fill_between(c["time"], lo, hi, color=_COLOURS[arm], alpha=0.2, lw=0)
                 ax.axhline(
                     ref[key], color="k", ls=":", lw=1.0, label="reference" if i == j == 0 else None
                 )
                 ax.set_title(f"trained on {set_name}: {label}")
                 ax.set_xlabel("Stage 2 training time (s)")
-        fig.legend(loc="outside lower center", ncol=6, frameon=False)
+        entries: dict[str, Any] = {}
+        for ax in axes.flat:  # one entry per run name, from whichever panel has it
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                entries.setdefault(label, handle)
+        fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncol=6,
+                   frameon=False)  # fmt: skip
         h = result["hard_set"]
         fig.suptitle(
             f"zero-pass benchmark: {h['digits']}-digit hard prompts (SFT: {h['sft_digits']}), "
-            f"pass@{h['k']} = 0; bands: 95% t-interval over seeds",
+            f"pass@{h['k']} = 0; seeds: {result['config']['seeds_main']} for A*-PO and GRPO on "
+            f"hard and mixed, {result['config']['seeds_other']} otherwise; "
+            "bands: 95% t-interval over seeds",
             fontsize=11,
         )
         path = Path(path)
