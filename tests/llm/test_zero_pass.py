@@ -93,7 +93,8 @@ def test_quick_hard_set_has_pass_at_k_zero(quick_set: dict) -> None:
     assert len(quick_set["train"]) == 4 and len(quick_set["held"]) == 4
     assert not {r["prompt"] for r in quick_set["train"]} & {r["prompt"] for r in quick_set["held"]}
     # longer operands than any SFT example: a rule the SFT data never shows
-    assert all(parse_problem(r["prompt"])[2] == SCRATCHPAD_DIGITS + 1 for r in rows)
+    parsed = [parse_problem(r["prompt"]) for r in rows]
+    assert all(p is not None and p[2] == SCRATCHPAD_DIGITS + 1 for p in parsed)
     table = ValueTable.load(quick_set["out"] / "hard_pass64.jsonl")
     for r in rows:  # k reference samples each, every one wrong
         row = table.get(r["prompt"])
