@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python benchmarks/step_overhead.py [--steps 40] [--batch-size 32] [--threads 1]
+    python benchmarks/step_overhead.py --task scratchpad --reference runs/bench/reference
 
 Two copies of the same policy (the benchmark's weak reference, from the SFT cache, or the
 untrained toy model with ``--untrained``) train side by side in one process, steps alternating
@@ -26,17 +27,18 @@ import time
 from typing import Any
 
 import torch
+from transformers import AutoModelForCausalLM
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
+from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainer import Trainer
 
 
 def hand_written_step(
     policy: Any, ref: Any, opt: Any, tok: Any, rows: list[dict[str, str]], v: dict[str, float],
-    beta2: float, max_new: int, seed: int,
+    beta2: float, max_new: int, seed: int, need_eos: bool = False,
 ) -> tuple[float, float]:  # fmt: skip
     """One A*-PO step written from scratch; returns its ``(wall, CPU)`` seconds."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -58,8 +60,12 @@ def hand_written_step(
     texts = tok.batch_decode(
         resp.masked_fill(~resp_mask, tok.pad_token_id), skip_special_tokens=True
     )
+    ended = is_eos.any(1).tolist()  # the scratchpad's reward also needs EOS
     reward = torch.tensor(
-        [float(t.strip() == r["answer"]) for t, r in zip(texts, rows, strict=True)]
+        [
+            float(t.strip() == r["answer"] and (e or not need_eos))
+            for t, r, e in zip(texts, rows, ended, strict=True)
+        ]
     )
     v_star = torch.tensor([v[p] for p in prompts])
     attn = torch.cat([enc["attention_mask"], resp_mask.long()], 1)
@@ -82,11 +88,14 @@ def hand_written_step(
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def reference(untrained: bool) -> tuple[Any, Any]:
-    """The benchmark's weak reference (``astarpo bench`` defaults) or the untrained toy model."""
+def reference(untrained: bool, task: str = "addition", path: str | None = None) -> tuple[Any, Any]:
+    """The benchmark's weak reference (``astarpo bench`` defaults), a saved model (``path``) or
+    the untrained toy model of the task's shape."""
     tok = make_char_tokenizer()
-    model = make_toy_model(tok, seed=0)
-    if not untrained:
+    if path is not None:
+        return tok, AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+    model = make_toy_model(tok, seed=0, **get_task(task).model)
+    if not untrained and task == "addition":
         rows = addition_task(9000, seed=0, zero_pad=True)[1000:]
         model, _ = cached_sft(model, tok, rows, SFTConfig(500, 64, 2e-3), progress=False)
     return tok, model.eval()
@@ -101,18 +110,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--untrained", action="store_true", help="the random toy model instead")
     ap.add_argument("--mixed-precision", default="auto", help="the library run's setting")
+    ap.add_argument("--task", default="addition", choices=("addition", "scratchpad"))
+    ap.add_argument("--reference", default=None, help="a saved reference model directory")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    tok, ref = reference(args.untrained)
-    rows = addition_task(10000, seed=1, zero_pad=True)[: args.batch_size]
+    task = get_task(args.task)
+    tok, ref = reference(args.untrained, args.task, args.reference)
+    rows = task.rows(10000, 1)[: args.batch_size]
+    max_new = task.max_new_tokens
     v = {r["prompt"]: 0.5 for r in rows}
     cfg = AStarPOConfig(
         output_dir=tempfile.mkdtemp(), batch_size=args.batch_size, learning_rate=1e-4,
-        max_new_tokens=5, generation_batch_size=256, save_steps=0, device="cpu",
+        max_new_tokens=max_new, generation_batch_size=256, save_steps=0, device="cpu",
         tensorboard=False, progress=False, backend="hf", mixed_precision=args.mixed_precision,
     )  # fmt: skip
     lib = Trainer(
-        copy.deepcopy(ref).train(), ref, [exact_match_reward], args=cfg, train_dataset=rows,
+        copy.deepcopy(ref).train(), ref, [task.reward], args=cfg, train_dataset=rows,
         v_star_table=v, tokenizer=tok,
     )  # fmt: skip
     mine = copy.deepcopy(ref).train().requires_grad_(True)
@@ -120,18 +133,24 @@ def main(argv: list[str] | None = None) -> int:
     wall: dict[str, list[float]] = {"library": [], "hand-written": []}
     cpu: dict[str, list[float]] = {"library": [], "hand-written": []}
     phases: dict[str, list[float]] = {}
+    lengths: list[float] = []
     for i in range(args.warmup + args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         rec = lib.step()
         lib_t = (time.perf_counter() - t0, time.process_time() - c0)
-        mine_t = hand_written_step(mine, ref, opt, tok, rows, v, cfg.beta2, 5, i)
+        mine_t = hand_written_step(
+            mine, ref, opt, tok, rows, v, cfg.beta2, max_new, i, args.task == "scratchpad"
+        )
         if i >= args.warmup:
             for name, (w, c) in (("library", lib_t), ("hand-written", mine_t)):
                 wall[name].append(w)
                 cpu[name].append(c)
+            lengths.append(rec["response_length/mean"])
             for k in ("generate", "reward", "ref_logprobs", "update"):
                 phases.setdefault(k, []).append(rec[f"time/{k}"])
-    print(f"A*-PO step, batch {args.batch_size}, {args.steps} alternating steps, torch threads "
+    print(f"A*-PO step, task {args.task}, responses {statistics.median(lengths):.0f} tokens "
+          "(median),"
+          f" batch {args.batch_size}, {args.steps} alternating steps, torch threads "
           f"{args.threads}, mixed_precision={args.mixed_precision}")  # fmt: skip
     med = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
     for name, (w, c) in med.items():

@@ -24,6 +24,42 @@ QUICK = dict(
     val_size=32,
 )
 
+#: ``--task scratchpad``: the task's budget and SFT rate, and a protocol sized for responses
+#: of 70 tokens on a loaded 2-core machine (docs/baselines.md gives the measured step times):
+#: A*-PO and GRPO, 5 seeds, 60 s per run, a grid that brackets both rates (1e-3 diverged).
+TASK_DEFAULTS: dict[str, dict[str, object]] = {
+    "addition": {},
+    "scratchpad": dict(
+        algos=("astarpo", "grpo"),
+        drop_all_wrong=False,
+        seeds=5,
+        max_new_tokens=78,
+        sft_lr=3e-3,
+        pool_size=256,
+        eval_size=96,
+        val_size=64,
+        max_train_seconds=60.0,
+        eval_every_seconds=20.0,
+        lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
+        sweep_seconds=30.0,
+    ),
+}
+
+#: ``--task scratchpad --quick``: A*-PO and GRPO, two seeds, long enough to leave the
+#: reference (about 4 minutes on a loaded 2-core machine).
+QUICK_TASK: dict[str, dict[str, object]] = {
+    "addition": {},
+    "scratchpad": dict(
+        seeds=2,
+        max_train_seconds=25.0,
+        eval_every_seconds=12.0,
+        lr_grid=(1e-4,),
+        pool_size=64,
+        eval_size=32,
+        val_size=32,
+    ),
+}
+
 
 def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(x) for x in text.split(",") if x.strip())
@@ -33,9 +69,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``astarpo bench`` (unset flags keep the :class:`BenchConfig` defaults)."""
     parser.add_argument("--out", default="runs/bench", help="output directory")
     parser.add_argument(
+        "--task",
+        default="addition",
+        choices=("addition", "scratchpad"),
+        help="embedded task: addition (answers of 4-5 tokens; default) or scratchpad (a "
+        "worked solution of 70 tokens before the answer)",
+    )
+    parser.add_argument(
+        "--backend",
+        default="hf",
+        choices=("hf", "vllm"),
+        help="generation backend of every run, Stage 1 and the training loop (default hf; "
+        "vllm needs the vllm extra)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=None, help="token budget per response"
+    )
+    parser.add_argument(
+        "--micro-batch-size",
+        type=int,
+        default=None,
+        help="sequences per forward/backward pass for every algorithm (default: the whole "
+        "batch at once); the matched-memory setting",
+    )
+    parser.add_argument(
         "--algos",
-        default=",".join(ALGOS),
-        help=f"comma-separated algorithms, must include astarpo (default {','.join(ALGOS)})",
+        default=None,
+        help=f"comma-separated algorithms, must include astarpo (default {','.join(ALGOS)}; "
+        "astarpo,grpo with --task scratchpad --quick)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="seeds per run (default 3)")
     parser.add_argument(
@@ -87,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     from astarpo.llm.bench.config import BenchConfig
     from astarpo.llm.bench.run import run_bench
 
-    fields: dict[str, object] = dict(QUICK) if args.quick else {}
+    fields: dict[str, object] = dict(TASK_DEFAULTS[args.task])
+    if args.quick:
+        fields.update(QUICK_TASK[args.task] if QUICK_TASK[args.task] else QUICK)
     given = {
         "seeds": args.seeds,
         "max_train_seconds": args.max_train_seconds,
@@ -99,12 +162,19 @@ def run(args: argparse.Namespace) -> int:
         "eval_size": args.eval_size,
         "sft_steps": args.sft_steps,
         "reference_target": args.reference_target,
+        "max_new_tokens": args.max_new_tokens,
+        "micro_batch_size": args.micro_batch_size,
     }
     fields.update({k: v for k, v in given.items() if v is not None})
+    if args.algos is not None:
+        fields["algos"] = tuple(a.strip() for a in args.algos.split(",") if a.strip())
+    fields.setdefault("algos", ALGOS)
+    drop = bool(fields.pop("drop_all_wrong", True)) and not args.no_drop
     cfg = BenchConfig(
         out_dir=args.out,
-        algos=tuple(a.strip() for a in args.algos.split(",") if a.strip()),
-        drop_all_wrong=not args.no_drop,
+        task=args.task,
+        backend=args.backend,
+        drop_all_wrong=drop,
         device=args.device,
         threads=args.threads,
         cache_dir=args.cache_dir,

@@ -124,7 +124,8 @@ def add_reward_arguments(
     p.add_argument(
         "--reward",
         action="append",
-        help="reward function: math_verify, gsm8k, exact_match or package.module:function; "
+        help="reward function: math_verify, gsm8k, exact_match, scratchpad or "
+        "package.module:function; "
         f"repeat to sum several (default {default}). A dotted path imports and runs that code.",
     )
     p.add_argument(

@@ -303,15 +303,169 @@ def test_bench_cli_maps_flags_to_the_config(monkeypatch, tmp_path):
 
 
 def test_an_earlier_benchmark_is_refused_or_cleared(tmp_path):
-    from astarpo.llm.bench.run import clear_output
+    from astarpo.llm.bench.manifest import MANIFEST, clear_output, record
 
     clear_output(tmp_path, overwrite=False)  # an empty or new directory is fine
+    record(tmp_path, "runs/astarpo-seed0")
+    record(tmp_path, "bench.json")
     (tmp_path / "runs" / "astarpo-seed0").mkdir(parents=True)
     (tmp_path / "bench.json").write_text("{}")
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match=r"runs, bench.json.*--overwrite"):
+    with pytest.raises(FileExistsError, match=r"earlier benchmark \(2 paths.*--overwrite"):
         clear_output(tmp_path, overwrite=False)
     assert (tmp_path / "runs" / "astarpo-seed0").is_dir()  # nothing deleted
     clear_output(tmp_path, overwrite=True)
     assert not (tmp_path / "runs").exists() and not (tmp_path / "bench.json").exists()
+    assert not (tmp_path / MANIFEST).exists()
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_overwrite_never_deletes_what_the_benchmark_did_not_write(tmp_path, overwrite):
+    """The repro of the report: a user's run folder and bench.md survive --overwrite."""
+    from astarpo.llm.bench.manifest import clear_output, record
+
+    (tmp_path / "runs" / "my_experiment").mkdir(parents=True)
+    (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").write_text("x\n")
+    (tmp_path / "bench.md").write_text("n\n")
+    with pytest.raises(FileExistsError, match="did not write") as err:
+        clear_output(tmp_path, overwrite=overwrite)
+    assert "earlier benchmark" not in str(err.value)
+    assert "runs/my_experiment" in str(err.value) and "bench.md" in str(err.value)
+    assert (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").read_text() == "x\n"
+    assert (tmp_path / "bench.md").read_text() == "n\n"
+    # Beside a benchmark of ours, a foreign run folder still blocks and survives.
+    (tmp_path / "bench.md").unlink()
+    record(tmp_path, "runs/astarpo-seed0")
+    (tmp_path / "runs" / "astarpo-seed0").mkdir()
+    with pytest.raises(FileExistsError, match="runs/my_experiment"):
+        clear_output(tmp_path, overwrite=True)
+    assert (tmp_path / "runs" / "astarpo-seed0").is_dir()
+    assert (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").exists()
+
+
+def test_cli_overwrite_keeps_a_users_files(tmp_path, capsys):
+    from astarpo.cli import main
+
+    (tmp_path / "runs" / "my_experiment").mkdir(parents=True)
+    (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").write_text("x\n")
+    (tmp_path / "bench.md").write_text("n\n")
+    assert main(["bench", "--quick", "--out", str(tmp_path), "--overwrite"]) != 0
+    assert "did not write" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").read_text() == "x\n"
+    assert (tmp_path / "bench.md").read_text() == "n\n"
+
+
+# ------------------------------------------------------------- the scratchpad task, mechanism
+
+
+def test_interval_of_an_accuracy_stays_in_0_1():
+    """Two seeds far apart: Student-t (t = 12.7) would reach below 0 and above 1."""
+    _, lo, hi = t_interval([0.1, 0.9])
+    assert lo < 0 and hi > 1  # unclipped
+    m2, lo2, hi2 = t_interval([0.1, 0.9], bounds=(0.0, 1.0))
+    assert (m2, lo2, hi2) == (pytest.approx(0.5), 0.0, 1.0)
+    b = band([([0, 1], [0.1, 0.1]), ([0, 1], [0.9, 0.9])], [0.0, 0.5], bounds=(0.0, 1.0))
+    assert min(b["low"]) >= 0.0 and max(b["high"]) <= 1.0
+    s = summarize({**fake_result(), "runs": [
+        fake_run("astarpo", 0, [0.0, 10.0], [0.05, 0.05]),
+        fake_run("astarpo", 1, [0.0, 10.0], [0.95, 0.95]),
+    ]})  # fmt: skip
+    fin = s["arms"]["astarpo"]["final"]["expected_accuracy"]
+    assert fin["low"] == 0.0 and fin["high"] == 1.0
+
+
+def test_mechanism_on_synthetic_runs_with_known_answers():
+    from astarpo.llm.bench.mechanism import cost_model, markdown_lines, summarize_mechanism
+
+    res = fake_result()  # every run: 10 steps, generate 1 s, update 2 s, pool 100, batch 32
+    m = summarize_mechanism(res)
+    a, g = m["phases"]["astarpo"], m["phases"]["grpo"]
+    assert a["share"]["generate"] == pytest.approx(1 / 3) and a["step_s"] == pytest.approx(0.3)
+    assert g["generate_share"]["mean"] == pytest.approx(1 / 3)
+    assert a["seconds"]["stage1"] == pytest.approx(5.0)
+    assert m["revisits"]["astarpo"]["passes"] == pytest.approx(3.2)
+    assert m["memory"]["grpo"]["increment"]["ratio"] == pytest.approx(0.5)
+    assert m["memory"]["grpo"]["total"]["ratio"] == pytest.approx(110 / 120)
+    c = cost_model(res["runs"], res["config"])
+    # GRPO: 160 sequences, 2 s of generation and 4 s of update: g = 1/80, u = 1/40 s.
+    assert c["units"]["g"] == pytest.approx(1 / 80) and c["units"]["u"] == pytest.approx(1 / 40)
+    assert c["predicted_step"] == pytest.approx(1 / 8)
+    assert c["measured_step"]["ratio"] == pytest.approx(1.0)
+    assert c["predicted_prompt"] == pytest.approx((3.5 / 80 + 1 / 40) / (8 * 3 / 80))
+    assert c["measured_prompt"]["ratio"] == pytest.approx(25 / 20)
+    text = "\n".join(markdown_lines(m))
+    assert "Step ratio predicted 0.125" in text and "| grpo |" in text
+    assert cost_model([r for r in res["runs"] if r["arm"] != "grpo"], res["config"]) == {}
+
+
+def test_scratchpad_config_and_backend_checks(tmp_path):
+    from astarpo.llm.bench.run import check_backend, splits
+
+    with pytest.raises(ValueError, match="task must be one of"):
+        BenchConfig(task="nosuch")
+    with pytest.raises(ValueError, match="cannot hold the scratchpad task's gold"):
+        BenchConfig(task="scratchpad")  # the addition budget of 5 tokens
+    with pytest.raises(ValueError, match="peers run on the addition task only"):
+        BenchConfig(task="scratchpad", max_new_tokens=78, peers=("trl",))
+    with pytest.raises(ValueError, match="backend must be"):
+        BenchConfig(backend="sglang")
+    with pytest.raises(ValueError, match="micro_batch_size"):
+        BenchConfig(micro_batch_size=-1)
+    cfg = BenchConfig(task="scratchpad", max_new_tokens=78, micro_batch_size=16, pool_size=64)
+    assert algorithm_config("grpo", cfg, 0, tmp_path, 1e-3, 10.0).micro_batch_size == 16
+    rows = splits(cfg)
+    assert rows["pool"][0]["answer"].endswith(rows["pool"][0]["sum"])
+    assert len(rows["pool"]) == 64 and "ans=" in rows["held_out"][0]["answer"]
+    if __import__("importlib").util.find_spec("vllm") is None:
+        with pytest.raises(RuntimeError, match=r"needs vLLM.*--backend hf"):
+            check_backend("vllm")
+    check_backend("hf")
+
+
+def test_bench_cli_task_and_backend_flags(monkeypatch, tmp_path):
+    import astarpo.llm.bench.run as bench_mod
+    from astarpo.cli import main
+    from astarpo.commands.bench import QUICK_TASK
+
+    seen = {}
+
+    def fake_run_bench(cfg, overwrite=False):
+        seen["cfg"] = cfg
+        (tmp_path / "bench.md").write_text("table\n")
+        return {}
+
+    monkeypatch.setattr(bench_mod, "run_bench", fake_run_bench)
+    argv = ["bench", "--out", str(tmp_path), "--task", "scratchpad", "--quick"]
+    assert main([*argv, "--micro-batch-size", "32"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.task == "scratchpad" and cfg.max_new_tokens == 78 and cfg.micro_batch_size == 32
+    assert cfg.max_train_seconds == QUICK_TASK["scratchpad"]["max_train_seconds"]
+    assert cfg.backend == "hf" and cfg.sft_lr == 3e-3
+    assert main(["bench", "--out", str(tmp_path), "--backend", "vllm"]) == 0
+    assert seen["cfg"].backend == "vllm" and seen["cfg"].task == "addition"
+
+
+@pytest.mark.slow
+def test_quick_protocol_on_the_scratchpad_task(tmp_path):
+    """The whole bench on the scratchpad task, shrunk (a tiny model, 1 SFT step, 1 seed):
+    long responses flow through the reference, Stage 1, the runs and the report."""
+    from fakes import TINY
+
+    from astarpo.llm.bench.run import run_bench
+
+    cfg = BenchConfig(
+        out_dir=str(tmp_path / "b"), task="scratchpad", max_new_tokens=78,
+        algos=("astarpo", "grpo"), drop_all_wrong=False, seeds=1, max_train_seconds=3.0,
+        eval_every_seconds=1.0, lr_grid=(1e-3,), batch_size=2, pool_size=4, eval_size=4,
+        val_size=4, n_samples=2, group_size=2, sft_steps=1, model_overrides=TINY,
+        cache_dir=str(tmp_path / "cache"),
+    )  # fmt: skip
+    res = run_bench(cfg, progress=False)
+    assert {r["arm"] for r in res["runs"]} == {"astarpo", "grpo"}
+    assert all(r["backend"] == "hf" and r["response_tokens_mean"] > 1 for r in res["runs"])
+    m = res["summary"]["mechanism"]
+    assert m["task"] == "scratchpad" and m["reference_response_tokens"]["p90"] >= 1
+    assert 0 <= m["phases"]["grpo"]["share"]["generate"] <= 1
+    assert "Where the time goes" in (tmp_path / "b" / "bench.md").read_text()
+    assert json.loads((tmp_path / "b" / "bench_manifest.json").read_text())

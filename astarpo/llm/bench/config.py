@@ -14,6 +14,7 @@ from typing import Any
 
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.toy.tasks import TASKS
 
 __all__ = [
     "ARM_LABELS",
@@ -43,6 +44,10 @@ class BenchConfig:
 
     Args:
         out_dir: Output directory (reference, Stage 1 tables, runs, bench.json/md/png).
+        task: The embedded task (:data:`~astarpo.llm.toy.tasks.TASKS`): ``"addition"``
+            (default; answers of 4-5 tokens) or ``"scratchpad"`` (a worked solution of 70
+            tokens with EOS). Its reward scores every run, its model shape is the reference's
+            (``model_overrides`` on top), and ``max_new_tokens`` must fit its gold responses.
         algos: Algorithms to compare; must include ``"astarpo"`` (the baseline of the ratios).
         drop_all_wrong: Also run ``astarpo_drop`` (A*-PO without the prompts whose N Stage 1
             samples are all wrong). Default True.
@@ -80,7 +85,12 @@ class BenchConfig:
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``. Default ``"cpu"``.
         mixed_precision: ``"auto"``, ``"bf16"`` or ``"no"`` (every run).
         threads: Torch CPU threads per run. Default 1 (steadier timings on a shared machine).
-        backend: Generation backend of every run. Default ``"hf"``.
+        backend: Generation backend of every run, its Stage 1 included: ``"hf"`` (default) or
+            ``"vllm"`` (the ``vllm`` extra; the held-out evaluation stays on HF for every run).
+        micro_batch_size: Sequences per forward/backward pass of every algorithm (gradient
+            accumulation); 0 (default) = each algorithm's whole minibatch at once. A positive
+            value is the matched-memory setting: every algorithm's passes take the same number
+            of sequences, as micro-batched GPU runs do.
         generation_batch_size: Rows per ``generate`` call of every run. Default 256.
         cache_dir: SFT cache directory (None: ``$ASTARPO_CACHE`` or ``~/.cache/astarpo``).
         peers: Other libraries run under the same protocol: ``("trl",)`` adds TRL's
@@ -89,6 +99,7 @@ class BenchConfig:
     """
 
     out_dir: str = "runs/bench"
+    task: str = "addition"
     algos: tuple[str, ...] = ("astarpo", "grpo", "rloo", "ppo", "rebel")
     drop_all_wrong: bool = True
     seeds: int = 3
@@ -116,11 +127,30 @@ class BenchConfig:
     mixed_precision: str = "auto"
     threads: int = 1
     backend: str = "hf"
+    micro_batch_size: int = 0
     generation_batch_size: int = 256
     cache_dir: str | None = None
     peers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.backend not in ("hf", "vllm"):
+            raise ValueError(f"backend must be 'hf' or 'vllm', got {self.backend!r}.")
+        if (
+            isinstance(self.micro_batch_size, bool)
+            or not isinstance(self.micro_batch_size, int)
+            or self.micro_batch_size < 0
+        ):
+            raise ValueError(
+                f"micro_batch_size must be an integer >= 0 (0: whole batch), got "
+                f"{self.micro_batch_size!r}."
+            )
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}.")
+        if self.peers and self.task != "addition":
+            raise ValueError(
+                f"peers run on the addition task only (their reward wrapper scores exact "
+                f"answers without EOS); got peers={self.peers!r} with task={self.task!r}."
+            )
         if not isinstance(self.peers, tuple) or any(p not in PEER_ARMS for p in self.peers):
             raise ValueError(
                 f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {self.peers!r}; e.g. "
@@ -160,6 +190,12 @@ class BenchConfig:
         if not self.target_fractions or any(not 0 < f < 1 for f in self.target_fractions):
             raise ValueError(
                 f"target_fractions must be non-empty, each in (0, 1), got {self.target_fractions}."
+            )
+        need = TASKS[self.task].response_tokens
+        if need is not None and isinstance(self.max_new_tokens, int) and self.max_new_tokens < need:
+            raise ValueError(
+                f"max_new_tokens={self.max_new_tokens} cannot hold the {self.task} task's gold "
+                f"responses ({need} tokens with EOS); raise it to at least {need}."
             )
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2, got {self.group_size}.")
@@ -231,6 +267,7 @@ def algorithm_config(
         progress=False,
         generation_batch_size=cfg.generation_batch_size,
         backend=cfg.backend,
+        micro_batch_size=cfg.micro_batch_size,
     )
     if arm == DROP_ARM:
         # Trains on the subset of the pool its Stage 1 table solved at least once: the table's

@@ -14,14 +14,15 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
 from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.bench.config import BenchConfig
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.eval import answer_probability
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.toy.tasks import get_task
 
 __all__ = ["PeakRSS", "evaluate_policy"]
 
@@ -84,24 +85,32 @@ def evaluate_policy(
     seed: int,
     hard: list[bool] | None = None,
 ) -> dict[str, float]:
-    """Held-out accuracy of ``model`` and its KL to ``ref``.
+    """Held-out accuracy of ``model`` and its KL to ``ref``, scored by the task's reward.
 
     Returns:
         ``accuracy`` (greedy exact match), ``sampled_accuracy`` (one sample at temperature 1),
         ``expected_accuracy`` (mean :func:`~astarpo.llm.eval.answer_probability`: the sampled
         accuracy without sampling noise, the curve the targets are read on), ``kl`` (mean of
-        ``log pi - log pi_ref`` on the sampled responses) and, when ``hard`` marks a non-empty
-        subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
+        ``log pi - log pi_ref`` on the sampled responses), ``response_tokens_p50`` and
+        ``response_tokens_p90`` (median and 90th percentile of the sampled responses' tokens,
+        EOS included), ``truncated_rate`` (sampled responses without EOS) and, when ``hard``
+        marks a non-empty subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
     """
     was_training = model.training
     model.eval()
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
     prompts = [r["prompt"] for r in rows]
     answers = [r["answer"] for r in rows]
+    reward = get_task(cfg.task).reward
     greedy = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 0.0), seed)
-    correct = [c or 0.0 for c in exact_match_reward(prompts, greedy.completions, answers)]
+    correct = [
+        c or 0.0 for c in reward(prompts, greedy.completions, answers, truncated=greedy.truncated)
+    ]
     sampled = gen.generate(prompts, 1, SamplingConfig(cfg.max_new_tokens, 1.0), seed + 1)
-    sampled_ok = [c or 0.0 for c in exact_match_reward(prompts, sampled.completions, answers)]
+    sampled_ok = [
+        c or 0.0 for c in reward(prompts, sampled.completions, answers, truncated=sampled.truncated)
+    ]
+    lengths = np.array([len(r) for r in sampled.response_ids], dtype=np.float64)
     pad = int(tokenizer.pad_token_id)
     with torch.no_grad():
         logp = sequence_logprobs(model, sampled.prompt_ids, sampled.response_ids, pad).logp
@@ -112,6 +121,9 @@ def evaluate_policy(
         "sampled_accuracy": float(sum(sampled_ok) / len(rows)),
         "expected_accuracy": float(prob.mean()),
         "kl": float((logp - logp_ref).mean()),
+        "response_tokens_p50": float(np.percentile(lengths, 50)),
+        "response_tokens_p90": float(np.percentile(lengths, 90)),
+        "truncated_rate": float(np.mean(sampled.truncated)),
     }
     if hard is not None and any(hard):
         idx = [i for i, h in enumerate(hard) if h]

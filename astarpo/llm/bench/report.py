@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.llm.bench.config import ARM_LABELS
+from astarpo.llm.bench.mechanism import markdown_lines, summarize_mechanism
 from astarpo.llm.bench.stats import band, paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
@@ -74,8 +75,12 @@ def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], 
     return out
 
 
-def _ci(xs: list[float | None]) -> dict[str, float]:
-    m, lo, hi = t_interval([x for x in xs if x is not None])
+#: Metrics that are accuracies: their intervals are clipped to [0, 1].
+ACCURACIES = frozenset(METRICS) - {"kl"}
+
+
+def _ci(xs: list[float | None], bounds: tuple[float, float] | None = None) -> dict[str, float]:
+    m, lo, hi = t_interval([x for x in xs if x is not None], bounds=bounds)
     return {"mean": m, "low": lo, "high": hi}
 
 
@@ -101,7 +106,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             vals = [
                 _value_at(*_curve(r, key), budget) if _curve(r, key)[0] else None for r, _ in rs
             ]
-            final[key] = _ci(vals)
+            final[key] = _ci(vals, (0.0, 1.0) if key in ACCURACIES else None)
         arms[name] = {
             "seeds": len(rs),
             "lr": rs[0][0]["lr"],
@@ -144,6 +149,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         )
     cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in result["runs"])
     return {
+        "mechanism": summarize_mechanism(result),
         "budget_s": budget,
         "reference": ref,
         "best_final": best,
@@ -266,6 +272,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         ]
         for k, d in info["differences"].items():
             lines.append(f"| {k} | {d[lib]} | {d['ours']} |")
+    if "mechanism" in s:
+        lines += markdown_lines(s["mechanism"])
     if "wall_s" in result:
         lines += [
             "",
@@ -305,7 +313,7 @@ def _plot(result: dict[str, Any], path: Path) -> None:
             curves = [_curve(r, key, c) for r, c in rs if _curve(r, key, c)[0]]
             if not curves:
                 continue
-            b = band(curves, grid)
+            b = band(curves, grid, bounds=(0.0, 1.0))
             ls = "--" if name == REUSED else "-"
             (line,) = ax.plot(b["time"], b["mean"], ls=ls, label=name)
             lo = [x if not math.isnan(x) else m for x, m in zip(b["low"], b["mean"], strict=True)]

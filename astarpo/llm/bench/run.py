@@ -21,9 +21,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -37,17 +37,20 @@ from transformers import AutoModelForCausalLM
 import astarpo
 from astarpo.llm.bench import report
 from astarpo.llm.bench.config import BenchConfig, arms, peer_arms
+from astarpo.llm.bench.manifest import clear_output, record
 from astarpo.llm.bench.measure import evaluate_policy
 from astarpo.llm.bench.peers import check_peers, peer_info
 from astarpo.llm.bench.stats import curve_area, select_lr
 from astarpo.llm.bench.worker import stage1
 from astarpo.llm.parallel.dist import resolve_device
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
+from astarpo.llm.toy.tasks import get_task
 
-__all__ = ["Runner", "clear_output", "run_bench", "splits"]
+__all__ = ["Runner", "check_backend", "run_bench", "splits"]
 
-#: The problems: zero-padded 2-digit addition, drawn once. The first 1000 are the held-out
+#: The problems of the task (zero-padded 2-digit addition, or the scratchpad's 4-digit worked
+#: solutions), drawn once. The first 1000 are the held-out
 #: region (held-out rows first, validation rows from 500, whose first ``REF_CHECK`` rows are
 #: also the reference's stopping check, whatever ``val_size``), the next 8000 the SFT data,
 #: whose first ``pool_size`` rows are the training pool. Pinned so a result stays reproducible.
@@ -67,7 +70,7 @@ def splits(cfg: BenchConfig) -> dict[str, list[dict[str, str]]]:
             f"pool_size <= {REF_SFT}, eval_size <= {VAL_START} and val_size <= "
             f"{REF_HELD - VAL_START} are required."
         )
-    problems = addition_task(REF_HELD + REF_SFT, seed=REF_SEED, zero_pad=True)
+    problems = get_task(cfg.task).rows(REF_HELD + REF_SFT, REF_SEED)
     sft_rows = problems[REF_HELD:]
     return {
         "sft": sft_rows,
@@ -84,7 +87,8 @@ def _reference(
     """Fine-tune (or load from the SFT cache) the reference until its expected accuracy on the
     check rows (validation region) reaches ``reference_target``; saved to ``out/reference``."""
     tokenizer = make_char_tokenizer()
-    model = make_toy_model(tokenizer, seed=REF_SEED, **cfg.model_overrides)
+    shape = {**get_task(cfg.task).model, **cfg.model_overrides}
+    model = make_toy_model(tokenizer, seed=REF_SEED, **shape)
     model = model.to(resolve_device(cfg.device))  # SFT on the benchmark's device
     sft_cfg = SFTConfig(
         cfg.sft_steps, REF_SFT_BATCH, cfg.sft_lr, target_accuracy=cfg.reference_target
@@ -93,8 +97,22 @@ def _reference(
         model, tokenizer, rows["sft"], sft_cfg, cfg.cache_dir, False, check_rows=rows["check"]
     )
     path = out / "reference"
+    record(out, "reference")
     model.save_pretrained(path)
     return path, info
+
+
+def check_backend(backend: str) -> None:
+    """Refuse ``backend="vllm"`` without vLLM before any work.
+
+    Raises:
+        RuntimeError: vLLM is not installed (the message says how to install it).
+    """
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise RuntimeError(
+            "--backend vllm needs vLLM, which is not installed in this environment; install "
+            "the vllm extra (`make vllm-install` builds .venv-vllm) or use --backend hf."
+        )
 
 
 class Runner:
@@ -121,6 +139,7 @@ class Runner:
         """Run ``spec`` (see :func:`~astarpo.llm.bench.worker.run_one`; ``config``,
         ``reference``, ``train`` and ``out`` are filled in) under ``out_dir/runs/name``."""
         run_dir = Path(self.cfg.out_dir) / "runs" / name
+        record(Path(self.cfg.out_dir), f"runs/{name}")
         run_dir.mkdir(parents=True, exist_ok=True)
         full = {
             "config": asdict(self.cfg),
@@ -183,35 +202,16 @@ def _load() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
-def clear_output(out: Path, overwrite: bool) -> None:
-    """Refuse an output directory that holds an earlier benchmark, or delete that benchmark's
-    runs and reports with ``overwrite`` (other files are left alone).
-
-    Raises:
-        FileExistsError: ``out`` holds ``runs/`` or ``bench.json`` and ``overwrite`` is False.
-    """
-    earlier = [out / n for n in ("runs", "bench.json", "bench.md", "bench.png")]
-    found = [p.name for p in earlier if p.exists()]
-    if found and not overwrite:
-        raise FileExistsError(
-            f"{out} holds an earlier benchmark ({', '.join(found)}); pass --overwrite "
-            "(overwrite=True) to delete it and start over, or choose another --out."
-        )
-    for p in earlier:
-        if p.is_dir():
-            shutil.rmtree(p)
-        else:
-            p.unlink(missing_ok=True)
-
-
 def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
     """Run the whole benchmark (see the module doc) and write ``bench.json/md/png``.
 
     Args:
         cfg: The protocol.
         progress: Print a line per phase and per run.
-        overwrite: Delete an earlier benchmark in ``cfg.out_dir`` first (see
-            :func:`clear_output`); without it such a directory is refused before any work.
+        overwrite: Delete an earlier benchmark in ``cfg.out_dir`` first, exactly the paths
+            its manifest lists (:func:`~astarpo.llm.bench.manifest.clear_output`); without it
+            such a directory is refused before any work, and so is one holding files no
+            benchmark manifest lists.
 
     Returns:
         The content of ``bench.json``: ``{"config", "reference", "hard", "stage1", "sweep",
@@ -222,6 +222,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
         RuntimeError: a peer of ``cfg.peers`` is not installed (before any run).
     """
     check_peers(cfg.peers)
+    check_backend(cfg.backend)
     t_start, load_start = time.perf_counter(), _load()
     out = Path(cfg.out_dir)
     clear_output(out, overwrite)
@@ -238,6 +239,8 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
     ref: Any = AutoModelForCausalLM.from_pretrained(ref_path, local_files_only=True)
     ref = ref.to(resolve_device(cfg.device)).eval()
     tok = make_char_tokenizer()
+    for name in ("held_out_pass.jsonl", "values.jsonl", "bench.json", "bench.md", "bench.png"):
+        record(out, name)
     held, _ = stage1(ref, tok, rows["held_out"], cfg, out / "held_out_pass.jsonl", seed=1)
     by_prompt = {r.prompt: r.pass_rate for r in held}
     hard = [by_prompt[r["prompt"]] == 0 for r in rows["held_out"]]

@@ -15,11 +15,10 @@ curves with known answers:
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from scipy import stats as _scipy_stats
 
 __all__ = [
@@ -36,21 +35,34 @@ __all__ = [
 NAN = float("nan")
 
 
-def t_interval(xs: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """``(mean, low, high)`` of ``xs`` with a two-sided Student-t interval.
+def t_interval(
+    xs: Sequence[float | None],
+    level: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of ``xs`` with a two-sided Student-t interval
+    (``scipy.stats.t.interval`` at ``level``, ``n - 1`` degrees of freedom, scale the standard
+    error ``s / sqrt(n)``).
 
-    With fewer than two values the interval is ``(nan, nan)``; with none the mean is nan too.
+    ``None`` and NaN values are left out. With fewer than two values the interval is
+    ``(nan, nan)``; with none the mean is nan too. ``bounds=(lo, hi)`` clips the interval to
+    the range the quantity can take (an accuracy: ``(0, 1)``), so a band over few seeds never
+    leaves it.
     """
-    vals = [float(x) for x in xs if x is not None and not math.isnan(float(x))]
-    if not vals:
+    vals = np.array([float(x) for x in xs if x is not None and not math.isnan(float(x))])
+    if not vals.size:
         return NAN, NAN, NAN
-    mean = statistics.fmean(vals)
-    if len(vals) < 2:
+    mean = float(vals.mean())
+    if vals.size < 2:
         return mean, NAN, NAN
-    half = float(_scipy_stats.t.ppf(0.5 + level / 2, len(vals) - 1)) * (
-        statistics.stdev(vals) / math.sqrt(len(vals))
-    )
-    return mean, mean - half, mean + half
+    sem = float(vals.std(ddof=1)) / math.sqrt(vals.size)
+    if sem == 0.0:
+        low = high = mean
+    else:
+        low, high = (float(x) for x in _scipy_stats.t.interval(level, vals.size - 1, mean, sem))
+    if bounds is not None:
+        low, high = min(max(low, bounds[0]), bounds[1]), min(max(high, bounds[0]), bounds[1])
+    return mean, low, high
 
 
 def time_to_target(times: Sequence[float], values: Sequence[float], target: float) -> float | None:
@@ -71,29 +83,22 @@ def time_to_target(times: Sequence[float], values: Sequence[float], target: floa
 
 
 def value_at(times: Sequence[float], values: Sequence[float], t: float) -> float:
-    """The curve at time ``t``: linear between evaluations, held after the last one, the first
-    value before the first one."""
-    if not times:
+    """The curve at time ``t`` (``np.interp``): linear between evaluations, held after the last
+    one, the first value before the first one."""
+    if not len(times):
         return NAN
-    if t <= times[0]:
-        return float(values[0])
-    for i in range(1, len(times)):
-        if t <= times[i]:
-            t0, t1, v0, v1 = times[i - 1], times[i], values[i - 1], values[i]
-            return float(v0 + (v1 - v0) * (t - t0) / (t1 - t0)) if t1 > t0 else float(v1)
-    return float(values[-1])
+    return float(np.interp(t, np.asarray(times, float), np.asarray(values, float)))
 
 
 def curve_area(times: Sequence[float], values: Sequence[float], horizon: float) -> float:
-    """Time-average of the curve over ``[0, horizon]`` (trapezoids on the evaluations, the last
-    value held to the horizon): high when a run gets good early and stays good."""
+    """Time-average of the curve over ``[0, horizon]`` (``np.trapezoid`` on the evaluations and
+    both ends, read with :func:`value_at`, the last value held to the horizon): high when a
+    run gets good early and stays good."""
     if horizon <= 0:
         raise ValueError(f"horizon must be > 0, got {horizon}.")
-    grid = sorted({0.0, horizon, *[float(t) for t in times if 0.0 < t < horizon]})
-    area = 0.0
-    for a, b in itertools.pairwise(grid):
-        area += 0.5 * (value_at(times, values, a) + value_at(times, values, b)) * (b - a)
-    return area / horizon
+    grid = np.array(sorted({0.0, horizon, *[float(t) for t in times if 0.0 < t < horizon]}))
+    ys = np.array([value_at(times, values, float(t)) for t in grid])
+    return float(np.trapezoid(ys, grid)) / horizon
 
 
 def paired_ratio(
@@ -125,14 +130,17 @@ def paired_ratio(
 
 
 def band(
-    curves: Sequence[tuple[Sequence[float], Sequence[float]]], grid: Sequence[float]
+    curves: Sequence[tuple[Sequence[float], Sequence[float]]],
+    grid: Sequence[float],
+    bounds: tuple[float, float] | None = None,
 ) -> dict[str, list[float]]:
     """Mean and t-interval of ``curves`` (``(times, values)`` each) at every time of ``grid``
-    (each curve read with :func:`value_at`, only up to its last evaluation)."""
+    (each curve read with :func:`value_at`, only up to its last evaluation; the interval
+    clipped to ``bounds``, see :func:`t_interval`)."""
     mean, low, high = [], [], []
     for t in grid:
         vals = [value_at(ts, vs, t) for ts, vs in curves if ts and t <= ts[-1] + 1e-9]
-        m, lo, hi = t_interval(vals)
+        m, lo, hi = t_interval(vals, bounds=bounds)
         mean.append(m)
         low.append(lo)
         high.append(hi)

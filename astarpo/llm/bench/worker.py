@@ -31,13 +31,13 @@ from astarpo.llm.bench.config import (
 )
 from astarpo.llm.bench.measure import PeakRSS, evaluate_policy
 from astarpo.llm.bench.peers import import_peer, run_peer
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import SamplingConfig
-from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.model import make_char_tokenizer
+from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
 from astarpo.llm.training.trainer import Trainer
 
@@ -63,7 +63,9 @@ def stage1(
     seed: int,
     drop: bool = False,
 ) -> tuple[ValueTable, float]:
-    """Stage 1 of A*-PO on ``rows`` from scratch (``path`` is overwritten), timed.
+    """Stage 1 of A*-PO on ``rows`` from scratch (``path`` is overwritten), timed, on the
+    generation backend ``cfg.backend`` (a vLLM engine is started from ``ref`` under
+    ``path.parent``; its start-up is inside the time, as a run pays it).
 
     Returns:
         ``(table, seconds)``; with ``drop`` the table leaves out the all-wrong prompts.
@@ -73,10 +75,18 @@ def stage1(
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     t0 = time.perf_counter()
+    generator = build_generator(
+        cfg.backend,
+        ref,
+        tokenizer,
+        batch_size=cfg.generation_batch_size,
+        seed=seed,
+        workdir=path.parent / f"vllm_{path.stem}",
+    )
     table = estimate_values(
-        HFGenerator(ref, tokenizer, cfg.generation_batch_size),
+        generator,
         rows,
-        [exact_match_reward],
+        [get_task(cfg.task).reward],
         cfg.n_samples,
         cfg.beta1,
         SamplingConfig(cfg.max_new_tokens, 1.0),
@@ -98,10 +108,12 @@ class Recorder:
         self.evals: list[dict[str, Any]] = []
         self.phases = dict.fromkeys(PHASES, 0.0)
         self.steps = 0
+        self.response_tokens = 0.0  # sum over steps of the mean response length
 
     def on_step_end(self, record: dict[str, Any]) -> bool:
         """Add the step's phase times; never stops (the budget does)."""
         self.steps += 1
+        self.response_tokens += float(record.get("response_length/mean", 0.0))
         for k in PHASES:
             self.phases[k] += float(record.get(f"time/{k}", 0.0))
         return False
@@ -148,7 +160,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         Stage 2 training time, ``stage2_time``, ``cpu_time``, the metrics of
         :func:`~astarpo.llm.bench.measure.evaluate_policy`), ``stage1_s``, ``train_s``
         (Stage 2), ``clock_s``, ``steps``, ``prompts`` (seen), ``pool``, ``pool_all_wrong``,
-        ``samples_per_prompt``, ``phases`` and ``memory``.
+        ``samples_per_prompt``, ``phases``, ``response_tokens_mean`` (mean over steps of
+        the training responses' mean length), ``backend`` and ``memory``.
     """
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
@@ -193,6 +206,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "algo": arm_algorithm(arm),
         "seed": seed,
         "lr": float(spec["lr"]),
+        "backend": cfg.backend,
         **fields,
         "prompts": fields["steps"] * cfg.batch_size,
         "memory": memory,
@@ -222,7 +236,7 @@ def _own_run(
     trainer = Trainer(
         policy,
         ref,
-        [exact_match_reward],
+        [get_task(cfg.task).reward],
         args=args,
         train_dataset=rows,
         v_star_table=table,
@@ -243,6 +257,7 @@ def _own_run(
         "pool_all_wrong": pool_all_wrong,
         "samples_per_prompt": trainer.algorithm.samples_per_prompt,
         "phases": {"stage1": stage1_s, **recorder.phases},
+        "response_tokens_mean": recorder.response_tokens / max(recorder.steps, 1),
     }
 
 

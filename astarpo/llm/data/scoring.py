@@ -36,13 +36,14 @@ BUILTIN_REWARDS: dict[str, str] = {
     "math_verify": "astarpo.llm.data.rewards:math_verify_reward",
     "gsm8k": "astarpo.llm.data.rewards:gsm8k_reward",
     "exact_match": "astarpo.llm.data.rewards:exact_match_reward",
+    "scratchpad": "astarpo.llm.data.scratchpad:scratchpad_reward",
 }
 
 
 def load_reward(spec: str) -> RewardFunc:
     """The reward function named by ``"package.module:function"`` (or a built-in short name).
 
-    Short names: ``math_verify``, ``gsm8k``, ``exact_match``.
+    Short names: ``math_verify``, ``gsm8k``, ``exact_match``, ``scratchpad``.
 
     Raises:
         ValueError: if ``spec`` has no ``:`` or the attribute is not callable.

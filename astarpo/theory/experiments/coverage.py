@@ -6,8 +6,12 @@ ones) and ``tabular`` (one-hot features: they cannot). One instance per family a
 construction). :math:`\beta_1 = \beta_2 = 0.1`, N = 16, T = 2000 steps of :math:`c/\sqrt t` OGD,
 projected on :math:`2\|\theta^*\|`. Four runs per setting: :math:`\hat V^*` from Stage 1, the
 exact :math:`V^*`, the filter (contexts whose N samples are all wrong are dropped from Stage 2),
-and the PG baseline (G = 4) at equal samples per context. The hard contexts' gap is also
-recorded along the run, to plot it against :math:`t \cdot v_{ref}`. Finally the exact MSE of
+and the PG baseline (G = 4) at equal samples per context, with c = 1 like A*-PO and with its
+c tuned as in ``horizon`` (over ``TUNE_C``, by the final gap over all contexts; A*-PO with
+:math:`\hat V^*` is tuned the same way, see :mod:`~astarpo.theory.experiments.tuning`). The
+hard contexts' gap is also recorded along the run, to plot it against :math:`t \cdot v_{ref}`.
+:mod:`~astarpo.theory.experiments.zero_mass` adds contexts the reference never solves, with and
+without transfer. Finally the exact MSE of
 :math:`\hat V^*` on a fine grid of solve rates, with its local slope, locates the range where
 it grows like :math:`1/v_{ref}^2` (if any) and where like :math:`1/v_{ref}`.
 """
@@ -22,6 +26,15 @@ import numpy as np
 from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
+from astarpo.theory.experiments.horizon import TUNE_C
+from astarpo.theory.experiments.tuning import (
+    astarpo_runs,
+    best_c,
+    final_by_c,
+    pg_runs,
+    seed_slice,
+)
+from astarpo.theory.experiments.zero_mass import run_zero_mass
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values, value_estimate_error
 from astarpo.theory.stage2 import run_stage2
@@ -33,7 +46,14 @@ RUNS = ("estimated", "exact", "filter")
 
 
 def _one(
-    bandit: Any, v_ref: float, t_max: int, beta: float, n: int, seeds: int, seed: int
+    bandit: Any,
+    v_ref: float,
+    t_max: int,
+    beta: float,
+    n: int,
+    seeds: int,
+    seed: int,
+    grid: tuple[float, ...] = TUNE_C,
 ) -> dict[str, Any]:
     hard = hard_contexts(bandit.n_contexts)
     p, rho = bandit.solve_rate(), bandit.context_probs
@@ -72,6 +92,30 @@ def _one(
         row["hard_curve"][name] = mean_ci(out.context_last[sl][:, :, hard].mean(-1))
     row["gap"]["pg"] = mean_ci(pg.last[:, -1:])
     row["gap_hard"]["pg"] = mean_ci(pg.context_last[:, -1][:, hard].mean(-1, keepdims=True))
+    c1, radius = STEP_C["inverse_sqrt"], radius_for(bandit, beta)
+    tuned = {
+        "estimated": astarpo_runs(
+            bandit,
+            v_star,
+            beta,
+            t_max,
+            radius,
+            seed,
+            grid,
+            known={c1: seed_slice(out, slice(0, seeds))},
+        ),
+        "pg": pg_runs(bandit, beta, t_max, n, 4, radius, seeds, seed, grid, known={c1: pg}),
+    }
+    row["tuned_c"], row["final_by_c"] = {}, {}
+    for name, runs in tuned.items():
+        c = best_c(runs)
+        row["tuned_c"][name], row["final_by_c"][name] = c, final_by_c(runs)
+        row["gap"][f"{name}_tuned"] = mean_ci(runs[c].last[:, -1:])
+        row["gap_hard"][f"{name}_tuned"] = mean_ci(
+            runs[c].context_last[:, -1][:, hard].mean(-1, keepdims=True)
+        )
+        row["hard_curve"][f"{name}_tuned"] = mean_ci(runs[c].context_last[:, :, hard].mean(-1))
+        row[f"{name}_tuned_steps"] = runs[c].steps.tolist()
     return row
 
 
@@ -142,6 +186,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
     """
     v_refs = [0.01, 1e-3, 0.0] if quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 1e-3, 1e-4, 0.0]
     t_max, beta, n = (120 if quick else 2000), 0.1, 16
+    grid = TUNE_C[1:3] if quick else TUNE_C
     instance = {**INSTANCE, "v_ref": "swept (config v_ref)"}
     res = header(
         "coverage",
@@ -159,17 +204,23 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             "step_c": STEP_C["inverse_sqrt"],
             "hard_contexts": hard_contexts(INSTANCE["n_contexts"]).tolist(),
             "pg_group_size": 4,
+            "tune_c": list(grid),
+            "tune_rule": "per method and setting, the c with the smallest final gap over all "
+            "contexts (geometric mean over seeds)",
         },
         instance=instance,
     )
     res["families"] = {}
     for fam in FAMILIES:
         rows = [
-            _one(make_instance(fam, **{**INSTANCE, "v_ref": v}), v, t_max, beta, n, seeds, seed)
+            _one(
+                make_instance(fam, **{**INSTANCE, "v_ref": v}), v, t_max, beta, n, seeds, seed, grid
+            )
             for v in progress(v_refs, f"coverage {fam}", progress_bar)
         ]
         res["families"][fam] = rows
     res["value_error_regimes"] = value_error_regimes()
+    res["zero_mass"] = run_zero_mass(seeds, quick, seed, grid, n)
     res["headline"] = {
         fam: {
             str(r["v_ref"]): {
@@ -177,16 +228,24 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
                 "hard_gap_exact": r["gap_hard"]["exact"]["gmean"][0],
                 "hard_gap_pg": r["gap_hard"]["pg"]["gmean"][0],
                 "hard_reference_gap": r["reference_gap_hard"],
+                "hard_gap_pg_tuned": r["gap_hard"]["pg_tuned"]["gmean"][0],
+                "hard_gap_estimated_tuned": r["gap_hard"]["estimated_tuned"]["gmean"][0],
+                "pg_c": r["tuned_c"]["pg"],
+                "estimated_c": r["tuned_c"]["estimated"],
             }
             for r in rows
         }
         for fam, rows in res["families"].items()
     }
+    res["headline"]["zero_mass"] = {
+        name: {m: {"c": d["c"], "verdict": d["verdict"]} for m, d in inst["methods"].items()}
+        for name, inst in res["zero_mass"]["instances"].items()
+    }
     return res
 
 
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Hard-context gap vs v_ref per family, vs t * v_ref, and the V̂* error regimes.
+    """Draw ``res`` (see :func:`astarpo.theory.experiments.coverage_figure.draw`).
 
     Args:
         res: The dict returned by ``run``.
@@ -195,69 +254,6 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import band, figure, save
+    from astarpo.theory.experiments.coverage_figure import draw
 
-    fig, axes = figure(4)
-    v = np.array(res["config"]["v_ref"], dtype=float)
-    styles = {
-        "estimated": r"$\hat V^*$",
-        "exact": r"exact $V^*$",
-        "filter": "filter",
-        "pg": "PG, equal samples",
-    }
-    for ax, fam in zip(axes[:2], FAMILIES, strict=True):
-        rows = res["families"][fam]
-        for name, label in styles.items():
-            ci = {k: [r["gap_hard"][name][k][0] for r in rows] for k in ("gmean", "glo", "ghi")}
-            band(ax, v, ci, label, marker="o", ms=3)
-        ax.plot(v, [r["reference_gap_hard"] for r in rows], "k:", label=r"$\pi_{ref}$")
-        ax.set(
-            xscale="symlog",
-            yscale="log",
-            xlim=(0, 0.7),
-            title=f"{fam}: hard contexts",
-            xlabel=r"$v_{ref}$ (symlog, 0 on the left)",
-            ylabel="gap on hard contexts",
-        )
-        ax.set_ylim(bottom=1e-6)  # at v_ref = 0 the hard contexts have nothing to learn
-        ax.set_xscale("symlog", linthresh=1e-4)
-        ax.legend(fontsize=6)
-    ax = axes[2]
-    for fam, ls in zip(FAMILIES, ("-", "--"), strict=True):
-        for r in res["families"][fam]:
-            if r["v_ref"] > 0:
-                x = np.array(r["steps"]) * r["v_ref"]
-                ax.plot(
-                    x,
-                    np.maximum(r["hard_curve"]["estimated"]["gmean"], 1e-12),
-                    ls,
-                    lw=0.8,
-                    label=f"{fam}, $v_{{ref}}={r['v_ref']:g}$",
-                )
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"$t \cdot v_{ref}$",
-        ylabel="gap on hard contexts",
-        title=r"hard contexts vs $t\,v_{ref}$ ($\hat V^*$)",
-    )
-    ax.legend(fontsize=4, ncol=2)
-    ax = axes[3]
-    reg = res["value_error_regimes"]
-    vv = np.array(reg["v"])
-    for case in reg["cases"]:
-        ax.plot(
-            np.sqrt(vv[1:] * vv[:-1]),
-            case["local_slopes"],
-            label=rf"$N={case['n']}$, $\beta_1={case['beta1']}$",
-        )
-    for y in (-1, -2):
-        ax.axhline(y, color="0.45", ls="--", lw=0.8)
-    ax.set(
-        xscale="log",
-        xlabel=r"solve rate $p$",
-        ylabel=r"$d\log \mathrm{MSE}/d\log p$",
-        title=r"local slope of $E(\hat V^*-V^*)^2$",
-    )
-    ax.legend(fontsize=6)
-    return save(fig, path, f"coverage: {res['n_seeds']} seeds, N = {res['config']['n_samples']}")
+    return draw(res, path)
