@@ -26,6 +26,7 @@ import copy
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -174,7 +175,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", action="append", default=[], help="a bench.json to add")
+    ap.add_argument(
+        "--replot",
+        action="store_true",
+        help="keep OUT.json's measured points; redo the bench points and the figure only",
+    )
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    if args.replot:
+        result = json.loads(out.with_suffix(".json").read_text())
+        result["bench"] = bench_points(args.bench)
+        result["replot_command"] = "python benchmarks/length_sweep.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+        plot(result, out.with_suffix(".png"))
+        return 0
     torch.set_num_threads(args.threads)
     t0, load0 = time.perf_counter(), os.getloadavg()
     points = []
@@ -186,13 +202,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{p['predicted_ratio_grpo']:.3f}; GRPO generation share "
               f"{p['generate_share']['grpo']:.2f}", flush=True)  # fmt: skip
     result = {
-        "command": "python benchmarks/length_sweep.py " + " ".join(argv or []),
+        "command": "python benchmarks/length_sweep.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
         "points": points,
         "bench": bench_points(args.bench),
         "wall_s": time.perf_counter() - t0,
         "load": {"start": list(load0), "end": list(os.getloadavg())},
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))

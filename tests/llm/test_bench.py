@@ -469,3 +469,45 @@ def test_quick_protocol_on_the_scratchpad_task(tmp_path):
     assert 0 <= m["phases"]["grpo"]["share"]["generate"] <= 1
     assert "Where the time goes" in (tmp_path / "b" / "bench.md").read_text()
     assert json.loads((tmp_path / "b" / "bench_manifest.json").read_text())
+
+
+def test_figures_are_drawn_for_the_page(tmp_path):
+    """>= 150 dpi, about 9.4 inches wide (the page shows 900 px), fonts >= 9 pt, legends of
+    at most 8 entries (a 9th run name starts a second row of panels)."""
+    from PIL import Image
+
+    from astarpo.llm.bench import figures
+
+    assert figures.DPI >= 150 and figures.FONT_PT >= 9
+    res = fake_result()
+    res["summary"] = summarize(res)
+    write(res, tmp_path)
+    figures.summary(res["summary"], tmp_path / "summary.png", "synthetic")
+    for name in ("bench.png", "summary.png"):
+        im = Image.open(tmp_path / name)
+        dpi = im.info["dpi"][0]
+        assert dpi >= 150 and im.size[0] / dpi <= 10.0
+    curve = ([0.0, 1.0], [0.1, 0.2])
+    panels = {"expected_accuracy": {f"run{i}": [curve] for i in range(9)}}
+    figures.curves(panels, {}, {}, 1, 1.0, tmp_path / "nine.png")
+    im = Image.open(tmp_path / "nine.png")
+    assert im.size[1] > im.size[0] * 0.5  # two rows of panels
+
+
+def test_stage1_and_runs_use_the_configured_backend(tokenizer, tiny_model, tmp_path, monkeypatch):
+    """--backend vllm reaches Stage 1 (build_generator) and every run's trainer config; the
+    HF generator stands in for vLLM here (the real engine is in the vllm-marked tests)."""
+    from astarpo.llm.rollout.hf import HFGenerator
+
+    seen = []
+
+    def fake_build(backend, model, tok, **kw):
+        seen.append((backend, kw["workdir"].name))
+        return HFGenerator(model, tok, kw["batch_size"])
+
+    monkeypatch.setattr(worker, "build_generator", fake_build)
+    cfg = BenchConfig(backend="vllm", max_new_tokens=3, n_samples=2)
+    rows = [{"prompt": "1+2=", "answer": "3"}, {"prompt": "2+2=", "answer": "4"}]
+    table, seconds = worker.stage1(tiny_model, tokenizer, rows, cfg, tmp_path / "v.jsonl", 0)
+    assert seen == [("vllm", "vllm_v")] and len(table) == 2 and seconds > 0
+    assert algorithm_config("grpo", cfg, 0, tmp_path, 1e-3, 5.0).backend == "vllm"
