@@ -76,6 +76,9 @@ def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], 
     return out
 
 
+#: Bounds of a time or a count: their intervals are clipped at 0.
+POSITIVE = (0.0, math.inf)
+
 #: Metrics that are accuracies: their intervals are clipped to [0, 1].
 ACCURACIES = frozenset(METRICS) - {"kl"}
 
@@ -112,8 +115,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "seeds": len(rs),
             "lr": rs[0][0]["lr"],
             "samples_per_prompt": rs[0][0]["samples_per_prompt"],
-            "steps": _ci([r["steps"] for r, _ in rs]),
-            "stage1_s": _ci([r["stage1_s"] if c == "time" else 0.0 for r, c in rs]),
+            "steps": _ci([r["steps"] for r, _ in rs], POSITIVE),
+            "stage1_s": _ci([r["stage1_s"] if c == "time" else 0.0 for r, c in rs], POSITIVE),
             "final": final,
             "memory_mb": _ci([_memory_mb(r) for r, _ in rs]),
             "phases_s": {
@@ -129,7 +132,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             times = [time_to_target(*_curve(r, "expected_accuracy", c), level) for r, c in rs]
             ttt[label] = {
                 "times": times,
-                **_ci(times),
+                **_ci(times, POSITIVE),
                 "reached": sum(t is not None for t in times),
             }
         arms[name]["time_to_target"] = ttt
@@ -258,7 +261,14 @@ def to_markdown(result: dict[str, Any]) -> str:
         + "; ".join(
             f"{ARM_LABELS.get(n, n)}: "
             + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
-            + f" (chosen {w['chosen']:g})"
+            + f" (chosen {w['chosen']:g}"
+            + (
+                ", at an edge of the grid: extend it"
+                if len(w["scores"]) > 1
+                and w["chosen"] in (min(map(float, w["scores"])), max(map(float, w["scores"])))
+                else ""
+            )
+            + ")"
             for n, w in result["sweep"].items()
             if n != "astarpo_drop"
         ),
