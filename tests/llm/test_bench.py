@@ -511,3 +511,46 @@ def test_stage1_and_runs_use_the_configured_backend(tokenizer, tiny_model, tmp_p
     table, seconds = worker.stage1(tiny_model, tokenizer, rows, cfg, tmp_path / "v.jsonl", 0)
     assert seen == [("vllm", "vllm_v")] and len(table) == 2 and seconds > 0
     assert algorithm_config("grpo", cfg, 0, tmp_path, 1e-3, 5.0).backend == "vllm"
+
+
+def test_reference_response_length_is_measured_on_the_scratchpad(tokenizer, monkeypatch):
+    """evaluate_policy's length figures on a stand-in reference that writes the gold worked
+    solution (70 tokens with EOS) for 6 of 10 prompts and stops early (3 tokens) or runs to
+    the budget without EOS for the others: median, p90 and truncation, scored exactly."""
+    from astarpo.llm.bench import measure
+    from astarpo.llm.rollout.base import Rollout
+    from astarpo.llm.toy.model import make_toy_model, scratchpad_task
+    from astarpo.llm.toy.tasks import get_task
+
+    rows = scratchpad_task(10, seed=3, digits=4)
+    eos = int(tokenizer.eos_token_id)
+    budget = get_task("scratchpad").max_new_tokens
+
+    class Reference:
+        def __init__(self, *a, **k):
+            pass
+
+        def generate(self, prompts, n, sampling, seed):
+            resp, text, cut = [], [], []
+            for i, r in enumerate(rows):
+                ids = tokenizer(r["answer"], add_special_tokens=False)["input_ids"]
+                if i < 6:
+                    resp.append([*ids, eos]), text.append(r["answer"]), cut.append(False)
+                elif i < 8:
+                    resp.append([*ids[:2], eos]), text.append(r["answer"][:2]), cut.append(False)
+                else:
+                    resp.append(ids[:budget]), text.append(r["answer"]), cut.append(True)
+            prompt_ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+            return Rollout(list(prompts), prompt_ids, resp, text, cut, 1)
+
+    monkeypatch.setattr(measure, "HFGenerator", Reference)
+    model = make_toy_model(tokenizer, seed=0, hidden_size=32, intermediate_size=64,
+                           num_hidden_layers=1, max_position_embeddings=256)  # fmt: skip
+    cfg = BenchConfig(task="scratchpad", max_new_tokens=budget)
+    res = measure.evaluate_policy(model, model, tokenizer, rows, cfg, 0)
+    assert res["response_tokens_p50"] == 70.0  # 6 of 10 at 70, then 69 (no EOS) and 3
+    assert res["response_tokens_p90"] == 70.0
+    assert res["truncated_rate"] == pytest.approx(0.2)
+    # Only the six complete worked solutions score; the truncated ones match the text but
+    # never emitted EOS.
+    assert res["sampled_accuracy"] == pytest.approx(0.6) and res["accuracy"] == 0.6
