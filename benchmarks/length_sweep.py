@@ -26,6 +26,7 @@ import copy
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -137,8 +138,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 10})
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    plt.rcParams.update({"font.size": 10, "legend.fontsize": 9.5})
+    fig, ax = plt.subplots(figsize=(9.4, 4.2))
     pts = result["points"]
     xs = [p["length"] for p in pts]
     for algo, marker in (("grpo", "o"), ("ppo", "s"), ("rebel", "^")):
@@ -157,10 +158,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xlabel("response length (tokens)")
     ax.set_ylabel("A*-PO / other (< 1: A*-PO faster)")
-    ax.set_title("A*-PO step time relative to each algorithm, 95% intervals")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
+    ax.set_title("A*-PO over each algorithm: step time, and time to target (stars); 95% intervals")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=160)
+    fig.savefig(path, dpi=160, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -174,7 +175,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", action="append", default=[], help="a bench.json to add")
+    ap.add_argument(
+        "--replot",
+        action="store_true",
+        help="keep OUT.json's measured points; redo the bench points and the figure only",
+    )
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    if args.replot:
+        result = json.loads(out.with_suffix(".json").read_text())
+        result["bench"] = bench_points(args.bench)
+        result["replot_command"] = "python benchmarks/length_sweep.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+        plot(result, out.with_suffix(".png"))
+        return 0
     torch.set_num_threads(args.threads)
     t0, load0 = time.perf_counter(), os.getloadavg()
     points = []
@@ -186,13 +202,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{p['predicted_ratio_grpo']:.3f}; GRPO generation share "
               f"{p['generate_share']['grpo']:.2f}", flush=True)  # fmt: skip
     result = {
-        "command": "python benchmarks/length_sweep.py " + " ".join(argv or []),
+        "command": "python benchmarks/length_sweep.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
         "points": points,
         "bench": bench_points(args.bench),
         "wall_s": time.perf_counter() - t0,
         "load": {"start": list(load0), "end": list(os.getloadavg())},
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))

@@ -51,8 +51,8 @@ QUICK_TASK: dict[str, dict[str, object]] = {
     "addition": {},
     "scratchpad": dict(
         seeds=2,
-        max_train_seconds=25.0,
-        eval_every_seconds=12.0,
+        max_train_seconds=20.0,
+        eval_every_seconds=10.0,
         lr_grid=(1e-4,),
         pool_size=64,
         eval_size=32,

@@ -469,3 +469,88 @@ def test_quick_protocol_on_the_scratchpad_task(tmp_path):
     assert 0 <= m["phases"]["grpo"]["share"]["generate"] <= 1
     assert "Where the time goes" in (tmp_path / "b" / "bench.md").read_text()
     assert json.loads((tmp_path / "b" / "bench_manifest.json").read_text())
+
+
+def test_figures_are_drawn_for_the_page(tmp_path):
+    """>= 150 dpi, about 9.4 inches wide (the page shows 900 px), fonts >= 9 pt, legends of
+    at most 8 entries (a 9th run name starts a second row of panels)."""
+    from PIL import Image
+
+    from astarpo.llm.bench import figures
+
+    assert figures.DPI >= 150 and figures.FONT_PT >= 9
+    res = fake_result()
+    res["summary"] = summarize(res)
+    write(res, tmp_path)
+    figures.summary(res["summary"], tmp_path / "summary.png", "synthetic")
+    for name in ("bench.png", "summary.png"):
+        im = Image.open(tmp_path / name)
+        dpi = im.info["dpi"][0]
+        assert dpi >= 150 and im.size[0] / dpi <= 10.0
+    curve = ([0.0, 1.0], [0.1, 0.2])
+    panels = {"expected_accuracy": {f"run{i}": [curve] for i in range(9)}}
+    figures.curves(panels, {}, {}, 1, 1.0, tmp_path / "nine.png")
+    im = Image.open(tmp_path / "nine.png")
+    assert im.size[1] > im.size[0] * 0.5  # two rows of panels
+
+
+def test_stage1_and_runs_use_the_configured_backend(tokenizer, tiny_model, tmp_path, monkeypatch):
+    """--backend vllm reaches Stage 1 (build_generator) and every run's trainer config; the
+    HF generator stands in for vLLM here (the real engine is in the vllm-marked tests)."""
+    from astarpo.llm.rollout.hf import HFGenerator
+
+    seen = []
+
+    def fake_build(backend, model, tok, **kw):
+        seen.append((backend, kw["workdir"].name))
+        return HFGenerator(model, tok, kw["batch_size"])
+
+    monkeypatch.setattr(worker, "build_generator", fake_build)
+    cfg = BenchConfig(backend="vllm", max_new_tokens=3, n_samples=2)
+    rows = [{"prompt": "1+2=", "answer": "3"}, {"prompt": "2+2=", "answer": "4"}]
+    table, seconds = worker.stage1(tiny_model, tokenizer, rows, cfg, tmp_path / "v.jsonl", 0)
+    assert seen == [("vllm", "vllm_v")] and len(table) == 2 and seconds > 0
+    assert algorithm_config("grpo", cfg, 0, tmp_path, 1e-3, 5.0).backend == "vllm"
+
+
+def test_reference_response_length_is_measured_on_the_scratchpad(tokenizer, monkeypatch):
+    """evaluate_policy's length figures on a stand-in reference that writes the gold worked
+    solution (70 tokens with EOS) for 6 of 10 prompts and stops early (3 tokens) or runs to
+    the budget without EOS for the others: median, p90 and truncation, scored exactly."""
+    from astarpo.llm.bench import measure
+    from astarpo.llm.rollout.base import Rollout
+    from astarpo.llm.toy.model import make_toy_model, scratchpad_task
+    from astarpo.llm.toy.tasks import get_task
+
+    rows = scratchpad_task(10, seed=3, digits=4)
+    eos = int(tokenizer.eos_token_id)
+    budget = get_task("scratchpad").max_new_tokens
+
+    class Reference:
+        def __init__(self, *a, **k):
+            pass
+
+        def generate(self, prompts, n, sampling, seed):
+            resp, text, cut = [], [], []
+            for i, r in enumerate(rows):
+                ids = tokenizer(r["answer"], add_special_tokens=False)["input_ids"]
+                if i < 6:
+                    resp.append([*ids, eos]), text.append(r["answer"]), cut.append(False)
+                elif i < 8:
+                    resp.append([*ids[:2], eos]), text.append(r["answer"][:2]), cut.append(False)
+                else:
+                    resp.append(ids[:budget]), text.append(r["answer"]), cut.append(True)
+            prompt_ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+            return Rollout(list(prompts), prompt_ids, resp, text, cut, 1)
+
+    monkeypatch.setattr(measure, "HFGenerator", Reference)
+    model = make_toy_model(tokenizer, seed=0, hidden_size=32, intermediate_size=64,
+                           num_hidden_layers=1, max_position_embeddings=256)  # fmt: skip
+    cfg = BenchConfig(task="scratchpad", max_new_tokens=budget)
+    res = measure.evaluate_policy(model, model, tokenizer, rows, cfg, 0)
+    assert res["response_tokens_p50"] == 70.0  # 6 of 10 at 70, then 69 (no EOS) and 3
+    assert res["response_tokens_p90"] == 70.0
+    assert res["truncated_rate"] == pytest.approx(0.2)
+    # Only the six complete worked solutions score; the truncated ones match the text but
+    # never emitted EOS.
+    assert res["sampled_accuracy"] == pytest.approx(0.6) and res["accuracy"] == 0.6

@@ -20,9 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from astarpo.llm.bench import figures
 from astarpo.llm.bench.config import ARM_LABELS
 from astarpo.llm.bench.mechanism import markdown_lines, summarize_mechanism
-from astarpo.llm.bench.stats import band, paired_ratio, t_interval, target_levels, time_to_target
+from astarpo.llm.bench.stats import paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
 __all__ = ["PAPER", "REUSED", "summarize", "to_markdown", "write"]
@@ -75,6 +76,9 @@ def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], 
     return out
 
 
+#: Bounds of a time or a count: their intervals are clipped at 0.
+POSITIVE = (0.0, math.inf)
+
 #: Metrics that are accuracies: their intervals are clipped to [0, 1].
 ACCURACIES = frozenset(METRICS) - {"kl"}
 
@@ -111,8 +115,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "seeds": len(rs),
             "lr": rs[0][0]["lr"],
             "samples_per_prompt": rs[0][0]["samples_per_prompt"],
-            "steps": _ci([r["steps"] for r, _ in rs]),
-            "stage1_s": _ci([r["stage1_s"] if c == "time" else 0.0 for r, c in rs]),
+            "steps": _ci([r["steps"] for r, _ in rs], POSITIVE),
+            "stage1_s": _ci([r["stage1_s"] if c == "time" else 0.0 for r, c in rs], POSITIVE),
             "final": final,
             "memory_mb": _ci([_memory_mb(r) for r, _ in rs]),
             "phases_s": {
@@ -128,7 +132,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             times = [time_to_target(*_curve(r, "expected_accuracy", c), level) for r, c in rs]
             ttt[label] = {
                 "times": times,
-                **_ci(times),
+                **_ci(times, POSITIVE),
                 "reached": sum(t is not None for t in times),
             }
         arms[name]["time_to_target"] = ttt
@@ -257,7 +261,14 @@ def to_markdown(result: dict[str, Any]) -> str:
         + "; ".join(
             f"{ARM_LABELS.get(n, n)}: "
             + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
-            + f" (chosen {w['chosen']:g})"
+            + f" (chosen {w['chosen']:g}"
+            + (
+                ", at an edge of the grid: extend it"
+                if len(w["scores"]) > 1
+                and w["chosen"] in (min(map(float, w["scores"])), max(map(float, w["scores"])))
+                else ""
+            )
+            + ")"
             for n, w in result["sweep"].items()
             if n != "astarpo_drop"
         ),
@@ -291,53 +302,23 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib  # the plotting extra
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = result["summary"]
-    groups = _groups(result["runs"])
-    budget = s["budget_s"]
-    grid = [budget * i / 60 for i in range(61)]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
-    keys = ("expected_accuracy", "accuracy", "hard_expected_accuracy")
-    titles = (
-        "held-out expected sampled accuracy",
-        "held-out greedy accuracy",
-        "hard subset (expected)",
-    )
-    for ax, key, title in zip(axes, keys, titles, strict=True):
-        for name, rs in groups.items():
-            curves = [_curve(r, key, c) for r, c in rs if _curve(r, key, c)[0]]
-            if not curves:
-                continue
-            b = band(curves, grid, bounds=(0.0, 1.0))
-            ls = "--" if name == REUSED else "-"
-            (line,) = ax.plot(b["time"], b["mean"], ls=ls, label=name)
-            lo = [x if not math.isnan(x) else m for x, m in zip(b["low"], b["mean"], strict=True)]
-            hi = [x if not math.isnan(x) else m for x, m in zip(b["high"], b["mean"], strict=True)]
-            ax.fill_between(b["time"], lo, hi, color=line.get_color(), alpha=0.15)
-        if key == "expected_accuracy":
-            for label, level in s["targets"].items():
-                ax.axhline(level, color="gray", ls=":", lw=0.8)
-                ax.text(0, level, f" {label}", va="bottom", fontsize=7, color="gray")
-        ax.set_xlabel("run clock (s; Stage 1 + training, evaluation excluded)")
-        ax.set_title(title)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"mean and 95% band over {result['config']['seeds']} seeds")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write(result: dict[str, Any], out_dir: str | Path) -> None:
     """Write ``bench.json``, ``bench.md`` and ``bench.png`` to ``out_dir``."""
     out = Path(out_dir)
     (out / "bench.json").write_text(json.dumps(result, indent=1))
     (out / "bench.md").write_text(to_markdown(result))
-    _plot(result, out / "bench.png")
+    groups = _groups(result["runs"])
+    panels = {
+        key: {name: [_curve(r, key, c) for r, c in rs] for name, rs in groups.items()}
+        for key in ("expected_accuracy", "hard_expected_accuracy")
+    }
+    titles = {
+        "expected_accuracy": "held-out expected sampled accuracy",
+        "hard_expected_accuracy": "hard subset (expected)",
+    }
+    s = result["summary"]
+    figures.curves(panels, titles, s["targets"], result["config"]["seeds"], s["budget_s"],
+                   out / "bench.png", dashed=frozenset({REUSED}))  # fmt: skip
 
 
 def _main(argv: list[str]) -> int:
