@@ -138,8 +138,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 10, "legend.fontsize": 9.5})
-    fig, ax = plt.subplots(figsize=(9.4, 4.2))
+    plt.rcParams.update({"font.size": 10, "legend.fontsize": 10})
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
     pts = result["points"]
     xs = [p["length"] for p in pts]
     for algo, marker in (("grpo", "o"), ("ppo", "s"), ("rebel", "^")):
@@ -158,8 +158,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xlabel("response length (tokens)")
     ax.set_ylabel("A*-PO / other (< 1: A*-PO faster)")
-    ax.set_title("A*-PO over each algorithm: step time, and time to target (stars); 95% intervals")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("A*-PO over each algorithm: step time and time to target (stars)\n95% intervals")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=160, bbox_inches="tight")
     plt.close(fig)

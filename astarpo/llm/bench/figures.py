@@ -1,7 +1,8 @@
 """Figures of the efficiency benchmark, drawn for the page they are shown on.
 
-Both figures are 9.4 inches wide (900 px on a page at 96 px per inch), saved at 160 dpi, with
-text of at least 9 pt and the legend outside the data (split into panels beyond 8 entries):
+Both figures are drawn about 8 inches wide (the docs page shows them at its 736 px content
+width, so 10 pt text shows at >= 9 pt; ``tests/test_figures.py`` checks it), saved at 160 dpi,
+with text of at least 10 pt and the legend below the data (split into rows beyond 8 entries):
 
 * :func:`curves`: held-out accuracy against the run clock, one panel per metric, the mean and
   the 95% band over seeds (clipped to [0, 1]) for every run name;
@@ -23,9 +24,9 @@ __all__ = ["DPI", "FONT_PT", "WIDTH_IN", "curves", "summary"]
 #: Resolution of every saved figure.
 DPI = 160
 #: Smallest font size, at the figure's own width.
-FONT_PT = 9.5
-#: Figure width in inches (the page shows the figures at 900 px).
-WIDTH_IN = 9.4
+FONT_PT = 10.0
+#: Figure width in inches (legends sit below the panels, so the saved width stays under 8.5 in).
+WIDTH_IN = 7.6
 #: Most legend entries per panel.
 MAX_ENTRIES = 8
 
@@ -99,9 +100,10 @@ def curves(
             ax.grid(alpha=0.3)
         handles, labels = row[0].get_legend_handles_labels()
         if handles:
-            row[-1].legend(
-                handles, labels, loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False
-            )
+            row[0].legend(
+                handles, labels, loc="upper left", bbox_to_anchor=(0.0, -0.22), frameon=False,
+                ncol=min(3, len(labels)),
+            )  # fmt: skip
     fig.suptitle(
         f"mean and 95% band over {seeds} seeds; clock = Stage 1 + training, evaluation excluded"
     )
@@ -134,14 +136,14 @@ def summary(s: dict[str, Any], path: Path, title: str) -> None:
     _hbars(ax1, y, fin, "C0")
     ax1.axvline(s["reference"], color="gray", ls=":", lw=1)
     ax1.set_yticks(y, names)
-    ax1.set_xlabel("final expected accuracy (reference dotted)")
+    ax1.set_xlabel("final expected accuracy\n(reference dotted)")
     labels = list(s["targets"])
     for i, label in enumerate(labels):
         cis = [s["arms"][n]["time_to_target"][label] for n in names]
         _hbars(ax2, [v + 0.25 * (i - 1) for v in y], cis, f"C{i + 1}", label=f"target {label}")
     ax2.set_yticks(y, [""] * len(names))
-    ax2.set_xlabel("time to target (s of the run clock)")
-    ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax2.set_xlabel("time to target\n(s of the run clock)")
+    ax2.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.24), frameon=False, ncol=3)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, axis="x")
     fig.suptitle(title)
