@@ -5,16 +5,17 @@ table are in :mod:`astarpo.llm.stage1.table`.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
@@ -172,17 +173,19 @@ def make_row(
 
 
 def open_locked(path: Path) -> Any:
-    """``path`` opened for reading and appending, with an exclusive lock (one writer)."""
+    """``path`` opened for reading and appending while this process holds the lock file
+    ``<path>.lock`` (one writer); the lock is released when the returned file is dropped."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = path.open("a+b")
+    lock = FileLock(f"{path}.lock", timeout=0)
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
+        lock.acquire()
+    except Timeout:
         raise ValueTableError(
             f"{path} is being written by another Stage 1 process (it holds the file's lock); "
             "wait for it to finish (a rerun then resumes), or write another --out."
         ) from None
+    fh = path.open("a+b")
+    weakref.finalize(fh, lock.release)
     return fh
 
 

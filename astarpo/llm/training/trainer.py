@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
-from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.parallel.dist import barrier, resolve_device
@@ -391,21 +392,20 @@ class Trainer:
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             self._evaluate(logger)
-        # A bar on a terminal, else a line at least every 30 s (a log shows the run is alive).
+        # Off a terminal tqdm refreshes every 30 s (a log shows the run is alive, not flooded).
         show = args.progress and self.dp.is_main
-        bar = Progress(args.max_steps, "train", "step", enabled=show, initial=self.step_count)
+        bar = tqdm(total=args.max_steps, desc="train", unit="step", initial=self.step_count,
+                   disable=not show, mininterval=0.1 if sys.stderr.isatty() else 30, miniters=1)  # fmt: skip
         try:
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
                 record = self.step()
                 logger.log(record)
                 self.history.append(record)
-                bar.update(
-                    1,
-                    reward=f"{record.get('reward/mean', float('nan')):.3f}",
-                    loss=f"{record['loss']:.4g}",
-                    kl=f"{record['kl']:.3g}",
-                )
+                reward = record.get("reward/mean", float("nan"))
+                post = {"reward": f"{reward:.3f}", "loss": f"{record['loss']:.4g}"}
+                bar.set_postfix(post, refresh=False, kl=f"{record['kl']:.3g}")
+                bar.update(1)
                 t = self.step_count
                 stop = call_hook(self.callbacks, "on_step_end", record)
                 stop = schedule.done(t, self.train_time) or stop
