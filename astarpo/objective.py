@@ -295,9 +295,15 @@ class AdvantageRegression:
         return optimal_advantage(reward, v_star)
 
     def loss(
-        self, logp: T, logp_ref: T, reward: T, v_star: T, reduction: Reduction = "none",
+        self,
+        logp: T,
+        logp_ref: T,
+        reward: T,
+        v_star: T,
+        reduction: Reduction = "none",
         check: bool = True,
     ) -> T:
         """``advantage_regression_loss(logp, logp_ref, reward, v_star, beta2, reduction,
         check)``."""
-        return advantage_regression_loss(logp, logp_ref, reward, v_star, self.beta2, reduction, check)
+        beta2 = self.beta2
+        return advantage_regression_loss(logp, logp_ref, reward, v_star, beta2, reduction, check)

@@ -138,8 +138,14 @@ def evaluate(
     truncated = tokens = 0
     unscored: dict[str, float] = {}
     tty = sys.stderr.isatty()
-    bar = tqdm(total=len(rows), desc="eval", unit="prompt", disable=not progress,
-               mininterval=0.1 if tty else 30, miniters=1)  # fmt: skip
+    bar = tqdm(
+        total=len(rows),
+        desc="eval",
+        unit="prompt",
+        disable=not progress,
+        mininterval=0.1 if tty else 30,
+        miniters=1,
+    )
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         prompts = [r["prompt"] for r in batch]

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from filelock import FileLock
 from fakes import TINY, FakeGenerator
+from filelock import FileLock
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.algorithms.grpo import GRPOConfig

@@ -211,8 +211,15 @@ def estimate_values(
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
 
     initial = sum(k in done for k, _ in todo)
-    bar = tqdm(total=len(todo), desc="Stage 1 (V*)", unit="prompt", initial=initial,
-               disable=not progress, mininterval=0.1 if sys.stderr.isatty() else 30, miniters=1)  # fmt: skip
+    bar = tqdm(
+        total=len(todo),
+        desc="Stage 1 (V*)",
+        unit="prompt",
+        initial=initial,
+        disable=not progress,
+        mininterval=0.1 if sys.stderr.isatty() else 30,
+        miniters=1,
+    )
     counts: dict[str, float] = {}
     with fh as f:
         for batch in batches:

@@ -394,8 +394,15 @@ class Trainer:
             self._evaluate(logger)
         # Off a terminal tqdm refreshes every 30 s (a log shows the run is alive, not flooded).
         show = args.progress and self.dp.is_main
-        bar = tqdm(total=args.max_steps, desc="train", unit="step", initial=self.step_count,
-                   disable=not show, mininterval=0.1 if sys.stderr.isatty() else 30, miniters=1)  # fmt: skip
+        bar = tqdm(
+            total=args.max_steps,
+            desc="train",
+            unit="step",
+            initial=self.step_count,
+            disable=not show,
+            mininterval=0.1 if sys.stderr.isatty() else 30,
+            miniters=1,
+        )
         try:
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
