@@ -59,7 +59,7 @@ def config(tmp_path, **kw):
         "learning_rate": 1e-3,
         "save_steps": 1,
         "progress": False,
-        "tensorboard": False,
+        "report_to": "none",
         "seed": 1,
     }
     cfg.update(kw)
@@ -127,7 +127,7 @@ def toy_flags(data):
 def train_flags(data, table, out):
     return ["train", *toy_flags(data), "--reward", "exact_match", "--v-star", str(table),
             "--out", str(out), "--batch-size", "2", "--progress", "false",
-            "--tensorboard", "false", "--save-steps", "1"]  # fmt: skip
+            "--report-to", "none", "--save-steps", "1"]  # fmt: skip
 
 
 @pytest.fixture
@@ -233,7 +233,7 @@ def test_case3_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, 
     trainer(tokenizer, tmp_path).train()
     model = make_toy_model(tokenizer, seed=0, **TINY)
     args = GRPOConfig(output_dir=str(tmp_path), max_steps=3, batch_size=4, max_new_tokens=3,
-                      learning_rate=1e-3, progress=False, tensorboard=False, seed=1)  # fmt: skip
+                      learning_rate=1e-3, progress=False, report_to="none", seed=1)  # fmt: skip
     grpo = Trainer(model, None, [first_digit_reward], args=args, train_dataset=ROWS,
                    tokenizer=tokenizer)  # fmt: skip
     with pytest.raises(RunDirError, match="algorithm: 'astarpo' -> 'grpo'"):

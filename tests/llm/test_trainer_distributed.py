@@ -45,7 +45,7 @@ def make_trainer(out: str, **overrides: Any) -> Any:
         "learning_rate": 3e-3,
         "save_steps": 2,
         "progress": False,
-        "tensorboard": False,
+        "report_to": "none",
         "seed": 1,
         "seed_chunk_size": 1,
         "device": "cpu",

@@ -380,7 +380,7 @@ class Trainer:
         if resume:
             resume_step = self.resume(None if resume is True else resume)
             announce_resume(args.output_dir, resume_step, args.max_steps, self.dp.is_main)
-        logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
+        logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
         self.history = []
         schedule = Schedule(
             args.max_steps,
