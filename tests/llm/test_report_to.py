@@ -35,7 +35,8 @@ AStarPOTrainer(make_toy_model(tok, seed=0, **TINY), None, [reward], args=cfg, tr
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 tb = EventAccumulator(str(out / "tb")).Reload()
-seen = {"tensorboard": {k: [[e.step, e.value] for e in tb.Scalars(k)] for k in tb.Tags()["scalars"]}}
+tags = tb.Tags()["scalars"]
+seen = {"tensorboard": {k: [[e.step, e.value] for e in tb.Scalars(k)] for k in tags}}
 from trackio.sqlite_storage import SQLiteStorage
 logs = SQLiteStorage.get_logs("astarpo-test", out.name)
 seen["trackio"] = logs

@@ -257,7 +257,7 @@ class TrainConfig:
         """
         items = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
         names = [n.strip() for item in items for n in str(item).split(",") if n.strip()]
-        bad = [n for n in names if n not in REPORTERS + ("none",)]
+        bad = [n for n in names if n not in (*REPORTERS, "none")]
         if bad or ("none" in names and len(names) > 1):
             raise ValueError(
                 f"report_to must be 'none' or any of {', '.join(REPORTERS)} (a list or "
