@@ -5,10 +5,10 @@ table are in :mod:`astarpo.llm.stage1.table`.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,9 +172,23 @@ def make_row(
     )
 
 
+class _LockedFile(io.BufferedRandom):
+    """A file opened for reading and appending that releases its lock when closed."""
+
+    def __init__(self, path: Path, lock: FileLock) -> None:
+        super().__init__(io.FileIO(path, "a+"))
+        self.lock = lock
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.lock.release()
+
+
 def open_locked(path: Path) -> Any:
     """``path`` opened for reading and appending while this process holds the lock file
-    ``<path>.lock`` (one writer); the lock is released when the returned file is dropped."""
+    ``<path>.lock`` (one writer); closing the file releases the lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(f"{path}.lock", timeout=0)
     try:
@@ -184,9 +198,7 @@ def open_locked(path: Path) -> Any:
             f"{path} is being written by another Stage 1 process (it holds the file's lock); "
             "wait for it to finish (a rerun then resumes), or write another --out."
         ) from None
-    fh = path.open("a+b")
-    weakref.finalize(fh, lock.release)
-    return fh
+    return _LockedFile(path, lock)
 
 
 def resume_rows(
