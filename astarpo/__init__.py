@@ -1,7 +1,7 @@
 """astarpo: A*-PO, policy optimization by regression onto the optimal advantage.
 
 The core objective (numpy and torch) and the online-gradient-descent oracle. Importing this
-package loads numpy, scipy-free core math and torch only; the LLM pipeline lives in
+package loads numpy, scipy.special and torch only; the LLM pipeline lives in
 :mod:`astarpo.llm` and the bandit theory in :mod:`astarpo.theory`.
 """
 

@@ -22,6 +22,7 @@ from typing import Literal, TypeVar, Union
 
 import numpy as np
 import torch
+from scipy.special import logsumexp
 
 ArrayLike = Union[np.ndarray, torch.Tensor, float]
 T = TypeVar("T", np.ndarray, torch.Tensor)
@@ -128,8 +129,7 @@ def optimal_value(rewards: T, beta: float) -> T:
         out = beta * (torch.logsumexp(wide / beta, dim=-1) - math.log(n))
         return out.to(r.dtype)  # type: ignore[return-value]
     wide_np = r.astype(np.float32) if r.dtype.itemsize < 4 else r
-    m = wide_np.max(axis=-1, keepdims=True)
-    lse = np.log(np.exp((wide_np - m) / beta).sum(axis=-1)) + m[..., 0] / beta
+    lse = logsumexp(wide_np / beta, axis=-1)
     return np.asarray(beta * (lse - math.log(n)), dtype=r.dtype)  # type: ignore[return-value]
 
 
@@ -174,6 +174,7 @@ def advantage_regression_loss(
     v_star: T,
     beta: float,
     reduction: Reduction = "none",
+    check: bool = True,
 ) -> T:
     r"""Stage 2 least-squares loss of A*-PO (paper Eq. 4).
 
@@ -193,6 +194,9 @@ def advantage_regression_loss(
         v_star: Stage 1 value of each response's prompt, shape ``[B]``.
         beta: Regression strength (the paper's ``beta2``, 1e-3 in its experiments).
         reduction: ``"none"`` (default, per example ``[B]``), ``"mean"`` or ``"sum"``.
+        check: Refuse NaN or infinite inputs (default). Each check of a tensor on an
+            accelerator waits for the device (a host sync); a caller that checks the reduced
+            loss itself, once per step, passes ``False`` (the trainer does).
 
     Returns:
         The per-example loss ``[B]``, or a scalar when reduced.
@@ -200,11 +204,12 @@ def advantage_regression_loss(
     Raises:
         ValueError: if ``beta`` is not a finite number > 0, if ``logp_ref``, ``reward`` or
             ``v_star`` would broadcast ``logp`` to another shape (e.g. ``[3]`` and ``[3, 1]``),
-            or if any input is NaN or infinite.
+            or (with ``check``) if any input is NaN or infinite.
     """
     beta = _check_beta(beta)
     _check_same_shape("logp", logp, logp_ref=logp_ref, reward=reward, v_star=v_star)
-    for name, x in (("logp", logp), ("logp_ref", logp_ref), ("reward", reward), ("v_star", v_star)):
+    inputs = (("logp", logp), ("logp_ref", logp_ref), ("reward", reward), ("v_star", v_star))
+    for name, x in inputs if check else ():
         if isinstance(x, (np.ndarray, torch.Tensor)) and not _all_finite(x):
             raise ValueError(f"{name} contains NaN or infinite values; the loss is undefined.")
         if isinstance(x, float) and not math.isfinite(x):
@@ -243,10 +248,9 @@ def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:
             raise ValueError("ref_logprobs put zero mass on every action of some context.")
         return z - torch.logsumexp(z, dim=-1, keepdim=True)
     z = np.asarray(z)
-    m = z.max(axis=-1, keepdims=True)
-    if not np.isfinite(m).all():
+    if not np.isfinite(z.max(axis=-1)).all():
         raise ValueError("ref_logprobs put zero mass on every action of some context.")
-    return z - (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))  # type: ignore[return-value]
+    return z - logsumexp(z, axis=-1, keepdims=True)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,16 @@ class AdvantageRegression:
         """``optimal_advantage(reward, v_star)`` = ``reward - v_star``, shape ``[B]``."""
         return optimal_advantage(reward, v_star)
 
-    def loss(self, logp: T, logp_ref: T, reward: T, v_star: T, reduction: Reduction = "none") -> T:
-        """``advantage_regression_loss(logp, logp_ref, reward, v_star, beta2, reduction)``."""
-        return advantage_regression_loss(logp, logp_ref, reward, v_star, self.beta2, reduction)
+    def loss(
+        self,
+        logp: T,
+        logp_ref: T,
+        reward: T,
+        v_star: T,
+        reduction: Reduction = "none",
+        check: bool = True,
+    ) -> T:
+        """``advantage_regression_loss(logp, logp_ref, reward, v_star, beta2, reduction,
+        check)``."""
+        beta2 = self.beta2
+        return advantage_regression_loss(logp, logp_ref, reward, v_star, beta2, reduction, check)

@@ -67,7 +67,7 @@ def run_case(name: str, work: Path, i: int) -> dict:
     cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_port()), *entry, "train"]
     cmd += [*COMMON, "--data", str(work / "p.jsonl"), "--v-star", str(work / "v.jsonl")]
     cmd += ["--max-steps", "4", "--batch-size", "4", "--max-new-tokens", "3", "--save-steps", "1"]
-    cmd += ["--progress", "false", "--tensorboard", "false", "--out", str(work / f"{name}-{i}")]
+    cmd += ["--progress", "false", "--report-to", "none", "--out", str(work / f"{name}-{i}")]
     cmd += extra
     start = time.time()
     proc = subprocess.run(cmd, env=_env(fault, str(mark)), capture_output=True, text=True)

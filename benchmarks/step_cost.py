@@ -79,11 +79,12 @@ def child_run(args: argparse.Namespace) -> None:
     ref = AutoModelForCausalLM.from_pretrained(args.child_run).eval()
     fields = {f.name for f in dataclasses.fields(AStarPOConfig)}
     backend = {"backend": "hf"} if "backend" in fields else {"generation_backend": "hf"}
+    quiet = {"report_to": "none"} if "report_to" in fields else {"tensorboard": False}
     cfg = AStarPOConfig(
         output_dir=tempfile.mkdtemp(), batch_size=args.batch_size, learning_rate=1e-4,
         beta2=1e-3, max_new_tokens=5, temperature=1.0, generation_batch_size=256,
-        save_steps=0, device="cpu", tensorboard=False, progress=False,
-        mixed_precision=args.mixed_precision, **backend,
+        save_steps=0, device="cpu", progress=False,
+        mixed_precision=args.mixed_precision, **backend, **quiet,
     )  # fmt: skip
     trainer = AStarPOTrainer(
         policy, ref, [reward], args=cfg, train_dataset=rows,

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = AStarPOConfig(
         output_dir=tempfile.mkdtemp(), batch_size=args.batch_size, learning_rate=1e-4,
         max_new_tokens=max_new, generation_batch_size=256, save_steps=0, device="cpu",
-        tensorboard=False, progress=False, backend="hf", mixed_precision=args.mixed_precision,
+        report_to="none", progress=False, backend="hf", mixed_precision=args.mixed_precision,
     )  # fmt: skip
     lib = Trainer(
         copy.deepcopy(ref).train(), ref, [task.reward], args=cfg, train_dataset=rows,

@@ -158,7 +158,6 @@ def test_modules_and_functions_are_short() -> None:
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
     }
     allowed_modules = {
-        "astarpo.llm.data.pool": "one cohesive worker pool: its process, pipe and kill logic",
         "astarpo.llm.training.trainer": "the Stage 2 loop read top to bottom; its argument "
         "handling is in training.inputs, its checks in training.guards and training.run_dir",
     }

@@ -254,6 +254,10 @@ def test_loss_refuses_nan(name: str) -> None:
     args[name] = torch.tensor([0.0, float("nan")])
     with pytest.raises(ValueError, match=f"{name} contains NaN"):
         advantage_regression_loss(**args, beta=0.1)
+    # check=False (the trainer, which checks the reduced loss once per step): no check, so no
+    # host sync; the NaN reaches the mean loss, where that per-step check sees it.
+    loss = advantage_regression_loss(**args, beta=0.1, reduction="mean", check=False)
+    assert torch.isnan(loss)
 
 
 def test_optimal_policy_all_minus_inf_raises_in_torch_as_in_numpy() -> None:

@@ -14,13 +14,14 @@ paper) and the others as greedy pass@1.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
 from astarpo.llm.data.rows import check_reward_columns
 from astarpo.llm.data.scoring import compute_rewards
@@ -115,7 +116,7 @@ def evaluate(
             tokens).
         seed: Seed of the sampled responses (per batch, derived from it).
         batch_size: Prompts per ``generate`` call.
-        progress: Show a tqdm bar on a terminal, else a line every 30 s.
+        progress: Show a tqdm bar (off a terminal it refreshes every 30 s).
         reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
@@ -146,7 +147,15 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    bar = Progress(len(rows), "eval", "prompt", enabled=progress)  # a line every 30 s off a tty
+    tty = sys.stderr.isatty()
+    bar = tqdm(
+        total=len(rows),
+        desc="eval",
+        unit="prompt",
+        disable=not progress,
+        mininterval=0.1 if tty else 30,
+        miniters=1,
+    )
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         prompts = [r["prompt"] for r in batch]

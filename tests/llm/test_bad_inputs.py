@@ -59,7 +59,7 @@ def _trainer(tokenizer, tmp_path, rows=ROWS, **kwargs):
         batch_size=4,
         max_new_tokens=3,
         progress=False,
-        tensorboard=False,
+        report_to="none",
     )
     return AStarPOTrainer(
         make_toy_model(tokenizer, seed=0, **TINY),

@@ -35,7 +35,7 @@ COMMON = {
     "learning_rate": 3e-3,
     "save_steps": 0,
     "progress": False,
-    "tensorboard": False,
+    "report_to": "none",
     "seed": 3,
 }
 
@@ -214,7 +214,7 @@ def test_train_cli_runs_each_baseline(tmp_path, algo, flags):
     argv = ["train", "--algo", algo, "--model", "toy", "--data", str(data), "--out", str(out)]
     argv += ["--template", "none", "--reward", "exact_match", "--device", "cpu"]
     argv += ["--max-steps", "1", "--batch-size", "2", "--max-new-tokens", "3"]
-    argv += ["--learning-rate", "1e-3", "--tensorboard", "false", "--progress", "false"]
+    argv += ["--learning-rate", "1e-3", "--report-to", "none", "--progress", "false"]
     assert main(argv + flags) == 0
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["step"] == 1 and math.isfinite(records[-1]["loss"])

@@ -45,7 +45,7 @@ def test_torchrun_train_matches_one_process(tmp_path: Path) -> None:
     main(["value", *common, "--out", str(values), "--n-samples", "2", "--max-new-tokens", "3"])
     train = ["train", *common, "--v-star", str(values), "--max-steps", "2", "--batch-size", "4"]
     train += ["--max-new-tokens", "3", "--seed-chunk-size", "1", "--learning-rate", "1e-3"]
-    train += ["--progress", "false", "--tensorboard", "false", "--save-steps", "0"]
+    train += ["--progress", "false", "--report-to", "none", "--save-steps", "0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_free_port())]

@@ -113,8 +113,8 @@ def test_paper_preset_trains_and_a_flag_overrides_the_file(toy_run):
         "2",
         "--progress",
         "false",
-        "--tensorboard",
-        "false",
+        "--report-to",
+        "none",
         cwd=d,
     )
     assert code == 0, err
@@ -197,7 +197,7 @@ def _train(tokenizer, tmp_path, model, table, rows=ROWS, **kw):
         batch_size=4,
         max_new_tokens=3,
         progress=False,
-        tensorboard=False,
+        report_to="none",
         **kw,
     )
     trainer = AStarPOTrainer(
@@ -264,7 +264,7 @@ def test_run_config_records_the_algorithm_that_ran(tokenizer, tmp_path, saved_mo
         beta2=1e-3,
         max_new_tokens=3,
         progress=False,
-        tensorboard=False,
+        report_to="none",
     )
     trainer = AStarPOTrainer(
         model=saved_model,
@@ -327,8 +327,8 @@ def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
         "3",
         "--progress",
         "false",
-        "--tensorboard",
-        "false",
+        "--report-to",
+        "none",
         cwd=d,
     )
     assert code == 0, err

@@ -208,6 +208,35 @@ def test_checkpoint_roundtrip_single_process(tmp_path: Path) -> None:
     assert unwrap_model(other) is other
 
 
+def test_sharded_checkpoint_roundtrip_and_crafted_files_refused(tmp_path: Path) -> None:
+    import pickle
+
+    from torch.distributed.checkpoint import CheckpointException
+
+    from astarpo.llm.parallel.state import load_sharded, save_sharded
+
+    model = _make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    model(torch.ones(2, 4, dtype=torch.float64)).sum().backward()
+    opt.step()
+    save_sharded(tmp_path / "s", model, opt)  # one process: one shard file
+    other = _make_model()
+    other_opt = torch.optim.Adam(other.parameters(), lr=0.01)
+    load_sharded(tmp_path / "s", other, other_opt)
+    for a, b in zip(model.parameters(), other.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert int(other_opt.state_dict()["state"][0]["step"]) == 1
+
+    class Crafted:  # unpickling it would run a shell command
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (os.system, (f"touch {tmp_path / 'ran'}",))
+
+    (tmp_path / "s" / ".metadata").write_bytes(pickle.dumps(Crafted()))
+    with pytest.raises((CheckpointException, pickle.UnpicklingError), match="not checkpoint"):
+        load_sharded(tmp_path / "s", other, other_opt)
+    assert not (tmp_path / "ran").exists()
+
+
 # ----------------------------------------------------------------------------- Stage 1 by rank
 
 

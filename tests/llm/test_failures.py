@@ -27,7 +27,7 @@ COMMON = ["--model", "toy", "--template", "none", "--reward", "faults:exact_rewa
 COMMON += ["--device", "cpu"]
 STAGE1 = ["--n-samples", "2", "--max-new-tokens", "3", "--batch-size", "1", "--no-progress"]
 TRAIN = ["--max-steps", "3", "--batch-size", "4", "--max-new-tokens", "3", "--save-steps", "1"]
-TRAIN += ["--learning-rate", "1e-3", "--progress", "false", "--tensorboard", "false"]
+TRAIN += ["--learning-rate", "1e-3", "--progress", "false", "--report-to", "none"]
 
 
 def _free_port() -> int:

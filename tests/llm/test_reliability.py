@@ -7,7 +7,6 @@ subprocess and check the exit code and the one ``error:`` line on stderr.
 from __future__ import annotations
 
 import copy
-import fcntl
 import io
 import json
 import logging
@@ -22,10 +21,10 @@ import numpy as np
 import pytest
 import torch
 from fakes import TINY, FakeGenerator
+from filelock import FileLock
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.algorithms.grpo import GRPOConfig
-from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.scoring import RewardTimeoutError, compute_rewards
@@ -60,7 +59,7 @@ def config(tmp_path, **kw):
         "learning_rate": 1e-3,
         "save_steps": 1,
         "progress": False,
-        "tensorboard": False,
+        "report_to": "none",
         "seed": 1,
     }
     cfg.update(kw)
@@ -128,7 +127,7 @@ def toy_flags(data):
 def train_flags(data, table, out):
     return ["train", *toy_flags(data), "--reward", "exact_match", "--v-star", str(table),
             "--out", str(out), "--batch-size", "2", "--progress", "false",
-            "--tensorboard", "false", "--save-steps", "1"]  # fmt: skip
+            "--report-to", "none", "--save-steps", "1"]  # fmt: skip
 
 
 @pytest.fixture
@@ -234,7 +233,7 @@ def test_case3_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, 
     trainer(tokenizer, tmp_path).train()
     model = make_toy_model(tokenizer, seed=0, **TINY)
     args = GRPOConfig(output_dir=str(tmp_path), max_steps=3, batch_size=4, max_new_tokens=3,
-                      learning_rate=1e-3, progress=False, tensorboard=False, seed=1)  # fmt: skip
+                      learning_rate=1e-3, progress=False, report_to="none", seed=1)  # fmt: skip
     grpo = Trainer(model, None, [first_digit_reward], args=args, train_dataset=ROWS,
                    tokenizer=tokenizer)  # fmt: skip
     with pytest.raises(RunDirError, match="algorithm: 'astarpo' -> 'grpo'"):
@@ -506,8 +505,8 @@ def test_case18_value_refuses_greedy_with_several_samples(tmp_path, data_file):
 
 def test_case18_two_stage1_writers_on_one_table_are_refused(tmp_path):
     out = tmp_path / "v.jsonl"
-    with out.open("a+b") as held:
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    out.touch()
+    with FileLock(f"{out}.lock", timeout=0):  # another Stage 1 process holds the table
         with pytest.raises(ValueTableError, match="being written by another Stage 1 process"):
             _table_file(tmp_path, ROWS)
     assert out.read_bytes() == b""
@@ -523,24 +522,33 @@ class Clock:
         return self.t
 
 
-def test_progress_prints_a_line_every_30_s_off_a_terminal(monkeypatch):
+def test_progress_prints_a_line_every_30_s_off_a_terminal(tokenizer, tmp_path, monkeypatch):
+    import tqdm.std
+
     clock = Clock()
-    monkeypatch.setattr(time, "monotonic", clock)
-    stream = io.StringIO()
-    bar = Progress(10, "train", "step", initial=2, stream=stream)
-    for dt in (5, 5, 25, 1):
-        clock.t += dt
-        bar.update(1, loss="0.5")
-    lines = stream.getvalue().splitlines()
-    assert lines[0] == "train: 3/10 steps (30%), 0.2 step/s, elapsed 5s, ETA 35s, loss 0.5"
-    assert len(lines) == 2 and lines[1].startswith("train: 5/10 steps (50%)")
+    monkeypatch.setattr(tqdm.std, "time", clock)  # tqdm's clock
+    stream = io.StringIO()  # not a terminal
+    monkeypatch.setattr(sys, "stderr", stream)
+    tr = trainer(tokenizer, tmp_path, max_steps=4, save_steps=0, progress=True)
+    step = tr.step
+
+    def slow_step():  # each step takes 12 s on tqdm's clock
+        clock.t += 12
+        return step()
+
+    monkeypatch.setattr(tr, "step", slow_step)
+    tr.train()
+    lines = [x for x in stream.getvalue().splitlines() if x.startswith("train:")]
+    # at 0 s, at 36 s (12 and 24 s are within 30 s of the last line; 48 s too), and at the end
+    assert [x.split("|")[2].split()[0] for x in lines] == ["0/4", "3/4", "4/4"], lines
+    assert "loss=" in lines[1]
 
 
 def test_cli_train_shows_progress_and_resuming_message(tmp_path, data_file, value_table):
     base = train_flags(data_file, value_table, tmp_path / "run")
     base[base.index("--progress") + 1] = "true"
     code, _, err = cli(*base, "--max-steps", "1", tmp_path=tmp_path)
-    assert code == 0 and any(x.startswith("train: 1/1 steps") for x in err), err
+    assert code == 0 and any(x.startswith("train: 100%") and "| 1/1 " in x for x in err), err
     code, _, err = cli(*base, "--max-steps", "2", "--resume", tmp_path=tmp_path)
     assert code == 0 and any("resuming" in x and "(1 of 2 steps done)" in x for x in err), err
 

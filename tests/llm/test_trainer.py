@@ -36,7 +36,7 @@ def make_trainer(tokenizer, tmp_path, **overrides):
         "learning_rate": 3e-3,
         "save_steps": 2,
         "progress": False,
-        "tensorboard": False,
+        "report_to": "none",
         "seed": 1,
     }
     cfg.update(overrides)
@@ -117,7 +117,7 @@ def test_resume_reproduces_uninterrupted_run(tokenizer, tmp_path):
 
 
 def test_metrics_and_checkpoints_written(tokenizer, tmp_path):
-    tr = make_trainer(tokenizer, tmp_path, max_steps=2, tensorboard=True, eval_steps=1)
+    tr = make_trainer(tokenizer, tmp_path, max_steps=2, report_to="tensorboard", eval_steps=1)
     calls = []
     tr.eval_fn = lambda model: calls.append(model.training) or {"acc": 0.5}
     hist = tr.train()
@@ -223,7 +223,7 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
     assert main(["value", *common, "--out", str(v), "--n-samples", "2", "--no-progress"]) == 0
     out = tmp_path / "run"
     train = ["train", *common, "--v-star", str(v), "--out", str(out), "--batch-size", "3",
-             "--progress", "false", "--tensorboard", "false", "--save-steps", "1"]  # fmt: skip
+             "--progress", "false", "--report-to", "none", "--save-steps", "1"]  # fmt: skip
     assert main([*train, "--max-steps", "2"]) == 0
     assert (out / "final" / "config.json").exists()
     assert main([*train, "--max-steps", "3", "--resume"]) == 0
@@ -302,7 +302,7 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
     assert isinstance(algo, Algorithm)
     cfg = TrainConfig(output_dir=str(tmp_path), max_steps=2, batch_size=4, minibatches=2,
                       update_epochs=2, max_new_tokens=3, learning_rate=1e-2, progress=False,
-                      tensorboard=False)  # fmt: skip
+                      report_to="none")  # fmt: skip
     model = make_toy_model(tokenizer, **TINY)
     ref = make_toy_model(tokenizer, **TINY)
     w0 = algo.critic.weight.detach().clone()

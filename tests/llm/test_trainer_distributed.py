@@ -2,13 +2,15 @@
 
 Same global batch, same seeds, ``seed_chunk_size=1`` in both runs: the 2-process run must give
 the same losses and final parameters as the 1-process run (up to float summation order), and
-a checkpoint written by 2 processes must resume in 1 process.
+a checkpoint written by 2 processes must resume in 1 process; an FSDP2 checkpoint (sharded, one
+file per rank) resumes at 1 and at 2 processes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,7 @@ def make_trainer(out: str, **overrides: Any) -> Any:
         "learning_rate": 3e-3,
         "save_steps": 2,
         "progress": False,
-        "tensorboard": False,
+        "report_to": "none",
         "seed": 1,
         "seed_chunk_size": 1,
         "device": "cpu",
@@ -80,8 +82,9 @@ def _worker(rank: int, world: int, port: int, out: str, overrides: dict[str, Any
     from astarpo.llm.parallel.dist import cleanup_distributed
     from astarpo.llm.parallel.state import full_state_dict
 
+    resume = overrides.pop("resume", False)
     tr = make_trainer(out, **overrides)
-    tr.train()
+    tr.train(resume=resume)
     torch.save(full_state_dict(tr.model), Path(out) / f"final-rank{rank}.pt")
     del tr  # the wrapped policy goes before its group (see cleanup_distributed)
     torch.distributed.barrier()
@@ -128,9 +131,13 @@ def test_two_processes_match_one_process(
         torch.testing.assert_close(final0[name], value, rtol=1e-4, atol=1e-5)
         if parallel == "ddp":
             assert torch.equal(final0[name], final1[name])  # replicas stay identical
-    # Written once, by rank 0, in the one-process layout (no "module." prefix).
-    saved = torch.load(tmp_path / "checkpoint-3" / "model.pt")
-    assert saved.keys() == ref_state.keys()
+    if parallel == "ddp":  # written once, by rank 0, in the one-process layout (no "module.")
+        saved = torch.load(tmp_path / "checkpoint-3" / "model.pt")
+        assert saved.keys() == ref_state.keys()
+    else:  # FSDP2: each rank wrote its own shards, nothing was gathered
+        files = sorted(p.name for p in (tmp_path / "checkpoint-3" / "sharded").iterdir())
+        assert files == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+        assert not (tmp_path / "checkpoint-3" / "model.pt").exists()
     state = torch.load(tmp_path / "checkpoint-3" / "trainer_state.pt", weights_only=False)
     assert state["world_size"] == 2
 
@@ -147,6 +154,31 @@ def test_resume_two_process_checkpoint_in_one_process(
     assert_same_run(read(tmp_path), read(ref_out))
     for name, value in resumed.model.state_dict().items():
         torch.testing.assert_close(value, ref_state[name], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.timeout(600)
+def test_fsdp_sharded_checkpoint_resumes_at_one_and_two_processes(
+    one_process: tuple[Path, Any], tmp_path: Path
+) -> None:
+    ref_out, ref_state = one_process
+    saved = tmp_path / "saved"
+    run_two(saved, max_steps=2, parallel="fsdp")  # stops after step 2 (checkpoint-2)
+    assert (saved / "checkpoint-2" / "sharded" / "__1_0.distcp").exists()
+    at_one, at_two = tmp_path / "at_one", tmp_path / "at_two"
+    shutil.copytree(saved, at_one)
+    shutil.copytree(saved, at_two)
+
+    resumed = make_trainer(str(at_one))  # 1 process, plain model, max_steps=3
+    resumed.train(resume=True)
+    assert resumed.step_count == 3
+    run_two(at_two, parallel="fsdp", resume=True)  # 2 processes, FSDP2 again
+    final = torch.load(at_two / "final-rank0.pt")
+    for out in (at_one, at_two):
+        assert_same_run(read(out), read(ref_out))  # the loss curve of an uninterrupted run
+        assert (out / "final" / "model.safetensors").exists()  # save_pretrained, gathered
+    for name, value in ref_state.items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], value, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(final[name], value, rtol=1e-4, atol=1e-5)
 
 
 def test_scaling_config_validation() -> None:

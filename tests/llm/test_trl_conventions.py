@@ -50,7 +50,7 @@ def _args(tmp_path, **kw):
         max_new_tokens=4,
         max_train_seconds=600.0,
         progress=False,
-        tensorboard=False,
+        report_to="none",
         seed=0,
     )
     return AStarPOConfig(**{**cfg, **kw})

@@ -158,7 +158,7 @@ def _train_and_probe(engine: VLLMGenerator, tok: Any, tmp: Path, **cfg: Any) -> 
         batch_size=8,
         max_new_tokens=SAMPLING.max_new_tokens,
         device="cpu",
-        tensorboard=False,
+        report_to="none",
         progress=False,
         **cfg,
     )
@@ -427,7 +427,7 @@ def test_stage2_train_vllm_matches_hf(
             "train", "--model", str(model_dir), "--data", str(data), "--v-star", str(hf_table),
             "--out", str(out), "--template", "none", "--reward", "vllm_helpers:first_digit_reward",
             "--max-steps", "5", "--batch-size", "64", "--max-new-tokens", "4",
-            "--learning-rate", "1e-4", "--device", "cpu", "--tensorboard", "false",
+            "--learning-rate", "1e-4", "--device", "cpu", "--report-to", "none",
             "--progress", "false", "--save-steps", "0", "--backend", backend,
             # The table covers all 256 Stage 1 prompts; training uses the first 64 of them.
             "--allow-v-star-mismatch", "true",

@@ -108,8 +108,11 @@ class AStarPO:
         """Mean advantage-regression loss over the minibatch (see the class docstring)."""
         if minibatch.logp_ref is None or minibatch.v_star is None:
             raise ValueError("A*-PO needs minibatch.logp_ref and minibatch.v_star.")
+        # check=False: no host sync per micro-batch; the trainer checks the reduced loss and
+        # the gradient norm once per optimizer step (astarpo.llm.training.guards.check_update).
+        mb = minibatch
         loss = advantage_regression_loss(
-            out.logp, minibatch.logp_ref, minibatch.rewards, minibatch.v_star, self.beta2, "mean"
+            out.logp, mb.logp_ref, mb.rewards, mb.v_star, self.beta2, "mean", check=False
         )
         log_ratio = (out.logp - minibatch.logp_ref).detach()
         return loss, {"log_ratio/mean": float(log_ratio.mean())}

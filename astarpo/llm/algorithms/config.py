@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT
 from astarpo.llm.rollout.base import SamplingConfig
 
 __all__ = [
+    "REPORTERS",
     "TrainConfig",
     "check_choice",
     "check_nonneg",
@@ -31,6 +33,10 @@ __all__ = [
     "config_fields",
     "doc_field",
 ]
+
+
+REPORTERS = ("tensorboard", "trackio", "wandb")
+"""The trackers ``report_to`` may name (besides ``"none"``)."""
 
 
 def doc_field(default: Any, help_text: str) -> Any:
@@ -150,7 +156,12 @@ class TrainConfig:
         "'auto' (bf16 autocast on CUDA, none on CPU), 'bf16' (on CPU too, opt-in: a gain only "
         "where matmuls dominate) or 'no'. Weights and optimizer state stay float32.",
     )
-    tensorboard: bool = doc_field(True, "Also write TensorBoard event files to output_dir/tb.")
+    report_to: str | Sequence[str] = doc_field(
+        "tensorboard",
+        "Trackers that receive every step record besides metrics.jsonl: 'tensorboard' "
+        "(output_dir/tb), 'trackio', 'wandb', several (a list, or comma-separated) or 'none'. "
+        "trackio and wandb need the extras of those names.",
+    )
     progress: bool = doc_field(True, "Show a tqdm progress bar.")
     # Scaling up (docs/scaling.md): data parallelism, generation backend, LoRA.
     parallel: str = doc_field(
@@ -241,10 +252,28 @@ class TrainConfig:
                 "(the frozen base is shared with the reference), or FSDP2 without LoRA."
             )
         check_choice(self, "backend", ("auto", "hf", "vllm"))
+        _ = self.reporters  # validates report_to
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(
                 f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}."
             )
+
+    @property
+    def reporters(self) -> tuple[str, ...]:
+        """``report_to`` as a tuple of tracker names, ``()`` for ``"none"``.
+
+        Raises:
+            ValueError: an unknown tracker, or ``"none"`` together with a tracker.
+        """
+        items = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
+        names = [n.strip() for item in items for n in str(item).split(",") if n.strip()]
+        bad = [n for n in names if n not in (*REPORTERS, "none")]
+        if bad or ("none" in names and len(names) > 1):
+            raise ValueError(
+                f"report_to must be 'none' or any of {', '.join(REPORTERS)} (a list or "
+                f"comma-separated), got {self.report_to!r}."
+            )
+        return tuple(dict.fromkeys(n for n in names if n != "none"))
 
     @property
     def sampling(self) -> SamplingConfig:

@@ -263,7 +263,7 @@ def algorithm_config(
         save_steps=0,
         device=cfg.device,
         mixed_precision=cfg.mixed_precision,
-        tensorboard=False,
+        report_to="none",
         progress=False,
         generation_batch_size=cfg.generation_batch_size,
         backend=cfg.backend,

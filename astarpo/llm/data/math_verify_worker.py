@@ -1,8 +1,10 @@
-"""The math-verify scoring run inside :class:`astarpo.llm.data.pool.KillablePool` workers.
+"""The math-verify scoring run inside the worker processes of
+:class:`~astarpo.llm.data.rewards.MathVerifyReward`.
 
 Imported only in worker processes: it loads math-verify (and sympy) at import time so that the
 cost is paid once, when the worker starts, and disables math-verify's own ``signal.alarm``
-timeouts (the pool enforces the deadline by killing the worker).
+timeouts (the pool enforces the deadline by killing the worker). The pool's forkserver
+imports it once; workers forked from it start warm.
 """
 
 from __future__ import annotations

@@ -19,14 +19,19 @@ threads scoring at once each get their own report.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import re
+import signal
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from astarpo.llm.data.pool import KillablePool
+from pebble import ProcessPool
+
+_WORKER_MODULE = "astarpo.llm.data.math_verify_worker"
 
 __all__ = [
     "MathVerifyReward",
@@ -80,10 +85,14 @@ class MathVerifyReward:
     ``verify`` (symbolic and numeric equality: ``\boxed{1/2}``, ``\boxed{0.5}`` and
     ``\frac{1}{2}`` all match). A bare gold answer is read as LaTeX math (``$...$``).
 
-    Each item runs in a :class:`~astarpo.llm.data.pool.KillablePool` worker process under a hard
-    wall-clock ``timeout``; a worker still busy at the deadline is killed, so no completion can
-    hang the caller, and the call works from any thread. The pool starts on the first call, is
-    reused by later calls, and is closed by :meth:`close` or at interpreter exit.
+    Each item runs in a worker process of a ``pebble.ProcessPool`` under a hard wall-clock
+    ``timeout`` (math-verify's own ``signal.alarm`` timeouts work on the main thread only and
+    cannot stop a long C-level computation such as ``\boxed{9^{9^{9^{9^{9}}}}}``): a worker
+    still busy at the deadline is killed and replaced, so no completion can hang the caller, and
+    the call works from any thread. The workers are forked from a ``forkserver`` process (a
+    clean interpreter that has imported math-verify once, not the caller with its torch or CUDA
+    threads). The pool starts on the first call, is reused by later calls, and is stopped by
+    :meth:`close` or at interpreter exit.
 
     Items not scored return ``None`` and are counted in ``report``: ``"unparsable"`` (no answer
     found in the completion), ``"unparsable_gold"``, ``"timeout"``, ``"error"``.
@@ -117,20 +126,19 @@ class MathVerifyReward:
             "numeric_precision": numeric_precision,
             "strict": strict,
         }
-        self._pool: Any = None
+        self._pool: ProcessPool | None = None
+        self._pid = os.getpid()
         self._lock = threading.Lock()
 
-    def _get_pool(self) -> Any:
+    def _get_pool(self) -> ProcessPool:
         with self._lock:
-            if self._pool is not None and self._pool.owner_pid != os.getpid():
-                self._pool = None  # forked child: the parent's workers are not ours
-            if self._pool is None:
-                self._pool = KillablePool(
-                    "astarpo.llm.data.math_verify_worker:score",
-                    n_workers=self.n_workers,
-                    timeout=self.timeout,
-                    skip_package_init=True,
+            if self._pool is None or self._pid != os.getpid():  # a forked child starts its own
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload([_WORKER_MODULE])  # if it is not running yet
+                self._pool = ProcessPool(
+                    max_workers=self.n_workers, context=context, initializer=_ignore_interrupts
                 )
+                self._pid = os.getpid()
             return self._pool
 
     def __getstate__(self) -> dict[str, Any]:
@@ -144,11 +152,12 @@ class MathVerifyReward:
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Kill the worker processes (a later call starts new ones)."""
+        """Stop the worker processes (a later call starts new ones)."""
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        if pool is not None and self._pid == os.getpid():
+            pool.stop()
+            pool.join()
 
     def __call__(
         self,
@@ -167,14 +176,35 @@ class MathVerifyReward:
             {"completion": completion_text(c), "gold": str(a), **self.options}
             for c, a in zip(completions, answer, strict=True)
         ]
+        pool = self._get_pool()
+        futures = [pool.schedule(_score, (item,), timeout=self.timeout) for item in items]
         scores: list[float | None] = []
-        for res in self._get_pool().map(items, timeout=self.timeout):
-            if res.status == "ok" and "score" in res.value:
-                scores.append(float(res.value["score"]))
-                continue
-            scores.append(None)
-            report.add(res.value["reason"] if res.status == "ok" else res.status)
+        for future in futures:
+            try:
+                value = future.result()
+            except FutureTimeout:  # the worker was killed at the deadline
+                value = {"reason": "timeout"}
+            except Exception:  # raised in the worker, or the worker died
+                value = {"reason": "error"}
+            scores.append(float(value["score"]) if "score" in value else None)
+            if "score" not in value:
+                report.add(value["reason"])
         return scores
+
+
+def _ignore_interrupts() -> None:
+    """Initializer of each pool worker: ignore SIGINT, so that a Ctrl-C reaching the whole
+    process group lets the parent finish its step with its workers
+    (:mod:`astarpo.llm.parallel.signals`). SIGTERM keeps its default: the pool stops a
+    timed-out worker with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _score(item: dict[str, Any]) -> dict[str, Any]:
+    """Score one item in a pool worker (math-verify is imported there only, never here)."""
+    from astarpo.llm.data.math_verify_worker import score
+
+    return score(item)
 
 
 math_verify_reward = MathVerifyReward()

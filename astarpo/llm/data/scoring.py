@@ -14,6 +14,8 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import numpy as np
@@ -105,42 +107,31 @@ class RewardTimeoutError(TimeoutError):
 
 
 class _DeadlineWorker:
-    """A daemon thread that runs reward calls, reused from call to call.
+    """A daemon thread that runs reward calls handed to it with a :class:`Future`, reused from
+    call to call (starting a thread per call cost 1 to 2.5 ms per training step on a shared CPU).
 
-    Starting a thread per call cost 1 to 2.5 ms of wall time per training step on a shared
-    CPU (the toy step is ~55 ms); handing a call to a waiting thread costs ~10 us. A worker is
-    reused only after its call returned in time: one past its deadline is abandoned (it may
-    never return), and callers in other threads (or a forked child) take other workers.
+    Not a ``ThreadPoolExecutor``: its threads are joined at interpreter exit, so one hung reward
+    would keep the process from exiting. A worker is reused only after its call returned in
+    time: one past its deadline is abandoned (it may never return).
     """
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]]
-        self.jobs = queue.SimpleQueue()
+        self.pid = os.getpid()  # a forked child has none of its parent's threads
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         threading.Thread(target=self._run, name="reward deadline worker", daemon=True).start()
 
     def _run(self) -> None:
         while True:
-            call, box, done = self.jobs.get()
+            call, future = self.jobs.get()
             try:
-                box["out"] = call()
-            except BaseException as e:  # re-raised in the caller's thread
-                box["error"] = e
-            done.set()
-            del call, box, done  # keep no reference to the finished call's data
+                future.set_result(call())
+            except BaseException as e:  # re-raised in the caller's thread by result()
+                future.set_exception(e)
+            del call, future  # keep no reference to the finished call's data
 
 
 _idle_workers: list[_DeadlineWorker] = []
 _idle_lock = threading.Lock()
-
-
-def _take_worker() -> _DeadlineWorker:
-    with _idle_lock:
-        while _idle_workers:
-            worker = _idle_workers.pop()
-            if worker.pid == os.getpid():  # a forked child has none of its parent's threads
-                return worker
-    return _DeadlineWorker()
 
 
 def _call_with_deadline(fn: RewardFunc, kwargs: dict[str, Any], timeout: float) -> Any:
@@ -149,22 +140,27 @@ def _call_with_deadline(fn: RewardFunc, kwargs: dict[str, Any], timeout: float) 
     it)."""
     if timeout <= 0 or getattr(fn, "has_own_timeout", False):
         return fn(**kwargs)
-    box: dict[str, Any] = {}
-    done = threading.Event()
-    worker = _take_worker()
-    worker.jobs.put((functools.partial(fn, **kwargs), box, done))
-    if not done.wait(timeout):
+    with _idle_lock:
+        mine = [w for w in _idle_workers if w.pid == os.getpid()]
+        _idle_workers[:] = mine[:-1]
+    worker = mine[-1] if mine else _DeadlineWorker()
+    future: Future[Any] = Future()
+    worker.jobs.put((functools.partial(fn, **kwargs), future))
+    try:
+        return future.result(timeout)
+    except FutureTimeout:
+        if future.done():  # the reward itself raised a TimeoutError: its own error
+            raise
         raise RewardTimeoutError(
             f"reward {reward_path(fn)} did not return within {timeout:g} s on a batch of "
             f"{len(kwargs.get('completions', ()))} completions (reward_timeout); the run is "
             "stopped. Fix the function (does it wait on a lock, a server, input?) or raise "
             "reward_timeout."
-        )
-    with _idle_lock:
-        _idle_workers.append(worker)
-    if "error" in box:
-        raise box["error"]
-    return box["out"]
+        ) from None
+    finally:
+        if future.done():
+            with _idle_lock:
+                _idle_workers.append(worker)
 
 
 def _reward_values(out: Any, name: str, b: int) -> list[Any]:

@@ -1,19 +1,33 @@
-"""The full (unsharded) state of a policy under DDP, FSDP2 or one process.
+"""The state of a policy and its optimizer under DDP, FSDP2 or one process: full, or sharded
+with ``torch.distributed.checkpoint`` (DCP).
 
-Checkpoints (:mod:`astarpo.llm.training.checkpoint`) hold the full model and optimizer state with
-the parameter names of the unwrapped model, so a run resumes with any world size and strategy.
-These functions produce and restore that state whatever the wrapping; under FSDP2 each is a
-collective (every rank must call it). Imports only :mod:`torch` and
+Checkpoints (:mod:`astarpo.llm.training.checkpoint`) use the parameter names of the unwrapped
+model, so a run resumes with any world size and strategy. Under FSDP2 they are DCP directories
+(:func:`save_sharded`): each rank writes its own shards, nothing is gathered on one rank, and
+:func:`load_sharded` reshards them into any world size (one process included). One process and
+DDP keep one full ``state_dict`` file (:func:`full_state_dict`). The full-state functions are
+collectives under FSDP2 (every rank must call them). Imports only :mod:`torch` and
 :mod:`astarpo.llm.parallel.dist`.
+
+Safety: DCP reads its ``.metadata`` file with plain ``pickle`` and its non-tensor entries with
+``torch.load(weights_only=False)``; :func:`load_sharded` reads the first with an unpickler that
+accepts DCP's own metadata classes only and the second with ``weights_only=True``, so a crafted
+checkpoint cannot run code.
 """
 
 from __future__ import annotations
 
+import io
+import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
+from torch.distributed.checkpoint import DefaultLoadPlanner, FileSystemReader
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
+from torch.distributed.checkpoint.stateful import Stateful
 
 from astarpo.llm.parallel.dist import unwrap_model
 
@@ -24,6 +38,8 @@ __all__ = [
     "index_to_fqn",
     "is_fsdp",
     "load_full_state",
+    "load_sharded",
+    "save_sharded",
 ]
 
 
@@ -143,3 +159,99 @@ def hf_weights(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     finally:
         if is_peft:
             inner.unmerge_adapter()  # type: ignore[operator]
+
+
+class PolicyState(Stateful):
+    """The policy and its optimizer as one DCP app state: sharded ``DTensor`` entries under
+    FSDP2, plain tensors otherwise, keyed by the unwrapped model's parameter names (what
+    ``torch.distributed.checkpoint.state_dict.get_state_dict`` returns).
+
+    Args:
+        model: The policy (plain, DDP or FSDP2).
+        optimizer: Its optimizer.
+    """
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        self.model, self.optimizer = unwrap_model(model), optimizer
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"model": ..., "optimizer": ...}`` of this rank (its shards under FSDP2)."""
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        model_state, optim_state = get_state_dict(self.model, self.optimizer)
+        return {"model": model_state, "optimizer": optim_state}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load what :meth:`state_dict` returned (after DCP filled it from the files)."""
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        model_state, optim_state = state_dict["model"], state_dict["optimizer"]
+        set_state_dict(self.model, self.optimizer, model_state_dict=model_state,
+                       optim_state_dict=optim_state)  # fmt: skip
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    """Unpickles DCP metadata only: the classes of ``torch.distributed.checkpoint.metadata``,
+    its storage info, ``torch.Size``, torch dtypes and layouts, paths."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name) if module in _SAFE_MODULES else None
+        safe = (module, name) in _SAFE_GLOBALS or (
+            module == "torch.distributed.checkpoint.metadata" and isinstance(found, type)
+        )
+        if module == "torch" and isinstance(getattr(torch, name, None), _TORCH_CONSTANTS):
+            safe = True
+        if not safe:
+            raise pickle.UnpicklingError(f"{module}.{name} is not checkpoint metadata")
+        return super().find_class(module, name)
+
+
+_SAFE_MODULES = {"torch.distributed.checkpoint.metadata"}
+_TORCH_CONSTANTS = (torch.dtype, torch.layout, torch.memory_format)
+_SAFE_GLOBALS = {
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"),
+    ("collections", "OrderedDict"),
+}
+
+
+class _SafeReader(FileSystemReader):
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        with open(Path(self.path) / ".metadata", "rb") as f:
+            metadata: Metadata = _MetadataUnpickler(f).load()
+        if getattr(metadata, "storage_meta", None) is None:
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id  # type: ignore[union-attr]
+        return metadata
+
+
+class _SafePlanner(DefaultLoadPlanner):
+    def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+        torch.load(value, weights_only=True)  # refuses anything but tensors and containers
+        value.seek(0)
+        super().load_bytes(read_item, value)  # now known to hold no code
+
+
+def save_sharded(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Write the policy and optimizer to the DCP directory ``path``, each rank its own shards
+    (a collective when distributed: every rank must call it)."""
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"policy": PolicyState(model, optimizer)}, checkpoint_id=str(path))
+
+
+def load_sharded(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Load a :func:`save_sharded` directory written with any world size into ``model`` and
+    ``optimizer`` of any wrapping and world size (a collective when distributed).
+
+    Raises:
+        pickle.UnpicklingError: the metadata holds objects other than DCP's metadata.
+        RuntimeError: a file is missing or corrupt, or the model does not match.
+    """
+    import torch.distributed.checkpoint as dcp
+
+    state = {"policy": PolicyState(model, optimizer)}
+    dcp.load(state, storage_reader=_SafeReader(str(path)), planner=_SafePlanner())

@@ -27,9 +27,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from astarpo import __version__
 from astarpo.llm.data.append import append_bytes
-from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
@@ -158,7 +159,7 @@ def estimate_values(
             backend, instead of ``generator``.
         tokenizer: Its tokenizer (default: loaded with the model, or from its directory).
         max_new_tokens: Token budget per response when ``sampling`` is not given.
-        progress: Show a tqdm bar on a terminal, else a line every 30 s.
+        progress: Show a tqdm bar (off a terminal it refreshes every 30 s).
         reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
@@ -219,7 +220,15 @@ def estimate_values(
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
 
     initial = sum(k in done for k, _ in todo)
-    bar = Progress(len(todo), "Stage 1 (V*)", "prompt", enabled=progress, initial=initial)
+    bar = tqdm(
+        total=len(todo),
+        desc="Stage 1 (V*)",
+        unit="prompt",
+        initial=initial,
+        disable=not progress,
+        mininterval=0.1 if sys.stderr.isatty() else 30,
+        miniters=1,
+    )
     counts: dict[str, float] = {}
     signals = StopSignals("the current batch and writing its rows")
     with fh as f, signals:

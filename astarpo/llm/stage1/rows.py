@@ -5,7 +5,7 @@ table are in :mod:`astarpo.llm.stage1.table`.
 
 from __future__ import annotations
 
-import fcntl
+import io
 import json
 import logging
 import math
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
@@ -177,19 +178,33 @@ def make_row(
     )
 
 
+class _LockedFile(io.BufferedRandom):
+    """A file opened for reading and appending that releases its lock when closed."""
+
+    def __init__(self, path: Path, lock: FileLock) -> None:
+        super().__init__(io.FileIO(path, "a+"))
+        self.lock = lock
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.lock.release()
+
+
 def open_locked(path: Path) -> Any:
-    """``path`` opened for reading and appending, with an exclusive lock (one writer)."""
+    """``path`` opened for reading and appending while this process holds the lock file
+    ``<path>.lock`` (one writer); closing the file releases the lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = path.open("a+b")
+    lock = FileLock(f"{path}.lock", timeout=0)
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
+        lock.acquire()
+    except Timeout:
         raise ValueTableError(
             f"{path} is being written by another Stage 1 process (it holds the file's lock); "
             "wait for it to finish (a rerun then resumes), or write another --out."
         ) from None
-    return fh
+    return _LockedFile(path, lock)
 
 
 def resume_rows(

@@ -90,7 +90,7 @@ class DemoConfig:
             beta2=1e-3,
             max_new_tokens=5,
             save_steps=0,
-            tensorboard=True,
+            report_to="tensorboard",
         )
         return cls(
             n_train=512 if quick else 2048,

@@ -1,14 +1,23 @@
 """Checkpoints of the Stage 2 loop: model, optimizer, extra modules, RNG states, data position.
 
-Layout: ``<output_dir>/checkpoint-<step>/`` with ``model.pt`` (the policy's ``state_dict``) and
-``trainer_state.pt`` (optimizer, algorithm modules, python/numpy/torch RNG states, step, data
-position, elapsed training time). Loading one and continuing gives the same losses as a run that
-was never interrupted (the data order and every sampling seed derive from ``(seed, step)``).
-Checkpoints hold the full state with unwrapped parameter names, written by rank 0 only, so they
-resume with any world size and strategy (DDP, FSDP2 or one process).
+Layout: ``<output_dir>/checkpoint-<step>/`` with ``trainer_state.pt`` (algorithm modules,
+python/numpy/torch RNG states, step, data position, elapsed training time; written by rank 0)
+and the policy with its optimizer state:
 
-Safety: both files are read with ``torch.load(..., weights_only=True)``, which unpickles only
-tensors and plain containers (dict, list, tuple, str, numbers); a crafted ``trainer_state.pt``
+* one process or DDP: ``model.pt`` (the policy's full ``state_dict``, written by rank 0) and the
+  optimizer's ``state_dict`` inside ``trainer_state.pt``;
+* FSDP2: ``sharded/``, a ``torch.distributed.checkpoint`` directory in which every rank writes
+  its own shards of the model and the optimizer (nothing is gathered on one rank;
+  :func:`~astarpo.llm.parallel.state.save_sharded`).
+
+Either layout resumes with any world size and strategy (DDP, FSDP2 or one process): parameter
+names are those of the unwrapped model, and a sharded checkpoint is resharded on load. Loading
+one and continuing gives the same losses as a run that was never interrupted (the data order
+and every sampling seed derive from ``(seed, step)``).
+
+Safety: the ``.pt`` files are read with ``torch.load(..., weights_only=True)``, which unpickles
+only tensors and plain containers (dict, list, tuple, str, numbers), and a sharded checkpoint
+with the same restriction (:func:`~astarpo.llm.parallel.state.load_sharded`); a crafted file
 that would run code is refused with :class:`CheckpointError`. The RNG states are therefore
 stored as lists and tensors, not as numpy arrays.
 
@@ -30,15 +39,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.distributed.checkpoint import CheckpointException
 
 from astarpo.llm.parallel.dist import barrier, dist_info_from_env, is_main_process, unwrap_model
 from astarpo.llm.parallel.state import (
-    full_optimizer_state,
-    full_state_dict,
     hf_weights,
     index_to_fqn,
     is_fsdp,
     load_full_state,
+    load_sharded,
+    save_sharded,
 )
 
 __all__ = [
@@ -108,46 +118,39 @@ def save_checkpoint(
 ) -> Path:
     """Write ``checkpoint-<step>`` atomically (to a temporary name, then renamed), once.
 
-    Every rank must call it under ``torchrun``; rank 0 writes. Model weights are the full,
-    unprefixed ``state_dict`` (DDP unwrapped, FSDP2 shards gathered); under FSDP2 the optimizer
-    state is the full state keyed by parameter name (``optimizer_format: "fqn"``), which
-    :func:`load_checkpoint` reads with any strategy and world size.
+    Every rank must call it under ``torchrun``. One process and DDP: rank 0 writes the full,
+    unprefixed ``state_dict`` (DDP unwrapped) and the optimizer's. FSDP2: every rank writes its
+    own shards of both to ``sharded/`` (no gather), which :func:`load_checkpoint` reshards.
 
     Returns:
         The checkpoint directory.
     """
     final = Path(output_dir) / f"checkpoint-{step}"
-    state = {**trainer_state, "world_size": dist_info_from_env().world_size}
-    if is_fsdp(model):
-        model_state: dict[str, Any] = full_state_dict(model)
-        optim_state = full_optimizer_state(model, optimizer)
-        state["optimizer_format"] = "fqn"
-    else:
-        model_state = unwrap_model(model).state_dict()
-        optim_state = optimizer.state_dict()
-    if is_main_process():
-        tmp = Path(output_dir) / f".tmp-checkpoint-{step}"
-        try:
+    tmp = Path(output_dir) / f".tmp-checkpoint-{step}"
+    sharded = is_fsdp(model)
+    state = {**trainer_state, "world_size": dist_info_from_env().world_size, "step": step}
+    state["modules"] = [m.state_dict() for m in modules]
+    if not sharded:
+        state["optimizer"] = optimizer.state_dict()
+    try:
+        if is_main_process():
             if tmp.exists():
                 shutil.rmtree(tmp)
             tmp.mkdir(parents=True)
-            torch.save(model_state, tmp / "model.pt")
-            torch.save(
-                {
-                    "step": step,
-                    "optimizer": optim_state,
-                    "modules": [m.state_dict() for m in modules],
-                    "rng": capture_rng(),
-                    **state,
-                },
-                tmp / "trainer_state.pt",
-            )
+        barrier()
+        if sharded:
+            save_sharded(tmp / "sharded", model, optimizer)  # every rank: its own shards
+        if is_main_process():
+            if not sharded:
+                torch.save(unwrap_model(model).state_dict(), tmp / "model.pt")
+            torch.save({**state, "rng": capture_rng()}, tmp / "trainer_state.pt")
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
-        except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError) as e:
+        if is_main_process():
             shutil.rmtree(tmp, ignore_errors=True)  # no debris; earlier checkpoints untouched
-            raise _write_error(e, tmp) from e
+        raise _write_error(e, tmp) from e
     barrier()
     return final
 
@@ -238,16 +241,18 @@ def load_checkpoint(
             f"{len(modules)}; resume with the same algorithm."
         )
     inner = unwrap_model(model)
-    if not is_fsdp(model) and state.get("optimizer_format") != "fqn":
+    if (p / "sharded").is_dir():
+        try:
+            load_sharded(p / "sharded", inner, optimizer)
+        except (CheckpointException, pickle.UnpicklingError, RuntimeError, OSError) as e:
+            raise CheckpointError(f"{p / 'sharded'}: refused or unreadable ({e}).") from e
+    elif not is_fsdp(model):
         device = next(inner.parameters()).device
         inner.load_state_dict(_safe_load(p / "model.pt", device))
         optimizer.load_state_dict(state["optimizer"])
-    else:
-        model_state = _safe_load(p / "model.pt", "cpu")
-        optim_state = state["optimizer"]
-        if state.get("optimizer_format") != "fqn":
-            optim_state = index_to_fqn(inner, optimizer, optim_state)
-        load_full_state(inner, optimizer, model_state, optim_state)
+    else:  # a one-process or DDP checkpoint into FSDP2
+        optim_state = index_to_fqn(inner, optimizer, state["optimizer"])
+        load_full_state(inner, optimizer, _safe_load(p / "model.pt", "cpu"), optim_state)
     for m, sd in zip(modules, state["modules"], strict=True):
         m.load_state_dict(sd)
     restore_rng(state["rng"])

@@ -243,8 +243,9 @@ class DataParallel:
                 dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
                 p.grad /= self.world_size
 
-    def logger(self, output_dir: str, tensorboard: bool, resume_step: int | None) -> Any:
-        """The metrics logger on rank 0, a :class:`NullLogger` elsewhere."""
+    def logger(self, output_dir: str, report_to: Sequence[str], resume_step: int | None) -> Any:
+        """The metrics logger on rank 0 (reporting to ``report_to``), a :class:`NullLogger`
+        elsewhere."""
         if self.is_main:
-            return MetricsLogger(output_dir, tensorboard, resume_step)
+            return MetricsLogger(output_dir, report_to, resume_step)
         return NullLogger()

@@ -1,7 +1,12 @@
-"""Step metrics: a JSONL + TensorBoard logger, phase timers and peak memory.
+"""Step metrics: a JSONL logger that also reports to the trackers of ``report_to``
+(TensorBoard, Trackio, Weights & Biases), phase timers and peak memory.
 
 Every record is one JSON object per line in ``metrics.jsonl`` (keys like ``reward/mean``,
-``time/generate``, ``memory/rss_peak_mb``) and the same scalars in TensorBoard under ``tb/``.
+``time/generate``, ``memory/rss_peak_mb``); each tracker receives the same numeric scalars at
+the same ``step``: TensorBoard under ``tb/``, Trackio in its local database (``TRACKIO_DIR``,
+project ``TRACKIO_PROJECT`` or ``astarpo``, the run named after the output directory), W&B
+under ``wandb/`` (project ``WANDB_PROJECT`` or ``astarpo``; ``WANDB_MODE=offline`` keeps it
+local). Trackio and W&B come from the ``trackio`` and ``wandb`` extras.
 """
 
 from __future__ import annotations
@@ -9,10 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -83,19 +89,60 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+Tracker = tuple[Callable[[dict[str, float], int], None], Callable[[], None]]
+"""A tracker's ``(log(scalars, step), close())``."""
+
+
+def open_tracker(name: str, out_dir: Path, resume_step: int | None) -> Tracker:
+    """Start the tracker ``name`` (``"tensorboard"``, ``"trackio"`` or ``"wandb"``) for a run
+    in ``out_dir``; a resumed run (``resume_step``) continues TensorBoard's file past that step
+    and Trackio's run of the same name, and starts a new W&B run.
+
+    Raises:
+        ImportError: the tracker's package is not installed (its extra named).
+    """
+    if name == "tensorboard":
+        from torch.utils.tensorboard import SummaryWriter
+
+        purge = None if resume_step is None else resume_step + 1
+        writer = SummaryWriter(str(out_dir / "tb"), purge_step=purge)
+
+        def tb_log(scalars: dict[str, float], step: int) -> None:
+            for k, v in scalars.items():
+                writer.add_scalar(k, v, step)
+
+        return tb_log, writer.close
+    try:
+        module = __import__(name)
+    except ImportError as e:
+        raise ImportError(
+            f"report_to={name!r} needs the {name} package: pip install 'astarpo[{name}]'."
+        ) from e
+    project = os.environ.get(f"{name.upper()}_PROJECT", "astarpo")
+    if name == "trackio":
+        resume = "never" if resume_step is None else "allow"
+        run = module.init(project=project, name=out_dir.resolve().name, resume=resume)
+        return run.log, module.finish
+    run = module.init(project=project, name=out_dir.resolve().name, dir=str(out_dir))
+    return run.log, run.finish
+
+
 class MetricsLogger:
-    """Append step records to ``out_dir/metrics.jsonl`` and TensorBoard ``out_dir/tb``.
+    """Append step records to ``out_dir/metrics.jsonl`` and report them to ``report_to``.
 
     Args:
         out_dir: Output directory (created).
-        tensorboard: Also write TensorBoard scalars.
+        report_to: Trackers (``"tensorboard"``, ``"trackio"``, ``"wandb"``); empty for none.
         resume_step: When resuming, records with ``step > resume_step`` (written after the
             checkpoint by the interrupted run) are dropped so the file matches an uninterrupted
             run.
     """
 
     def __init__(
-        self, out_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None
+        self,
+        out_dir: str | Path,
+        report_to: Sequence[str] = ("tensorboard",),
+        resume_step: int | None = None,
     ) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -105,12 +152,7 @@ class MetricsLogger:
         else:
             kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= resume_step]
             self.path.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
-        self.writer: Any = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            purge = None if resume_step is None else resume_step + 1
-            self.writer = SummaryWriter(str(self.dir / "tb"), purge_step=purge)
+        self.trackers = [open_tracker(name, self.dir, resume_step) for name in report_to]
 
     def log(self, record: dict[str, Any]) -> None:
         """Write one record (must hold ``step``); non-finite floats are written as null.
@@ -126,13 +168,16 @@ class MetricsLogger:
         }
         line = json.dumps(clean, allow_nan=False) + "\n"  # whole, or undone on a full disk
         append_bytes(self.path, line.encode("utf-8"), then=RESUME_HINT)
-        if self.writer is not None:
-            for k, v in record.items():
-                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self.writer.add_scalar(k, v, step)
+        scalars = {
+            k: v
+            for k, v in record.items()
+            if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        for tracker_log, _ in self.trackers:
+            tracker_log(scalars, step)
 
     def close(self) -> None:
-        """Flush and close TensorBoard."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        """Flush and close the trackers."""
+        trackers, self.trackers = self.trackers, []
+        for _, close in trackers:
+            close()

@@ -55,7 +55,7 @@ RESUMABLE_FIELDS = frozenset(
         "save_steps",
         "save_total_limit",
         "progress",
-        "tensorboard",
+        "report_to",
         "output_dir",
         "overwrite_output_dir",
         "reward_timeout",

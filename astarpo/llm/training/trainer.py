@@ -22,18 +22,19 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
-from astarpo.llm.data.progress import Progress
 from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.parallel.dist import barrier, resolve_device
@@ -431,7 +432,7 @@ class Trainer:
         if resume:
             resume_step = self.resume(None if resume is True else resume)
             announce_resume(args.output_dir, resume_step, args.max_steps, self.dp.is_main)
-        logger = self.dp.logger(args.output_dir, args.tensorboard, resume_step)
+        logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
         self.history = []
         schedule = Schedule(
             args.max_steps,
@@ -443,9 +444,17 @@ class Trainer:
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             self._evaluate(logger)
-        # A bar on a terminal, else a line at least every 30 s (a log shows the run is alive).
+        # Off a terminal tqdm refreshes every 30 s (a log shows the run is alive, not flooded).
         show = args.progress and self.dp.is_main
-        bar = Progress(args.max_steps, "train", "step", enabled=show, initial=self.step_count)
+        bar = tqdm(
+            total=args.max_steps,
+            desc="train",
+            unit="step",
+            initial=self.step_count,
+            disable=not show,
+            mininterval=0.1 if sys.stderr.isatty() else 30,
+            miniters=1,
+        )
         signals = StopSignals("the current step and a checkpoint")
         try:
             signals.__enter__()  # SIGTERM/SIGINT: stop after the step, with a checkpoint
@@ -454,12 +463,10 @@ class Trainer:
                 record = self.step()
                 logger.log(record)
                 self.history.append(record)
-                bar.update(
-                    1,
-                    reward=f"{record.get('reward/mean', float('nan')):.3f}",
-                    loss=f"{record['loss']:.4g}",
-                    kl=f"{record['kl']:.3g}",
-                )
+                reward = record.get("reward/mean", float("nan"))
+                post = {"reward": f"{reward:.3f}", "loss": f"{record['loss']:.4g}"}
+                bar.set_postfix(post, refresh=False, kl=f"{record['kl']:.3g}")
+                bar.update(1)
                 t = self.step_count
                 stop = call_hook(self.callbacks, "on_step_end", record)
                 stop = schedule.done(t, self.train_time) or stop
