@@ -110,9 +110,9 @@ class AStarPO:
             raise ValueError("A*-PO needs minibatch.logp_ref and minibatch.v_star.")
         # check=False: no host sync per micro-batch; the trainer checks the reduced loss and
         # the gradient norm once per optimizer step (astarpo.llm.training.guards.check_update).
-        mb = minibatch
+        logp_ref, v_star = minibatch.logp_ref, minibatch.v_star
         loss = advantage_regression_loss(
-            out.logp, mb.logp_ref, mb.rewards, mb.v_star, self.beta2, "mean", check=False
+            out.logp, logp_ref, minibatch.rewards, v_star, self.beta2, "mean", check=False
         )
         log_ratio = (out.logp - minibatch.logp_ref).detach()
         return loss, {"log_ratio/mean": float(log_ratio.mean())}
