@@ -136,7 +136,8 @@ def draw(res: dict[str, Any], path: str | Path) -> Path:
     for ax, fam in zip(axes, families, strict=True):
         _hard_gap_panel(ax, res["families"][fam], fam)
     axes[0].set_ylabel("gap on hard contexts at T")
-    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3)
     save(fig, path, f"coverage: hard contexts at T ({setting})\n"
          "geometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
 
@@ -144,7 +145,8 @@ def draw(res: dict[str, Any], path: str | Path) -> Path:
     for ax, fam in zip(axes, families, strict=True):
         _time_panel(ax, res["families"][fam], fam)
     axes[0].set_ylabel("gap on hard contexts")
-    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=4)
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=4)
     save(fig, _name(path, "-time"), r"coverage: hard contexts along the run ($\hat V^*$, $c=1$)"
          "\ngeometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
 
