@@ -27,6 +27,7 @@ __all__ = [
     "figure",
     "fit_window",
     "legend_below",
+    "log_y_labels",
     "mark_zeros",
     "reference_slopes",
     "save",
@@ -121,6 +122,26 @@ def mark_zeros(ax: Any, x: Any, y: Any, color: Any, offset: float = 0.0) -> bool
     for xi in x[zero]:
         ax.plot([xi + offset], [0.03], "v", color=color, ms=7, transform=trans, clip_on=False)
     return bool(zero.any())
+
+
+def log_y_labels(ax: Any) -> None:
+    """Tidy a log y axis's tick labels once its data are drawn: over two decades or more,
+    label only the decades; over less, label plain numbers (at 1, 2 and 5 of each decade, or
+    at every tick within a single decade)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    lo, hi = ax.get_ylim()
+    if hi >= 100 * lo:
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        return
+    every = hi <= 10 * lo  # within one decade: label every tick
+
+    def plain(y: float, _pos: int | None = None) -> str:
+        lead = round(y / 10 ** np.floor(np.log10(y)), 6) if y > 0 else 0.0
+        return f"{y:.4g}" if every or lead in (1, 2, 5) else ""
+
+    ax.yaxis.set_major_formatter(FuncFormatter(plain))
+    ax.yaxis.set_minor_formatter(FuncFormatter(plain))
 
 
 def reference_slopes(

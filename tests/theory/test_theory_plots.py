@@ -42,7 +42,7 @@ def test_mark_zeros_marks_only_exact_zeros() -> None:
     assert not plots.mark_zeros(axes[0], [1], [1e-20], "C0")
 
 
-@pytest.mark.parametrize("name", [n for n in EXPERIMENTS if n != "coverage"])
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_committed_results_redraw_under_the_rules(name: str, tmp_path: Path) -> None:
     """Each plot (strict: it checks fonts, legends, width) redraws from the committed JSON."""
     res = json.loads((STATIC / f"{name}.json").read_text())
@@ -53,3 +53,18 @@ def test_committed_results_redraw_under_the_rules(name: str, tmp_path: Path) -> 
         assert round(im.info["dpi"][0]) == plots.DPI
         assert im.size[0] == round(plots.WIDTH * plots.DPI)
     assert np.isfinite(im.size).all()
+
+
+def test_coverage_redraws_its_four_figures_under_the_rules(tmp_path: Path) -> None:
+    """coverage writes one PNG per key of FILES, each 7.5 in wide at 150 dpi (strict save)."""
+    from PIL import Image
+
+    from astarpo.theory.experiments.coverage_figure import FILES
+
+    res = json.loads((STATIC / "coverage.json").read_text())
+    EXPERIMENTS["coverage"].plot(res, tmp_path / "coverage.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"coverage{k}.png" for k in FILES)
+    for suffix in FILES:
+        assert (STATIC / f"coverage{suffix}.png").exists()  # committed next to coverage.json
+        with Image.open(tmp_path / f"coverage{suffix}.png") as im:
+            assert im.size[0] == round(plots.WIDTH * plots.DPI)

@@ -159,54 +159,73 @@ def _curves(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: The figure's width (in), resolution and smallest text (pt): the docs page shows it at about
+#: 736 CSS px, so its 10 pt text shows at 9.8 pt or more.
+WIDTH, DPI, FONT = 7.5, 150, 10.0
+#: Relative difference below which a curve is drawn as "= reference" (rounding of a mean).
+SAME = 1e-12
+_ROWS = (
+    ("hard_expected_accuracy", "hard held-out:\nexpected accuracy"),
+    ("hard_log10_gold", "hard held-out:\n" r"mean $\log_{10}\pi(\mathrm{gold})$"),
+    ("easy_expected_accuracy", "easy held-out:\nexpected accuracy"),
+)
+
+
+def _panel(ax: Any, arms: dict[str, Any], key: str, ref: float) -> None:
+    """Means over seeds with their 95% bands, the reference dotted; a note where every run's
+    mean equals the reference at every evaluation (to :data:`SAME`: the mean over seeds of
+    equal numbers can differ from them in the last bits)."""
+    unmoved = True
+    for arm, s in arms.items():
+        if "curves" not in s:
+            continue
+        c = s["curves"]
+        mean = np.array([x["mean"] for x in c[key]], dtype=float)
+        lo = np.array([np.nan if x["lo"] is None else x["lo"] for x in c[key]], dtype=float)
+        hi = np.array([np.nan if x["hi"] is None else x["hi"] for x in c[key]], dtype=float)
+        ax.plot(c["time"], mean, "o-", ms=3, color=_COLOURS[arm], label=_LABELS[arm])
+        ax.fill_between(c["time"], lo, hi, color=_COLOURS[arm], alpha=0.2, lw=0)
+        unmoved = unmoved and bool(np.all(np.abs(mean - ref) <= SAME * abs(ref)))
+    ax.axhline(ref, color="k", ls=":", lw=1.0, label="reference")
+    if unmoved:
+        ax.set_yticks([ref], [f"{ref:.3g}"])
+        ax.text(0.5, 0.65, f"every run = reference\n(to {SAME:g}) at every\nevaluation",
+                transform=ax.transAxes, ha="center", va="center")  # fmt: skip
+
+
 def plot(result: dict[str, Any], path: str | Path) -> Path:
-    """Three rows (hard accuracy, hard log10 gold probability, easy accuracy) by training set;
-    means over seeds with 95% bands, the reference dotted; 150 dpi, text >= 9 pt."""
+    """Rows: hard accuracy, hard mean log10 gold probability, easy accuracy; columns: the
+    training sets. Means over seeds with 95% bands, the reference dotted; 7.5 in wide at
+    150 dpi, every text >= 10 pt, the legend below the panels."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     summary, ref = result["summary"]["sets"], result["reference"]["eval"]
-    rows = (
-        ("hard_expected_accuracy", "hard held-out: expected accuracy"),
-        ("hard_log10_gold", r"hard held-out: mean $\log_{10}\pi(\mathrm{gold})$"),
-        ("easy_expected_accuracy", "easy held-out: expected accuracy"),
-    )
-    with matplotlib.rc_context({"font.size": 9}):
-        fig = Figure(figsize=(4.6 * len(summary), 3.0 * len(rows) + 0.8), layout="constrained")
+    style = {"font.size": FONT, "axes.titlesize": FONT, "legend.frameon": False,
+             "figure.titlesize": FONT + 1}  # fmt: skip
+    with matplotlib.rc_context(style):  # type: ignore[arg-type]
+        fig = Figure(figsize=(WIDTH, 2.2 * len(_ROWS) + 1.6), layout="constrained")
         FigureCanvasAgg(fig)
-        axes = fig.subplots(len(rows), len(summary), squeeze=False)
+        axes = fig.subplots(len(_ROWS), len(summary), squeeze=False, sharex=True)
         for j, (set_name, arms) in enumerate(summary.items()):
-            for i, (key, label) in enumerate(rows):
-                ax = axes[i][j]
-                for arm, s in arms.items():
-                    if "curves" not in s:
-                        continue
-                    c = s["curves"]
-                    mean = np.array([x["mean"] for x in c[key]], dtype=float)
-                    lo = np.array([np.nan if x["lo"] is None else x["lo"] for x in c[key]])
-                    hi = np.array([np.nan if x["hi"] is None else x["hi"] for x in c[key]])
-                    ax.plot(c["time"], mean, "o-", ms=3, color=_COLOURS[arm], label=_LABELS[arm])
-                    ax.fill_between(c["time"], lo, hi, color=_COLOURS[arm], alpha=0.2, lw=0)
-                ax.axhline(
-                    ref[key], color="k", ls=":", lw=1.0, label="reference" if i == j == 0 else None
-                )
-                ax.set_title(f"trained on {set_name}: {label}")
-                ax.set_xlabel("Stage 2 training time (s)")
+            axes[0][j].set_title(f"trained on {set_name}")
+            for i, (key, label) in enumerate(_ROWS):
+                _panel(axes[i][j], arms, key, ref[key])
+                if j == 0:
+                    axes[i][j].set_ylabel(label)
+            axes[-1][j].set_xlabel("Stage 2 time (s)")
         entries: dict[str, Any] = {}
         for ax in axes.flat:  # one entry per run name, from whichever panel has it
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
                 entries.setdefault(label, handle)
-        fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncol=6,
-                   frameon=False)  # fmt: skip
-        h = result["hard_set"]
+        fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncol=3)
+        h, cfg = result["hard_set"], result["config"]
         fig.suptitle(
-            f"zero-pass benchmark: {h['digits']}-digit hard prompts (SFT: {h['sft_digits']}), "
-            f"pass@{h['k']} = 0; seeds: {result['config']['seeds_main']} for A*-PO and GRPO on "
-            f"hard and mixed, {result['config']['seeds_other']} otherwise; "
-            "bands: 95% t-interval over seeds",
-            fontsize=11,
+            f"zero-pass: {h['digits']}-digit hard prompts (SFT: {h['sft_digits']} digits), "
+            f"pass@{h['k']} = 0\nseeds: {cfg['seeds_main']} for A*-PO and GRPO on hard and "
+            f"mixed, {cfg['seeds_other']} otherwise; bands: 95% t-interval over seeds"
         )
         path = Path(path)
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, dpi=DPI)
     return path

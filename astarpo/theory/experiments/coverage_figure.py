@@ -1,7 +1,11 @@
-"""The ``coverage`` figure: hard-context gaps, the zero-mass instances, the tuned c, MSE slopes.
+"""The ``coverage`` figures: hard-context gaps, their course, the zero-mass instances, c and MSE.
 
-Eight panels at 150 dpi, text of at least 9 pt, every legend below its panel (at most eight
-entries), one colour per curve within a panel and the same colour for a method throughout.
+Four figures of two panels each, under the rules of :mod:`astarpo.theory.plots` (7.5 in wide,
+150 dpi, text >= 10 pt, legends outside the data with at most eight entries, one colour per
+curve within a panel, 95% bands): ``coverage.png`` (final hard-context gap against
+:math:`v_{ref}`), ``coverage-time.png`` (its course against :math:`t\\,v_{ref}`),
+``coverage-zero-mass.png`` (the never-solved contexts) and ``coverage-regimes.png`` (the tuned
+c and the local slope of the exact MSE of :math:`\\hat V^*`). :data:`FILES` names them.
 """
 
 from __future__ import annotations
@@ -11,10 +15,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DPI", "FONT", "draw", "save_png"]
+from astarpo.theory.plots import band, figure, legend_below, log_y_labels, mark_zeros, save, styled
 
-#: Figure resolution and smallest font size (points).
-DPI, FONT = 150, 9
+__all__ = ["FILES", "draw"]
+
+#: Suffix of each figure's file name after ``coverage`` -> what it shows.
+FILES = {
+    "": "final gap on the hard contexts against v_ref, shared and tabular features",
+    "-time": "the hard contexts' gap along the run against t v_ref",
+    "-zero-mass": "contexts the reference never solves, with and without transfer",
+    "-regimes": "the tuned c, and the local slope of the exact MSE of V-hat",
+}
 #: Hard-gap panels: key of ``gap_hard`` -> (label, colour); one colour per method everywhere.
 _METHODS = {
     "estimated": (r"A*-PO $\hat V^*$, $c=1$", "tab:blue"),
@@ -26,40 +37,35 @@ _METHODS = {
 }
 
 
-def _legend(ax: Any, ncol: int = 1) -> None:
-    """The legend below the axes (outside the data)."""
-    ax.legend(
-        fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False
-    )
+def _positive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with v_ref > 0 (at v_ref = 0 there is nothing to learn; the tables show it)."""
+    return [r for r in rows if r["v_ref"] > 0]
 
 
 def _hard_gap_panel(ax: Any, rows: list[dict[str, Any]], fam: str) -> None:
-    from astarpo.theory.plots import band
-
-    rows = [r for r in rows if r["v_ref"] > 0]  # at 0 every gap is 0: nothing to learn
+    rows = _positive(rows)
     v = np.array([r["v_ref"] for r in rows])
     for key, (label, colour) in _METHODS.items():
         ci = {k: [r["gap_hard"][key][k][0] for r in rows] for k in ("gmean", "glo", "ghi")}
-        band(ax, v, ci, label, color=colour, marker="o", ms=3)
+        ls = "--" if key.endswith("tuned") else "-"  # visible where tuned c is 1
+        band(ax, v, ci, label, color=colour, ls=ls, marker="o", ms=3)
+        mark_zeros(ax, v, ci["gmean"], colour)
     ax.plot(v, [r["reference_gap_hard"] for r in rows], "k:", label=r"$\pi_{ref}$")
-    ax.set(xscale="log", yscale="log", title=f"{fam}: hard contexts at T", xlabel=r"$v_{ref}$")
-    ax.set_ylabel("gap on hard contexts")
-    _legend(ax, 2)
+    ax.set(xscale="log", yscale="log", title=f"{fam} features", xlabel=r"$v_{ref}$")
+    log_y_labels(ax)
 
 
 def _time_panel(ax: Any, rows: list[dict[str, Any]], fam: str) -> None:
     from matplotlib import colormaps
 
-    from astarpo.theory.plots import band
-
-    rows = [r for r in rows if r["v_ref"] > 0]
+    rows = _positive(rows)
     colours = colormaps["viridis"](np.linspace(0.0, 0.9, len(rows)))
     for r, colour in zip(rows, colours, strict=True):
         x = np.array(r["steps"]) * r["v_ref"]
         band(ax, x, r["hard_curve"]["estimated"], f"$v_{{ref}}={r['v_ref']:g}$", color=colour)
-    ax.set(xscale="log", yscale="log", xlabel=r"$t \cdot v_{ref}$", ylabel="gap on hard contexts")
-    ax.set_title(rf"{fam}: hard contexts vs $t\,v_{{ref}}$ ($\hat V^*$, $c=1$)")
-    _legend(ax, 2)
+        mark_zeros(ax, x, r["hard_curve"]["estimated"]["gmean"], colour)
+    ax.set(xscale="log", yscale="log", xlabel=r"$t \cdot v_{ref}$", title=f"{fam} features")
+    log_y_labels(ax)
 
 
 def _c_panel(ax: Any, res: dict[str, Any]) -> None:
@@ -71,9 +77,9 @@ def _c_panel(ax: Any, res: dict[str, Any]) -> None:
     }
     offsets = (0.9, 0.95, 1.05, 1.1)  # apart, so that equal choices stay visible
     for ((fam, name), colour), k, marker in zip(styles.items(), offsets, "osD^", strict=True):
-        rows = res["families"][fam]
-        v = [r["v_ref"] for r in rows if r["v_ref"] > 0]
-        c = [k * r["tuned_c"][name] for r in rows if r["v_ref"] > 0]
+        rows = _positive(res["families"][fam])
+        v = [r["v_ref"] for r in rows]
+        c = [k * r["tuned_c"][name] for r in rows]
         method = "A*-PO" if name == "estimated" else "PG"
         ax.plot(v, c, marker + "-", color=colour, ms=4, label=f"{method}, {fam}")
     grid = res["config"]["tune_c"]
@@ -81,8 +87,8 @@ def _c_panel(ax: Any, res: dict[str, Any]) -> None:
     ax.set_ylim(min(grid) / 1.6, max(grid) * 1.6)
     ax.set_yticks(grid, [f"{c:g}" for c in grid])
     ax.set_yticks([], minor=True)
-    ax.set_title("tuned $c$ (by the gap over all contexts;\nmarkers offset by up to 10%)")
-    _legend(ax, 2)
+    ax.set_title("tuned $c$ (markers offset\nby up to 10%)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
 
 
 def _slope_panel(ax: Any, res: dict[str, Any]) -> None:
@@ -99,50 +105,62 @@ def _slope_panel(ax: Any, res: dict[str, Any]) -> None:
     for y in (-1, -2):
         ax.axhline(y, color="0.45", ls="--", lw=0.8)
     ax.set(xscale="log", xlabel=r"solve rate $p$", ylabel=r"$d\log \mathrm{MSE}/d\log p$")
-    ax.set_title(r"local slope of $E(\hat V^*-V^*)^2$ (exact)")
-    _legend(ax, 2)
+    ax.set_title("local slope of the exact\n" r"$E(\hat V^*-V^*)^2$")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
 
 
+def _name(path: Path, suffix: str) -> Path:
+    return path.with_name(f"{path.stem}{suffix}{path.suffix}")
+
+
+@styled
 def draw(res: dict[str, Any], path: str | Path) -> Path:
-    """Hard-context gaps vs v_ref (tuned and untuned), the zero-mass instances, c, t v_ref, MSE.
+    """Write the four figures of the module docstring next to each other.
 
     Args:
         res: The dict returned by ``run``.
-        path: Where to write the PNG (150 dpi, text >= 9 pt, legends below the panels).
+        path: Where to write ``coverage.png``; the others go to the same folder, their names
+            the stem of ``path`` followed by the keys of :data:`FILES`.
 
     Returns:
         ``path``.
     """
-    import matplotlib
-
     from astarpo.theory.experiments.zero_mass import plot_instance
-    from astarpo.theory.plots import figure
 
-    with matplotlib.rc_context({"font.size": FONT, "axes.titlesize": FONT + 1}):
-        fig, axes = figure(4, width=4.8, height=5.0, rows=2)
-        for j, fam in enumerate(res["config"]["families"]):
-            _hard_gap_panel(axes[0][j], res["families"][fam], fam)
-            _time_panel(axes[1][j], res["families"][fam], fam)
-        for j, name in enumerate(res["zero_mass"]["instances"]):
-            plot_instance(axes[0][2 + j], res["zero_mass"], name)
-        _c_panel(axes[1][2], res)
-        _slope_panel(axes[1][3], res)
-        fig.suptitle(
-            f"coverage: {res['n_seeds']} seeds, N = {res['config']['n_samples']}, "
-            f"T = {res['config']['T']} (log axes: geometric mean, 95% interval of the mean log)",
-            fontsize=FONT + 2,
-        )
-        return save_png(fig, path)
-
-
-def save_png(fig: Any, path: str | Path) -> Path:
-    """Write ``fig`` at ``DPI`` as a 256-colour PNG (a third of the size of the RGBA one)."""
-    from PIL import Image
-
-    fig.set_dpi(DPI)
-    fig.canvas.draw()
-    image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3])
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    image.quantize(256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True, dpi=(DPI, DPI))
+    cfg = res["config"]
+    setting = f"{res['n_seeds']} seeds, N = {cfg['n_samples']}, T = {cfg['T']}"
+    families = cfg["families"]
+
+    fig, axes = figure(2, height=3.4)
+    for ax, fam in zip(axes, families, strict=True):
+        _hard_gap_panel(ax, res["families"][fam], fam)
+    axes[0].set_ylabel("gap on hard contexts at T")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3)
+    save(fig, path, f"coverage: hard contexts at T ({setting})\n"
+         "geometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
+
+    fig, axes = figure(2, height=3.4)
+    for ax, fam in zip(axes, families, strict=True):
+        _time_panel(ax, res["families"][fam], fam)
+    axes[0].set_ylabel("gap on hard contexts")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=4)
+    save(fig, _name(path, "-time"), r"coverage: hard contexts along the run ($\hat V^*$, $c=1$)"
+         "\ngeometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
+
+    zm = res["zero_mass"]
+    fig, axes = figure(2, height=4.4)
+    for ax, name in zip(axes, zm["instances"], strict=True):
+        plot_instance(ax, zm, name)
+    save(fig, _name(path, "-zero-mass"), f"coverage: reference mass {zm['epsilon']:g} on the "
+         rf"hard contexts' correct actions, $\beta = {zm['beta2']:g}$" "\n"
+         "geometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
+
+    fig, axes = figure(2, height=4.2)
+    _c_panel(axes[0], res)
+    _slope_panel(axes[1], res)
+    save(fig, _name(path, "-regimes"), "coverage: the tuned c (by the gap over all contexts)\n"
+         r"and the regimes of the error of $\hat V^*$ (exact)", strict=True)  # fmt: skip
     return path

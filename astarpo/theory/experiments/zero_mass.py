@@ -170,18 +170,21 @@ def plot_instance(ax: Any, res: dict[str, Any], name: str) -> None:
         res: The dict of :func:`run_zero_mass`.
         name: A key of ``INSTANCES``.
     """
-    from astarpo.theory.plots import band
+    from astarpo.theory.plots import band, log_y_labels, mark_zeros
 
     inst = res["instances"][name]
     n, g = res["n_samples"], res["pg_group_size"]
+    ref = inst["reference_gap_hard"]
     for method, (label, colour, ls) in _STYLE.items():
         d = inst["methods"][method]
         x = np.array(d["steps"]) * g if method == "pg" else np.array(d["steps"]) + n
-        band(ax, x, d["hard_curve"], f"{label}, $c={d['c']:g}$", color=colour, ls=ls)
-    ax.axhline(inst["reference_gap_hard"], color="k", ls=":", lw=1.0, label=r"$\pi_{ref}$")
+        label = f"{label}, $c={d['c']:g}$"
+        if np.all(np.asarray(d["hard_curve"]["gmean"], dtype=float) == ref):
+            label += r" (all $= \pi_{ref}$)"  # hidden under the reference's line
+        band(ax, x, d["hard_curve"], label, color=colour, ls=ls)
+        mark_zeros(ax, x, d["hard_curve"]["gmean"], colour)
+    ax.axhline(ref, color="k", ls=":", lw=1.0, label=r"$\pi_{ref}$")
     ax.set(xscale="log", yscale="log", xlabel="samples per context", ylabel="gap on hard contexts")
-    ax.set_title(
-        f"{name.replace('_', ' ')}: ref. mass {res['epsilon']:g} on correct, "
-        rf"$\beta={res['beta2']:g}$"
-    )
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    ax.set_title(name.replace("_", " "))
+    log_y_labels(ax)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
