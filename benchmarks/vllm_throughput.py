@@ -48,7 +48,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=256, help="number of prompts (256)")
     ap.add_argument("--n-samples", type=int, default=8, help="responses per prompt (8)")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="per response (32)")
-    ap.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (8)")
+    ap.add_argument(
+        "--prompts-per-call", type=int, default=8, help="prompts per generate call (8)"
+    )
     ap.add_argument(
         "--generation-batch-size", type=int, default=64, help="HF rows per generate (64)"
     )
@@ -75,7 +77,7 @@ def main() -> None:
         prompts = [r["prompt"] for r in addition_task(args.prompts, seed=0)]
     sampling = SamplingConfig(args.max_new_tokens, 1.0, 1.0)
     hf = HFGenerator(model, tok, batch_size=args.generation_batch_size)
-    hf_s, hf_n, hf_tok = _time_backend(hf, prompts, args.n_samples, sampling, args.batch_size)
+    hf_s, hf_n, hf_tok = _time_backend(hf, prompts, args.n_samples, sampling, args.prompts_per_call)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         vgen = VLLMGenerator.from_model(
@@ -87,7 +89,7 @@ def main() -> None:
             seed=0,
         )
         start_s = time.perf_counter() - t0
-        v_s, v_n, v_tok = _time_backend(vgen, prompts, args.n_samples, sampling, args.batch_size)
+        v_s, v_n, v_tok = _time_backend(vgen, prompts, args.n_samples, sampling, args.prompts_per_call)
     result = {
         "model": args.model,
         "device": device,
@@ -95,7 +97,7 @@ def main() -> None:
         "prompts": len(prompts),
         "n_samples": args.n_samples,
         "max_new_tokens": args.max_new_tokens,
-        "batch_size": args.batch_size,
+        "prompts_per_call": args.prompts_per_call,
         "hf_samples_per_s": hf_n / hf_s,
         "hf_tokens_per_s": hf_tok / hf_s,
         "vllm_samples_per_s": v_n / v_s,

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 COMMON = ["--model", "toy", "--template", "none", "--reward", "faults:exact_reward"]
 COMMON += ["--device", "cpu"]
-STAGE1 = ["--n-samples", "2", "--max-new-tokens", "3", "--batch-size", "1", "--no-progress"]
+STAGE1 = ["--n-samples", "2", "--max-new-tokens", "3", "--prompts-per-call", "1", "--no-progress"]
 TRAIN = ["--max-steps", "3", "--batch-size", "4", "--max-new-tokens", "3", "--save-steps", "1"]
 TRAIN += ["--learning-rate", "1e-3", "--progress", "false", "--report-to", "none"]
 

@@ -440,7 +440,7 @@ def test_cli_exits_143_after_sigterm_in_stage_1_and_in_stage_2(tmp_path: Path) -
         *common,
         "--n-samples",
         "2",
-        "--batch-size",
+        "--prompts-per-call",
         "2",
         "--out",
         str(tmp_path / "v.jsonl"),
