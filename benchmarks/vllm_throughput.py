@@ -48,9 +48,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=256, help="number of prompts (256)")
     ap.add_argument("--n-samples", type=int, default=8, help="responses per prompt (8)")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="per response (32)")
-    ap.add_argument(
-        "--prompts-per-call", type=int, default=8, help="prompts per generate call (8)"
-    )
+    ap.add_argument("--prompts-per-call", type=int, default=8, help="prompts per generate call (8)")
     ap.add_argument(
         "--generation-batch-size", type=int, default=64, help="HF rows per generate (64)"
     )
@@ -89,7 +87,9 @@ def main() -> None:
             seed=0,
         )
         start_s = time.perf_counter() - t0
-        v_s, v_n, v_tok = _time_backend(vgen, prompts, args.n_samples, sampling, args.prompts_per_call)
+        v_s, v_n, v_tok = _time_backend(
+            vgen, prompts, args.n_samples, sampling, args.prompts_per_call
+        )
     result = {
         "model": args.model,
         "device": device,
