@@ -288,7 +288,7 @@ def _stage1_worker(rank: int, world_size: int, port: int, out: str) -> None:
 def test_stage1_by_rank_merges_to_the_one_process_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from astarpo.llm.stage1.estimate import part_path
+    from astarpo.llm.stage1.shards import part_path
 
     mp.spawn(_stage1_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
     assert part_path(tmp_path / "v.jsonl", 0, 2).is_file()

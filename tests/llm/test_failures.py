@@ -174,7 +174,10 @@ def test_stage1_by_rank_after_kill_9_and_sigterm_reruns_to_the_same_bytes(job: P
     # Rank 1 (3 prompts; 1 kept) sends SIGTERM during its 2nd batch of the rerun (its last).
     proc = torchrun(args, fault="sigterm_parent:1:2", mark=job / "s1-term.mark")
     assert proc.returncode != 0 and not out.exists()
-    assert "stopped by SIGTERM in Stage 1 after" in proc.stderr, proc.stderr[-3000:]
+    # The rank on its batch stops after it ("after N of M prompts"); a rank already done with
+    # its shard stops at the barrier ("while waiting"): which one torchrun's output shows first
+    # depends on timing.
+    assert "stopped by SIGTERM in Stage 1" in proc.stderr, proc.stderr[-3000:]
     assert "resuming" in proc.stderr  # the parts kept the rows of the killed run
     proc = torchrun(args)
     assert proc.returncode == 0, proc.stderr[-3000:]

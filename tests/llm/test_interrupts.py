@@ -120,7 +120,7 @@ def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
 
     rows = addition_task(8, seed=0)
     cfg = {"output_dir": str(out), "max_steps": 3, "batch_size": 4, "max_new_tokens": 3}
-    cfg |= {"learning_rate": 1e-3, "save_steps": 0, "progress": False, "tensorboard": False}
+    cfg |= {"learning_rate": 1e-3, "save_steps": 0, "progress": False, "report_to": "none"}
     return AStarPOTrainer(
         make_toy_model(tokenizer, seed=0, **TINY),
         None,
@@ -245,7 +245,8 @@ def test_a_merge_killed_on_rank_0_leaves_no_partial_table_and_a_rerun_completes(
 
 
 def test_merge_command_killed_mid_write_leaves_no_partial_table(tmp_path: Path) -> None:
-    from astarpo.llm.stage1.estimate import estimate_values, part_path
+    from astarpo.llm.stage1.estimate import estimate_values
+    from astarpo.llm.stage1.shards import part_path
 
     for i in range(2):
         gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
@@ -358,8 +359,8 @@ def test_append_bytes_undoes_a_partial_write_on_a_full_disk(tmp_path: Path) -> N
 def test_stage1_by_rank_on_a_full_disk_names_the_file_keeps_the_rows_and_resumes(
     small_disk: tuple[Path, bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from astarpo.llm.stage1.estimate import part_path
     from astarpo.llm.stage1.rows import read_table_rows
+    from astarpo.llm.stage1.shards import part_path
 
     disk, mounted = small_disk
     out = disk / "v.jsonl"

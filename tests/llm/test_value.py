@@ -13,8 +13,9 @@ from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.rollout.base import Generator, SamplingConfig
-from astarpo.llm.stage1.estimate import estimate_values, merge_shards, parse_shard, part_path
+from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
+from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import MissingPromptError, ValueTable
 
 sys.path.insert(0, str(Path(__file__).parent))

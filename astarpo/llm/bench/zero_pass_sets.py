@@ -27,7 +27,8 @@ from astarpo.llm.bench.worker import config_from_dict, stage1
 from astarpo.llm.bench.zero_pass_run import gold_logprobs
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
-from astarpo.llm.stage1.estimate import estimate_values, merge_shards
+from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.stage1.shards import merge_shards
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model, scratchpad_task
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task

@@ -41,51 +41,17 @@ from astarpo.llm.rollout.seeds import derive_seed
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
 from astarpo.llm.stage1.rows import (
     ValueRow,
-    ValueTableError,
     make_row,
     open_locked,
     resume_rows,
 )
 from astarpo.llm.stage1.sampler import reference_sampler
+from astarpo.llm.stage1.shards import in_shard, merge_shards, part_path
 from astarpo.llm.stage1.table import ValueTable, jsonl_bytes
 
-__all__ = [
-    "estimate_values",
-    "estimate_values_by_rank",
-    "merge_shards",
-    "parse_shard",
-    "part_path",
-]
+__all__ = ["estimate_values", "estimate_values_by_rank"]
 
 logger = logging.getLogger(__name__)
-
-
-def parse_shard(spec: str | None) -> tuple[int, int] | None:
-    """``"i/k"`` -> ``(i, k)``; ``"auto"`` reads ``RANK``/``WORLD_SIZE``; ``None`` -> ``None``."""
-    if spec is None:
-        return None
-    if spec == "auto":
-        k = int(os.environ.get("WORLD_SIZE", "1"))
-        return None if k == 1 else (int(os.environ.get("RANK", "0")), k)
-    try:
-        i_s, k_s = spec.split("/")
-        i, k = int(i_s), int(k_s)
-    except ValueError:
-        raise ValueError(f"shard must be 'i/k' (e.g. 0/4) or 'auto', got {spec!r}.") from None
-    if not (k >= 1 and 0 <= i < k):
-        raise ValueError(f"shard {spec!r}: need 0 <= i < k.")
-    return i, k
-
-
-def part_path(out_path: str | os.PathLike[str], i: int, k: int) -> Path:
-    """File of shard ``i`` of ``k``: ``values.jsonl`` -> ``values.part-i-of-k.jsonl``."""
-    p = Path(out_path)
-    stem = p.stem if p.suffix == ".jsonl" else p.name
-    return p.with_name(f"{stem}.part-{i}-of-{k}.jsonl")
-
-
-def _in_shard(key: str, shard: tuple[int, int] | None) -> bool:
-    return shard is None or int(key[:16], 16) % shard[1] == shard[0]
 
 
 def _unique(rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -207,7 +173,7 @@ def estimate_values(
         batch_size=batch_size,
         astarpo_version=__version__,
     )
-    todo = [(k, r) for k, r in _unique(rows) if _in_shard(k, shard)]
+    todo = [(k, r) for k, r in _unique(rows) if in_shard(k, shard)]
     done: dict[str, ValueRow] = {}
     fh: Any = contextlib.nullcontext()  # in memory: nothing written
     if path is not None:
@@ -283,50 +249,6 @@ def estimate_values(
     return ValueTable(keep, path)
 
 
-def merge_shards(
-    out_path: str | os.PathLike[str], k: int, rows: Sequence[dict[str, Any]] | None = None
-) -> ValueTable:
-    """Merge the ``k`` part files of ``out_path`` into one table written at ``out_path``.
-
-    Args:
-        out_path: The final table (the parts are :func:`part_path` ``(out_path, i, k)``).
-        k: Number of shards.
-        rows: The dataset; when given, every prompt must be in the merged table, and the
-            merged rows follow the dataset's order (else the parts' order).
-
-    Raises:
-        ValueTableError: if a part is missing, parts disagree on settings or on a prompt, or
-            (with ``rows``) prompts are missing.
-    """
-    merged: dict[str, ValueRow] = {}
-    ref: dict[str, Any] | None = None
-    for i in range(k):
-        p = part_path(out_path, i, k)
-        if not p.is_file():
-            raise ValueTableError(f"part {i} of {k} is missing: {p}. Run `--shard {i}/{k}`.")
-        for r in ValueTable.load(p):
-            sig = {f: r.provenance.get(f) for f in MATCHING}
-            if ref is None:
-                ref = sig
-            elif sig != ref:
-                raise ValueTableError(f"{p}: made with other settings than part 0.")
-            if r.key in merged and merged[r.key] != r:
-                raise ValueTableError(f"{p}: prompt {r.prompt[:60]!r} differs between parts.")
-            merged[r.key] = r
-    if rows is not None:
-        missing = [r["prompt"] for r in rows if prompt_key(r["prompt"]) not in merged]
-        if missing:
-            raise ValueTableError(
-                f"merged table lacks {len(missing)} prompts (first: {missing[0][:60]!r}); "
-                "a shard did not finish: rerun it (it resumes)."
-            )
-        order = list(dict.fromkeys(prompt_key(r["prompt"]) for r in rows))
-        merged = {k: merged[k] for k in order} | merged  # dataset order first
-    table = ValueTable(merged.values())
-    table.save(out_path)
-    return table
-
-
 def estimate_values_by_rank(
     generator: Any,
     rows: Sequence[dict[str, Any]],
@@ -359,7 +281,15 @@ def estimate_values_by_rank(
     estimate_values(
         generator, rows, out_path=out_path, shard=(info.rank, info.world_size), **kwargs
     )
-    barrier()
+    # A rank done with its shard waits here; a SIGTERM/SIGINT then ends the wait as one on a
+    # batch does (exit 143/130, rows kept), not by the default action (a torn gloo pair).
+    with StopSignals("waiting for the other ranks' shards") as signals:
+        try:
+            barrier()
+        except Exception:
+            if signals.received:
+                signals.stop("in Stage 1 while waiting for the other ranks: rerun to resume.")
+            raise
     if info.is_main:
         merge_shards(out_path, info.world_size, rows)
     barrier()
