@@ -19,6 +19,7 @@ from astarpo.llm.algorithms.config import TrainConfig, config_fields
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward
 from astarpo.llm.data.scoring import load_reward
+from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
 from astarpo.llm.rollout.models import load_tokenizer as load_saved_tokenizer
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
@@ -186,17 +187,10 @@ def check_device(device: str) -> None:
     Raises:
         SystemExit: a usage error naming the cause and the fix.
     """
-    if not device.startswith("cuda") or torch.cuda.is_available():
-        return
-    why = (
-        "this torch is a CPU-only build (torch.version.cuda is None)"
-        if torch.version.cuda is None
-        else "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
-    )
-    raise SystemExit(
-        f"error: --device {device}: no CUDA: {why}. Use --device cpu (or auto), or install a "
-        "CUDA build of torch."
-    )
+    try:
+        resolve_device(device)
+    except ValueError as e:
+        raise SystemExit(f"error: --device {device}: {str(e).split(': ', 1)[1]}") from e
 
 
 def build_rewards(names: list[str] | None, timeout: float, default: str) -> list[Any]:

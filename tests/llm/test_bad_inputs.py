@@ -366,3 +366,29 @@ def test_estimate_values_out_path_folder_is_refused(tmp_path):
         estimate_values(
             FakeGenerator({}), ROWS, exact_match_reward, 2, sampling=SAMPLING, out_path=tmp_path
         )
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without CUDA")
+def test_trainer_device_cuda_without_cuda_says_no_cuda(tmp_path, tokenizer):
+    from astarpo.llm import AStarPOConfig, AStarPOTrainer
+    from astarpo.llm.data.rewards import exact_match_reward
+    from astarpo.llm.toy.model import addition_task, make_toy_model
+
+    rows = addition_task(4, seed=0)
+    args = AStarPOConfig(
+        output_dir=str(tmp_path / "r"),
+        device="cuda",
+        max_new_tokens=3,
+        batch_size=2,
+        report_to="none",
+        progress=False,
+    )
+    with pytest.raises(ValueError, match="device 'cuda': no CUDA: this torch is a CPU-only build"):
+        AStarPOTrainer(
+            make_toy_model(tokenizer, seed=0),
+            reward_funcs=exact_match_reward,
+            args=args,
+            train_dataset=rows,
+            v_star_table={r["prompt"]: 0.5 for r in rows},
+            processing_class=tokenizer,
+        )

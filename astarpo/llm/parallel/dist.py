@@ -339,7 +339,22 @@ def gather_rows(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def resolve_device(device: str) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU; other strings as given."""
+    """``"auto"`` -> CUDA when available, else CPU; other strings as given.
+
+    Raises:
+        ValueError: a ``cuda`` device where this torch has no CUDA or sees no GPU (naming which,
+            and the fix), instead of torch's bare assertion on first use.
+    """
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        why = (
+            "this torch is a CPU-only build (torch.version.cuda is None)"
+            if torch.version.cuda is None
+            else "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
+        )
+        raise ValueError(
+            f"device {device!r}: no CUDA: {why}. Use device 'cpu' (or 'auto'), or install a "
+            "CUDA build of torch."
+        )
     return torch.device(device)
