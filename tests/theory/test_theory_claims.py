@@ -13,24 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from astarpo.commands.theory import NAMES
 from astarpo.theory.claims import claims, counts
 from astarpo.theory.verdicts import RULES, WORDS, Claim, bound, combine, converges, order, rate
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "docs" / "_static" / "theory"
 PAGE = ROOT / "docs" / "theory.md"
-NAMES = (
-    "horizon",
-    "samples",
-    "coverage",
-    "two-beta",
-    "grid",
-    "update",
-    "small-beta",
-    "realizability",
-    "adaptive",
-    "fisher",
-)
 HEAD = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
 
 
