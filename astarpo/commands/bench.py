@@ -26,43 +26,73 @@ QUICK = dict(
 
 #: ``--task scratchpad``: the task's budget and SFT rate, and a protocol sized for responses
 #: of 70 tokens on a loaded 2-core machine (docs/baselines.md gives the measured step times):
-#: A*-PO and GRPO, 5 seeds, 60 s per run, a grid that brackets both rates (1e-3 diverged).
+#: every algorithm and the drop arm, 5 seeds, 60 s per run, a grid that brackets the rates
+#: (extended at an edge), then A*-PO and GRPO again in the one-pass setting.
+_SCRATCHPAD: dict[str, object] = dict(
+    seeds=5,
+    sft_lr=3e-3,
+    pool_size=256,
+    eval_size=96,
+    val_size=64,
+    max_train_seconds=60.0,
+    eval_every_seconds=20.0,
+    lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
+    sweep_seconds=30.0,
+)
+
+#: Per task, the protocol's fields that differ from :class:`BenchConfig`'s defaults.
+#: ``scratchpad2`` (38-token responses) runs A*-PO and GRPO only: its time-to-target ratio is
+#: the third length of the mechanism curve (benchmarks/length_sweep.py).
 TASK_DEFAULTS: dict[str, dict[str, object]] = {
     "addition": {},
-    "scratchpad": dict(
-        algos=("astarpo", "grpo"),
-        drop_all_wrong=False,
-        seeds=5,
-        max_new_tokens=78,
-        sft_lr=3e-3,
-        pool_size=256,
-        eval_size=96,
-        val_size=64,
-        max_train_seconds=60.0,
-        eval_every_seconds=20.0,
-        lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
-        sweep_seconds=30.0,
+    "scratchpad": dict(_SCRATCHPAD, max_new_tokens=78, one_pass=True),
+    "scratchpad2": dict(
+        _SCRATCHPAD, max_new_tokens=46, algos=("astarpo", "grpo"), drop_all_wrong=False
     ),
 }
 
-#: ``--task scratchpad --quick``: A*-PO and GRPO, two seeds, long enough to leave the
-#: reference (about 4 minutes on a loaded 2-core machine).
+_QUICK_SCRATCHPAD: dict[str, object] = dict(
+    algos=("astarpo", "grpo"),
+    drop_all_wrong=False,
+    one_pass=False,
+    seeds=2,
+    max_train_seconds=20.0,
+    eval_every_seconds=10.0,
+    lr_grid=(1e-4,),
+    pool_size=64,
+    eval_size=32,
+    val_size=32,
+)
+
+#: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
+#: reference (about 3-5 minutes on a loaded 2-core machine).
 QUICK_TASK: dict[str, dict[str, object]] = {
     "addition": {},
-    "scratchpad": dict(
-        seeds=2,
-        max_train_seconds=20.0,
-        eval_every_seconds=10.0,
-        lr_grid=(1e-4,),
-        pool_size=64,
-        eval_size=32,
-        val_size=32,
-    ),
+    "scratchpad": _QUICK_SCRATCHPAD,
+    "scratchpad2": _QUICK_SCRATCHPAD,
 }
 
 
 def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(x) for x in text.split(",") if x.strip())
+
+
+def _add_protocol_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sweep's grid extension and the one-pass setting."""
+    parser.add_argument(
+        "--grid-extensions",
+        type=int,
+        default=None,
+        help="times the sweep may add a rate beyond the grid's edge when the chosen rate is "
+        "that edge (default 2; 0: never)",
+    )
+    parser.add_argument(
+        "--one-pass",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run A*-PO and GRPO on a pool that no run goes through twice, sized from "
+        "the main runs (default: on for --task scratchpad without --quick, else off)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--task",
         default="addition",
-        choices=("addition", "scratchpad"),
-        help="embedded task: addition (answers of 4-5 tokens; default) or scratchpad (a "
-        "worked solution of 70 tokens before the answer)",
+        choices=("addition", "scratchpad", "scratchpad2"),
+        help="embedded task: addition (answers of 4-5 tokens; default), scratchpad (a "
+        "worked solution of 70 tokens before the answer) or scratchpad2 (the same with "
+        "2-digit operands: 38 tokens)",
     )
     parser.add_argument(
         "--backend",
@@ -96,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--algos",
         default=None,
         help=f"comma-separated algorithms, must include astarpo (default {','.join(ALGOS)}; "
-        "astarpo,grpo with --task scratchpad --quick)",
+        "astarpo,grpo with --task scratchpad2 and with --quick on a scratchpad task)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="seeds per run (default 3)")
     parser.add_argument(
@@ -139,6 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "GRPOTrainer and experimental A2POTrainer; needs the bench-trl extra: torch==2.13.0 "
         'first, then pip install -e ".[bench-trl]")',
     )
+    _add_protocol_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
         "reference_target": args.reference_target,
         "max_new_tokens": args.max_new_tokens,
         "micro_batch_size": args.micro_batch_size,
+        "grid_extensions": args.grid_extensions,
+        "one_pass": args.one_pass,
     }
     fields.update({k: v for k, v in given.items() if v is not None})
     if args.algos is not None:

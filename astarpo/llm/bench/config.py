@@ -45,9 +45,10 @@ class BenchConfig:
     Args:
         out_dir: Output directory (reference, Stage 1 tables, runs, bench.json/md/png).
         task: The embedded task (:data:`~astarpo.llm.toy.tasks.TASKS`): ``"addition"``
-            (default; answers of 4-5 tokens) or ``"scratchpad"`` (a worked solution of 70
-            tokens with EOS). Its reward scores every run, its model shape is the reference's
-            (``model_overrides`` on top), and ``max_new_tokens`` must fit its gold responses.
+            (default; answers of 4-5 tokens), ``"scratchpad"`` (a worked solution of 70
+            tokens with EOS) or ``"scratchpad2"`` (2-digit operands: 38 tokens). Its reward
+            scores every run, its model shape is the reference's (``model_overrides`` on
+            top), and ``max_new_tokens`` must fit its gold responses.
         algos: Algorithms to compare; must include ``"astarpo"`` (the baseline of the ratios).
         drop_all_wrong: Also run ``astarpo_drop`` (A*-PO without the prompts whose N Stage 1
             samples are all wrong). Default True.
@@ -60,6 +61,10 @@ class BenchConfig:
             than interpolated over the first 10 s).
         lr_grid: Learning rates of the sweep; each algorithm gets the one chosen by
             :func:`~astarpo.llm.bench.stats.select_lr`. One value: no sweep.
+        grid_extensions: When an algorithm's chosen rate is the grid's smallest or largest, the
+            sweep tries one more rate beyond that edge (the grid's step further), up to this
+            many times per algorithm, so that the chosen rate is bracketed; the report lists the
+            rates added. Default 2; 0 never extends.
         sweep_seconds: Budget of each sweep run (Stage 1 reused there). Default 20.
         sweep_seed: Seed of the sweep runs (not one of the main seeds). Default 1000.
         batch_size: Prompts per step. Default 32.
@@ -96,6 +101,11 @@ class BenchConfig:
         peers: Other libraries run under the same protocol: ``("trl",)`` adds TRL's
             ``GRPOTrainer`` and experimental ``A2POTrainer`` (:data:`PEER_ARMS`; needs the
             ``bench-trl`` extra). Default none.
+        one_pass: After the main runs, run A*-PO and GRPO (those of ``algos``) again, same
+            seeds and learning rates, on a pool large enough that no prompt is seen twice
+            within the budget (:func:`~astarpo.llm.bench.one_pass.one_pass_pool_size`, sized
+            from the main runs' measured rates), so that A*-PO's Stage 1 is paid for every
+            prompt it trains on and not amortised over revisits. Default False.
     """
 
     out_dir: str = "runs/bench"
@@ -106,6 +116,7 @@ class BenchConfig:
     max_train_seconds: float = 60.0
     eval_every_seconds: float = 5.0
     lr_grid: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
+    grid_extensions: int = 2
     sweep_seconds: float = 20.0
     sweep_seed: int = 1000
     batch_size: int = 32
@@ -131,6 +142,7 @@ class BenchConfig:
     generation_batch_size: int = 256
     cache_dir: str | None = None
     peers: tuple[str, ...] = ()
+    one_pass: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in ("hf", "vllm"):
@@ -143,6 +155,14 @@ class BenchConfig:
             raise ValueError(
                 f"micro_batch_size must be an integer >= 0 (0: whole batch), got "
                 f"{self.micro_batch_size!r}."
+            )
+        if (
+            isinstance(self.grid_extensions, bool)
+            or not isinstance(self.grid_extensions, int)
+            or self.grid_extensions < 0
+        ):
+            raise ValueError(
+                f"grid_extensions must be an integer >= 0, got {self.grid_extensions!r}."
             )
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}.")

@@ -23,10 +23,11 @@ from typing import Any
 from astarpo.llm.bench import figures
 from astarpo.llm.bench.config import ARM_LABELS
 from astarpo.llm.bench.mechanism import markdown_lines, summarize_mechanism
+from astarpo.llm.bench.one_pass import markdown_lines as one_pass_lines
 from astarpo.llm.bench.stats import paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
-__all__ = ["PAPER", "REUSED", "summarize", "to_markdown", "write"]
+__all__ = ["PAPER", "REUSED", "edge_note", "summarize", "to_markdown", "write"]
 
 #: The name of the A*-PO runs read without their Stage 1 time.
 REUSED = "astarpo (Stage 1 reused)"
@@ -88,8 +89,13 @@ def _ci(xs: list[float | None], bounds: tuple[float, float] | None = None) -> di
     return {"mean": m, "low": lo, "high": hi}
 
 
-def summarize(result: dict[str, Any]) -> dict[str, Any]:
+def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -> dict[str, Any]:
     """Aggregate ``result["runs"]`` per run name (see the module doc).
+
+    Args:
+        result: ``{"config", "reference", "runs"}`` of a benchmark.
+        targets: Target levels to read the times on (None: from these runs, module doc); the
+            one-pass runs are read on the main runs' targets.
 
     Returns:
         ``{"budget_s", "reference", "best_final", "targets", "memory_kind", "arms",
@@ -125,7 +131,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         }
     ref = float(result["reference"]["expected_accuracy"])
     best = max(a["final"]["expected_accuracy"]["mean"] for a in arms.values())
-    targets = target_levels(ref, best, cfg["target_fractions"])
+    if targets is None:
+        targets = target_levels(ref, best, cfg["target_fractions"])
     for name, rs in groups.items():
         ttt = {}
         for label, level in targets.items():
@@ -185,6 +192,18 @@ def _fratio(r: dict[str, Any]) -> str:
     ci = "" if math.isnan(r["low"]) else f" [{r['low']:.2f}, {r['high']:.2f}]"
     miss = f" ({r['pairs']}/{r['pairs'] + r['missing']} pairs)" if r["missing"] else ""
     return f"{r['ratio']:.2f}{ci}{miss}"
+
+
+def edge_note(sweep: dict[str, Any]) -> str:
+    """What the report says of a sweep's grid: the rates added beyond an edge, and whether the
+    chosen rate is still the smallest or largest one tried."""
+    tried = [float(x) for x in sweep["scores"]]
+    note = ""
+    if sweep.get("extended"):
+        note += "; grid extended by " + ", ".join(f"{x:g}" for x in sweep["extended"])
+    if len(tried) > 1 and sweep["chosen"] in (min(tried), max(tried)):
+        note += ", still at an edge of the grid" if sweep.get("extended") else ", at an edge"
+    return note
 
 
 def to_markdown(result: dict[str, Any]) -> str:
@@ -262,12 +281,7 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"{ARM_LABELS.get(n, n)}: "
             + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
             + f" (chosen {w['chosen']:g}"
-            + (
-                ", at an edge of the grid: extend it"
-                if len(w["scores"]) > 1
-                and w["chosen"] in (min(map(float, w["scores"])), max(map(float, w["scores"])))
-                else ""
-            )
+            + edge_note(w)
             + ")"
             for n, w in result["sweep"].items()
             if n != "astarpo_drop"
@@ -285,6 +299,8 @@ def to_markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {k} | {d[lib]} | {d['ours']} |")
     if "mechanism" in s:
         lines += markdown_lines(s["mechanism"])
+    if "one_pass" in result:
+        lines += one_pass_lines(result["one_pass"], s)
     if "wall_s" in result:
         lines += [
             "",

@@ -16,6 +16,8 @@
    :mod:`astarpo.llm.bench.peers` included), one training run in a fresh process
    (:mod:`astarpo.llm.bench.worker`) with the same wall-clock budget, A*-PO's Stage 1 (and
    TRL A2PO's) inside it;
+5b. with ``one_pass``, A*-PO and GRPO again on a pool that no run goes through twice
+   (:mod:`astarpo.llm.bench.one_pass`);
 6. the summary (:mod:`astarpo.llm.bench.report`): ``bench.json``, ``bench.md``, ``bench.png``.
 """
 
@@ -27,7 +29,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,9 @@ from astarpo.llm.bench import report
 from astarpo.llm.bench.config import BenchConfig, arms, peer_arms
 from astarpo.llm.bench.manifest import clear_output, record
 from astarpo.llm.bench.measure import evaluate_policy
+from astarpo.llm.bench.one_pass import ONE_PASS_ARMS, one_pass_pool_size
 from astarpo.llm.bench.peers import check_peers, peer_info
-from astarpo.llm.bench.stats import curve_area, select_lr
+from astarpo.llm.bench.stats import curve_area, extend_grid, select_lr
 from astarpo.llm.bench.worker import stage1
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
@@ -168,33 +171,90 @@ class Runner:
         return res
 
 
+def _sweep_score(
+    runner: Runner, algo: str, lr: float, val: list[dict[str, Any]], values: Path
+) -> float:
+    """One sweep run of ``algo`` at ``lr`` (Stage 1 reused, the validation split): its score
+    (:func:`~astarpo.llm.bench.stats.curve_area` of the expected accuracy)."""
+    cfg = runner.cfg
+    spec = {
+        "arm": algo,
+        "seed": cfg.sweep_seed,
+        "lr": lr,
+        "seconds": cfg.sweep_seconds,
+        "stage1_inside": False,
+        "values": str(values),
+        "eval": val,
+        "hard": None,
+    }
+    ev = runner.run(f"sweep-{algo}-lr{lr:g}", spec)["evals"]
+    curve = ([e["time"] for e in ev], [e["expected_accuracy"] for e in ev])
+    return curve_area(*curve, cfg.sweep_seconds)
+
+
 def sweep(runner: Runner, val: list[dict[str, Any]], values: Path) -> dict[str, Any]:
     """The learning-rate sweep (module doc, step 4): ``{algo: {"scores": {lr: score},
-    "chosen": lr}}``; with one learning rate in the grid, that one, unscored. The peer runs
-    (:func:`~astarpo.llm.bench.config.peer_arms`) are swept like the algorithms."""
+    "chosen": lr, "extended": [lr added]}}``; with one learning rate in the grid, that one,
+    unscored. A choice at an edge of the rates tried adds the next rate beyond it
+    (:func:`~astarpo.llm.bench.stats.extend_grid`), up to ``grid_extensions`` times. The peer
+    runs (:func:`~astarpo.llm.bench.config.peer_arms`) are swept like the algorithms."""
     cfg = runner.cfg
     result: dict[str, Any] = {}
     for algo in (*cfg.algos, *peer_arms(cfg)):
         scores: dict[float, float] = {}
+        added: list[float] = []
         if cfg.sweep:
             for lr in cfg.lr_grid:
-                spec = {
-                    "arm": algo,
-                    "seed": cfg.sweep_seed,
-                    "lr": lr,
-                    "seconds": cfg.sweep_seconds,
-                    "stage1_inside": False,
-                    "values": str(values),
-                    "eval": val,
-                    "hard": None,
-                }
-                res = runner.run(f"sweep-{algo}-lr{lr:g}", spec)
-                ev = res["evals"]
-                curve = ([e["time"] for e in ev], [e["expected_accuracy"] for e in ev])
-                scores[lr] = curve_area(*curve, cfg.sweep_seconds)
+                scores[lr] = _sweep_score(runner, algo, lr, val, values)
+            while len(added) < cfg.grid_extensions:
+                more = extend_grid(scores)
+                if more is None or more in scores:
+                    break
+                runner.say(
+                    f"[bench] {algo}: the chosen rate is an edge of the grid; trying {more:g}"
+                )
+                scores[more] = _sweep_score(runner, algo, more, val, values)
+                added.append(more)
         chosen = select_lr(scores) if scores else cfg.lr_grid[0]
-        result[algo] = {"scores": {str(k): v for k, v in scores.items()}, "chosen": chosen}
+        result[algo] = {
+            "scores": {str(k): v for k, v in sorted(scores.items())},
+            "chosen": chosen,
+            "extended": added,
+        }
     return result
+
+
+def _one_pass(
+    cfg: BenchConfig,
+    runs: list[dict[str, Any]],
+    lrs: dict[str, Any],
+    held_out: list[dict[str, str]],
+    hard: list[bool],
+    reference: Path,
+    say: Any,
+) -> dict[str, Any]:
+    """The one-pass runs (:mod:`astarpo.llm.bench.one_pass`): A*-PO and GRPO again, same seeds
+    and learning rates, on a pool sized from the main ``runs`` so that none revisits a prompt.
+    Returns ``{"sizing", "config", "runs"}`` (the summary is added by :func:`run_bench`)."""
+    sizing = one_pass_pool_size(runs, cfg.max_train_seconds, cfg.batch_size, limit=REF_SFT)
+    wide = replace(cfg, pool_size=sizing["pool_size"])
+    say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
+    runner = Runner(wide, reference, splits(wide)["pool"], say)
+    names = [a for a in ONE_PASS_ARMS if a in cfg.algos]
+    out = []
+    for seed in range(cfg.seeds):
+        for arm in names[seed % len(names) :] + names[: seed % len(names)]:
+            spec = {
+                "arm": arm,
+                "seed": seed,
+                "lr": lrs[arm]["chosen"],
+                "seconds": cfg.max_train_seconds,
+                "stage1_inside": True,
+                "eval": held_out,
+                "hard": hard,
+            }
+            out.append(runner.run(f"onepass-{arm}-seed{seed}", spec))
+    return {"sizing": sizing, "config": {**asdict(wide), "algos": names}, "runs": out}
 
 
 def _load() -> list[float] | None:
@@ -269,6 +329,9 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
                 "hard": hard,
             }
             runs.append(runner.run(f"{arm}-seed{seed}", spec))
+    one_pass = (
+        _one_pass(cfg, runs, lrs, rows["held_out"], hard, ref_path, say) if cfg.one_pass else None
+    )
     result: dict[str, Any] = {
         "config": asdict(cfg),
         "reference": {**ref_eval, "sft": sft_info},
@@ -279,6 +342,10 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
         "peers": {p: peer_info(cfg) for p in cfg.peers},
     }
     result["summary"] = report.summarize(result)
+    if one_pass is not None:
+        mini = {**result, "config": one_pass["config"], "runs": one_pass["runs"]}
+        one_pass["summary"] = report.summarize(mini, targets=result["summary"]["targets"])
+        result["one_pass"] = one_pass
     result["wall_s"] = time.perf_counter() - t_start
     result["load"] = {"start": load_start, "end": _load()}
     report.write(result, out)

@@ -24,6 +24,7 @@ from scipy import stats as _scipy_stats
 __all__ = [
     "band",
     "curve_area",
+    "extend_grid",
     "paired_ratio",
     "select_lr",
     "t_interval",
@@ -165,3 +166,19 @@ def select_lr(scores: Mapping[float, float]) -> float:
         if not math.isnan(s) and s > best + 1e-9:
             best_lr, best = lr, s
     return float(best_lr if best_lr is not None else min(scores))
+
+
+def extend_grid(scores: Mapping[float, float]) -> float | None:
+    """The next learning rate to try when :func:`select_lr`'s choice is an edge of the rates
+    tried: one step of the grid beyond that edge (the ratio of the two rates nearest it, e.g.
+    3e-5 below a grid 1e-4, 3e-4, ...), rounded to 3 significant digits. None when the choice
+    is bracketed (a rate tried on each side), or fewer than two rates were tried."""
+    rates = sorted(scores)
+    if len(rates) < 2:
+        return None
+    chosen = select_lr(scores)
+    if chosen == rates[0]:
+        return float(f"{rates[0] * rates[0] / rates[1]:.3g}")
+    if chosen == rates[-1]:
+        return float(f"{rates[-1] * rates[-1] / rates[-2]:.3g}")
+    return None

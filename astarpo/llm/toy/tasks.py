@@ -1,5 +1,6 @@
-"""The embedded tasks, by name: ``addition`` (answers of 4-5 tokens) and ``scratchpad`` (a
-worked solution of about 70 tokens before the answer).
+"""The embedded tasks, by name: ``addition`` (answers of 4-5 tokens), ``scratchpad`` (a worked
+solution of 70 tokens before the answer) and ``scratchpad2`` (the same with 2-digit operands:
+38 tokens), the response lengths at which the benchmark measures time to target.
 
 A :class:`ToyTask` bundles what a run on a task needs besides its algorithm: the rows, the
 reward, the token budget and the toy model's shape. The benchmark (``astarpo bench --task``)
@@ -16,10 +17,13 @@ from astarpo.llm.data.rewards import RewardFunc, exact_match_reward
 from astarpo.llm.data.scratchpad import scratchpad_reward
 from astarpo.llm.toy.model import SCRATCHPAD_POSITIONS, addition_task, scratchpad_task
 
-__all__ = ["SCRATCHPAD_DIGITS", "TASKS", "ToyTask", "get_task"]
+__all__ = ["SCRATCHPAD_DIGITS", "SHORT_SCRATCHPAD_DIGITS", "TASKS", "ToyTask", "get_task"]
 
 #: Operand digits of the ``scratchpad`` task (a worked solution of 69 characters, plus EOS).
 SCRATCHPAD_DIGITS = 4
+
+#: Operand digits of the ``scratchpad2`` task (37 characters, plus EOS).
+SHORT_SCRATCHPAD_DIGITS = 2
 
 
 @dataclass(frozen=True)
@@ -52,23 +56,22 @@ def _addition(n: int, seed: int) -> list[dict[str, str]]:
     return addition_task(n, seed=seed, zero_pad=True)
 
 
-def _scratchpad(n: int, seed: int) -> list[dict[str, str]]:
-    return scratchpad_task(n, seed=seed, digits=SCRATCHPAD_DIGITS)
+def _scratchpad_rows(digits: int) -> Callable[[int, int], list[dict[str, str]]]:
+    def rows(n: int, seed: int) -> list[dict[str, str]]:
+        return scratchpad_task(n, seed=seed, digits=digits)
+
+    return rows
 
 
-#: The tasks by name. ``scratchpad`` uses a smaller model (hidden 64, 3 layers, about 0.19M
-#: parameters): the default ~1M model cost 1.8 s per SFT step of 64 worked solutions on a
-#: loaded 2-core machine, the smaller one 0.35 s.
-TASKS: dict[str, ToyTask] = {
-    "addition": ToyTask(
-        "addition", _addition, exact_match_reward, max_new_tokens=5, response_tokens=None
-    ),
-    "scratchpad": ToyTask(
-        "scratchpad",
-        _scratchpad,
+def _scratchpad(name: str, digits: int) -> ToyTask:
+    """The scratchpad task with ``digits``-digit operands: ``16 digits + 5`` characters plus
+    EOS, a budget of 8 tokens of slack, and the small model (see :data:`TASKS`)."""
+    return ToyTask(
+        name,
+        _scratchpad_rows(digits),
         scratchpad_reward,
-        max_new_tokens=16 * SCRATCHPAD_DIGITS + 5 + 1 + 8,
-        response_tokens=16 * SCRATCHPAD_DIGITS + 5 + 1,
+        max_new_tokens=16 * digits + 5 + 1 + 8,
+        response_tokens=16 * digits + 5 + 1,
         model={
             "hidden_size": 64,
             "intermediate_size": 256,
@@ -76,7 +79,18 @@ TASKS: dict[str, ToyTask] = {
             "max_position_embeddings": SCRATCHPAD_POSITIONS,
         },
         sft_lr=3e-3,
+    )
+
+
+#: The tasks by name. ``scratchpad`` and ``scratchpad2`` use a smaller model (hidden 64, 3
+#: layers, about 0.19M parameters): the default ~1M model cost 1.8 s per SFT step of 64 worked
+#: solutions on a loaded 2-core machine, the smaller one 0.35 s.
+TASKS: dict[str, ToyTask] = {
+    "addition": ToyTask(
+        "addition", _addition, exact_match_reward, max_new_tokens=5, response_tokens=None
     ),
+    "scratchpad": _scratchpad("scratchpad", SCRATCHPAD_DIGITS),
+    "scratchpad2": _scratchpad("scratchpad2", SHORT_SCRATCHPAD_DIGITS),
 }
 
 
