@@ -115,8 +115,8 @@ def measure(length: int, steps: int, warmup: int, batch: int, seed: int = 0) -> 
 
 
 def bench_points(paths: list[str]) -> list[dict[str, Any]]:
-    """Time-to-target ratios (A*-PO / GRPO, 50% target) of complete bench runs, at their task's
-    reference response length."""
+    """Time-to-target ratios (A*-PO over GRPO, PPO and REBEL, 50% target) of complete bench
+    runs, at their task's reference response length (``vs``: the other algorithm)."""
     points = []
     for p in paths:
         res = json.loads(Path(p).read_text())
@@ -124,10 +124,10 @@ def bench_points(paths: list[str]) -> list[dict[str, Any]]:
         length = res["reference"].get("response_tokens_p50")
         if length is None:  # a bench from before the length was recorded: the addition answer
             length = 4.0
-        for label in ("50%",):
-            r = s["ratios"].get("grpo", {}).get(label)
+        for algo in ALGOS[1:]:
+            r = s["ratios"].get(algo, {}).get("50%")
             if r and r.get("pairs"):
-                points.append({"bench": p, "length": length, "target": label, **r})
+                points.append({"bench": p, "length": length, "target": "50%", "vs": algo, **r})
     return points
 
 
@@ -142,23 +142,34 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
     pts = result["points"]
     xs = [p["length"] for p in pts]
-    for algo, marker in (("grpo", "o"), ("ppo", "s"), ("rebel", "^")):
+    styles = {"grpo": ("o", "C0"), "ppo": ("s", "C1"), "rebel": ("^", "C2")}
+    shift = {"grpo": -1.2, "ppo": 0.0, "rebel": 1.2}  # stars side by side at one length
+    for algo, (marker, color) in styles.items():
         ys = [p["ratio"][algo]["ratio"] for p in pts]
         lo = [y - p["ratio"][algo]["low"] for y, p in zip(ys, pts, strict=True)]
         hi = [p["ratio"][algo]["high"] - y for y, p in zip(ys, pts, strict=True)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, capsize=3, label=f"step, vs {algo}")
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, color=color, capsize=3,
+                    label=f"step, vs {algo}")  # fmt: skip
     ax.plot(xs, [p["predicted_ratio_grpo"] for p in pts], "k--", label="cost model, vs grpo")
-    for b in result["bench"]:
-        ax.errorbar(
-            [b["length"]], [b["ratio"]], yerr=[[b["ratio"] - b["low"]], [b["high"] - b["ratio"]]],
-            marker="*", ms=12, color="C3", capsize=3, ls="none",
-        )  # fmt: skip
-    if result["bench"]:
-        ax.plot([], [], "*", color="C3", ms=12, label="time to 50% target, vs grpo (bench)")
+    for algo, (_, color) in styles.items():
+        bs = [b for b in result["bench"] if b.get("vs", "grpo") == algo]
+        for b in bs:
+            ax.errorbar(
+                [b["length"] + shift[algo]], [b["ratio"]],
+                yerr=[[b["ratio"] - b["low"]], [b["high"] - b["ratio"]]],
+                marker="*", ms=13, color=color, mec="black", capsize=3, ls="none",
+            )  # fmt: skip
+        if bs:
+            ax.plot([], [], "*", color=color, mec="black", ms=13,
+                    label=f"time to 50% target, vs {algo}")  # fmt: skip
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xlabel("response length (tokens)")
     ax.set_ylabel("A*-PO / other (< 1: A*-PO faster)")
     ax.set_title("A*-PO over each algorithm: step time and time to target (stars)\n95% intervals")
+    ax.set_yscale("log")
+    ticks = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
     ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=160, bbox_inches="tight")
