@@ -276,3 +276,13 @@ def test_stage1config_is_exported_from_astarpo_llm():
     from astarpo.llm.stage1.config import Stage1Config as defined
 
     assert "Stage1Config" in astarpo.llm.__all__ and Stage1Config is defined
+
+
+def test_docs_list_every_stage1config_field_with_its_default_and_flag():
+    """docs/llm.md's Stage 1 table names every Stage1Config field, its default and its flag."""
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "llm.md").read_text()
+    for f in dataclasses.fields(Stage1Config):
+        flag = VALUE_OWN.get(f.name, _flag(f.name))
+        assert f"| `{f.name}` | `{f.default!r}` | `{flag}` |" in page, f.name

@@ -98,11 +98,11 @@ class Stage1Config:
             v, low = getattr(self, name), 0 if name == "seed" else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
-        for name, low in (("beta1", "> 0"), ("reward_timeout", ">= 0"), ("temperature", ">= 0")):
-            v = getattr(self, name)
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            if not ok or v < 0 or (low == "> 0" and v == 0):
-                raise ValueError(f"{name} must be a finite number {low}, got {v!r}.")
+        for name, bound in (("beta1", "> 0"), ("reward_timeout", ">= 0"), ("temperature", ">= 0")):
+            x = getattr(self, name)
+            ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            if not ok or x < 0 or (bound == "> 0" and x == 0):
+                raise ValueError(f"{name} must be a finite number {bound}, got {x!r}.")
         for name in ("filter_all_wrong", "progress"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
