@@ -9,6 +9,7 @@ never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -126,11 +127,13 @@ def add_reward_arguments(
         "package.module:function; "
         f"repeat to sum several (default {default}). A dotted path imports and runs that code.",
     )
+    per_item = inspect.signature(MathVerifyReward).parameters["timeout"].default  # its own
     p.add_argument(
         "--math-verify-timeout",
         type=float,
-        default=5.0,
-        help="hard per-item timeout of math_verify in seconds, in killable workers (default 5)",
+        default=per_item,
+        help="hard per-item timeout of math_verify in seconds, in killable workers (default "
+        f"{per_item:g})",
     )
     if deadline:
         timeout = TrainConfig.reward_timeout  # one default per field: training's

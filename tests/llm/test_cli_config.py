@@ -286,3 +286,53 @@ def test_docs_list_every_stage1config_field_with_its_default_and_flag():
     for f in dataclasses.fields(Stage1Config):
         flag = VALUE_OWN.get(f.name, _flag(f.name))
         assert f"| `{f.name}` | `{f.default!r}` | `{flag}` |" in page, f.name
+
+
+@pytest.mark.parametrize(
+    ("algo", "extra"),
+    [
+        ("grpo", {"group_size": 2}),
+        ("ppo", {"value_clip_eps": 0.2}),
+        ("rebel", {"eta": 10.0}),
+    ],
+)
+def test_baseline_losses_do_not_recheck_their_config_per_micro_batch(
+    algo, extra, tokenizer, tmp_path, monkeypatch
+):
+    """clip_eps, value_clip_eps and eta are validated by their configs; the losses of the
+    micro-batches are called with check=False (a direct call still checks: below)."""
+    import astarpo.llm.algorithms.gae as gae
+    import astarpo.llm.algorithms.losses as losses
+    from astarpo.llm.training.trainer import Trainer
+
+    checked: list[str] = []
+    check_positive = losses.check_positive
+
+    def counting(name, value):
+        checked.append(name)
+        check_positive(name, value)
+
+    monkeypatch.setattr(losses, "check_positive", counting)
+    monkeypatch.setattr(gae, "check_positive", counting)
+    cfg = ALGORITHMS[algo].config(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        batch_size=2,
+        micro_batch_size=2,
+        max_new_tokens=3,
+        learning_rate=1e-3,
+        progress=False,
+        report_to="none",
+        **extra,
+    )
+    model = make_toy_model(tokenizer, seed=0, **TINY)
+    trainer = Trainer(
+        model, None, [exact_match_reward], args=cfg, train_dataset=ROWS, tokenizer=tokenizer
+    )
+    assert [r["step"] for r in trainer.train() if "loss" in r] == [1]
+    assert not {"clip_eps", "clip_eps_high", "eta"} & set(checked), checked
+    x = torch.zeros(2)
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        losses.rebel_loss(x, x, x, x, x, x, eta=0.0)
+    with pytest.raises(ValueError, match="clip_eps must be > 0"):
+        losses.clipped_policy_loss(x[None], x[None], x, torch.ones(1, 2), clip_eps=0.0)
