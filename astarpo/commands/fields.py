@@ -72,8 +72,8 @@ def name_flags(message: str, cls: type) -> str:
 
 class NotAnOption(argparse.Action):
     """A flag (hidden from ``--help``) that is refused, with ``reason``, when given: a field of
-    another algorithm than the chosen ``--algo``. :func:`~astarpo.commands.config_file.
-    apply_config_file` refuses it as a file's key too."""
+    another algorithm than the chosen ``--algo``.
+    :func:`~astarpo.commands.config_file.apply_config_file` refuses it as a file's key too."""
 
     def __init__(self, option_strings: list[str], dest: str, reason: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)

@@ -45,8 +45,8 @@ DEFAULT_ALGO = "astarpo"
 def add_arguments(parser: argparse.ArgumentParser, algo: str = DEFAULT_ALGO) -> None:
     """Options of ``astarpo train``: model, data, rewards, V* table, and one flag per field of
     the config of ``algo`` (:func:`astarpo.cli.main` reads ``--algo`` before building the
-    parser). The fields of the other algorithms are :class:`~astarpo.commands.fields.
-    NotAnOption` flags: refused by name."""
+    parser). The fields of the other algorithms are
+    :class:`~astarpo.commands.fields.NotAnOption` flags: refused by name."""
     algos = "; ".join(f"{name}: {spec.summary}" for name, spec in ALGORITHMS.items())
     parser.add_argument(
         "--algo",

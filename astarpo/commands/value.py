@@ -39,9 +39,14 @@ from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import ValueTable
 
+# Stage1Config fields set by another flag of the command.
+_OWN = {"progress": "--no-progress"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``astarpo value``."""
+    """Options of ``astarpo value``: one flag per field of
+    :class:`~astarpo.llm.stage1.config.Stage1Config`, and the model, data, reward and
+    generation flags."""
     parser.add_argument("--out", required=True, help="the V* table file (.jsonl; or .parquet)")
     parser.add_argument(
         "--data",
@@ -85,10 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let --merge/--import-official replace an existing --out (estimation resumes it)",
     )
-
-
-# Stage1Config fields set by another flag of the command.
-_OWN = {"progress": "--no-progress"}
 
 
 def stage1_config(args: argparse.Namespace) -> Stage1Config:
