@@ -336,3 +336,30 @@ def test_baseline_losses_do_not_recheck_their_config_per_micro_batch(
         losses.rebel_loss(x, x, x, x, x, x, eta=0.0)
     with pytest.raises(ValueError, match="clip_eps must be > 0"):
         losses.clipped_policy_loss(x[None], x[None], x, torch.ones(1, 2), clip_eps=0.0)
+
+
+def test_no_verb_writes_a_numeric_default_of_its_own():
+    """One default per field: astarpo/commands takes numeric defaults from the configs and
+    library constants (only seeds and thread counts, 0 and 1, are written there)."""
+    import re
+    from pathlib import Path
+
+    import astarpo.commands
+
+    found = []
+    for path in Path(astarpo.commands.__file__).parent.glob("*.py"):
+        for m in re.finditer(r"default=(-?[0-9][0-9_.e+-]*)", path.read_text()):
+            if float(m.group(1)) not in (0, 1):
+                found.append(f"{path.name}: {m.group(0)}")
+    assert not found, found
+
+
+def test_eval_defaults_are_the_paper_sampling_of_the_library():
+    from astarpo.llm.eval import GREEDY, PROMPTS_PER_CALL, SAMPLED
+
+    actions = _actions("eval")
+    assert actions["--max-new-tokens"].default == SAMPLED.max_new_tokens == GREEDY.max_new_tokens
+    assert (actions["--temperature"].default, actions["--top-p"].default) == (0.6, 0.95)
+    assert (SAMPLED.temperature, SAMPLED.top_p, GREEDY.temperature) == (0.6, 0.95, 0.0)
+    assert actions["--prompts-per-call"].default == PROMPTS_PER_CALL
+    assert "--batch-size" not in actions and "--batch-size" not in _actions("value")
