@@ -82,10 +82,18 @@ def build_parser(
 def prescan(argv: Sequence[str]) -> argparse.Namespace:
     """``--config`` and ``--algo`` of ``argv`` (or None), read before the full parser is built:
     the config file may choose the algorithm, whose config fields are ``train``'s flags."""
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = _Prescan(add_help=False)
     pre.add_argument("--config")
     pre.add_argument("--algo")
-    return pre.parse_known_args([a for a in argv if a not in ("-h", "--help")])[0]
+    try:
+        return pre.parse_known_args([a for a in argv if a not in ("-h", "--help")])[0]
+    except ValueError:  # e.g. --config without a value: the full parser reports it
+        return argparse.Namespace(config=None, algo=None)
+
+
+class _Prescan(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
 
 
 def chosen_algo(argv: Sequence[str], spec: str | None) -> str | None:
