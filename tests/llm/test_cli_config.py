@@ -363,3 +363,11 @@ def test_eval_defaults_are_the_paper_sampling_of_the_library():
     assert (SAMPLED.temperature, SAMPLED.top_p, GREEDY.temperature) == (0.6, 0.95, 0.0)
     assert actions["--prompts-per-call"].default == PROMPTS_PER_CALL
     assert "--batch-size" not in actions and "--batch-size" not in _actions("value")
+
+
+@pytest.mark.parametrize("flag", ["--algo", "--config"])
+def test_a_flag_without_its_value_is_one_usage_error(flag, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--out", str(tmp_path), flag])
+    assert e.value.code == 2
+    assert f"argument {flag}: expected one argument" in _error(capsys)
