@@ -23,7 +23,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from astarpo import __version__
-from astarpo.commands.config_file import add_config_argument, apply_config_file
+from astarpo.commands.config_file import (
+    add_config_argument,
+    apply_config_file,
+    config_values,
+    resolve_config_path,
+)
 
 VERBS: dict[str, str] = {
     "theory": "exact log-linear bandit experiments (horizon, samples, grid, coverage, ..., all)",
@@ -47,8 +52,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The argument parser; only the modules of ``verbs`` (default: all) are imported."""
+def build_parser(
+    verbs: Sequence[str] | None = None, algo: str | None = None
+) -> argparse.ArgumentParser:
+    """The argument parser; only the modules of ``verbs`` (default: all) are imported.
+
+    ``train`` takes the flags of the config of ``algo`` (default: ``astarpo``'s); the fields of
+    the other algorithms are refused by name.
+    """
     parser = Parser(
         prog="astarpo", description="A*-PO: optimal advantage regression for LLM reasoning."
     )
@@ -61,39 +72,57 @@ def build_parser(verbs: Sequence[str] | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(verb, help=help_text, description=help_text)
         if verbs is None or verb in verbs:
             module = importlib.import_module(f"astarpo.commands.{verb}")
-            module.add_arguments(p)
+            module.add_arguments(p, **({"algo": algo} if verb == "train" and algo else {}))
             if verb in CONFIG_VERBS:
                 add_config_argument(p)
             p.set_defaults(_module=module)
     return parser
 
 
-def config_spec(argv: Sequence[str]) -> str | None:
-    """The value of ``--config`` in ``argv`` (``--config F`` or ``--config=F``), or None."""
-    for i, a in enumerate(argv):
-        if a == "--config" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--config="):
-            return a.split("=", 1)[1]
-    return None
+def prescan(argv: Sequence[str]) -> argparse.Namespace:
+    """``--config`` and ``--algo`` of ``argv`` (or None), read before the full parser is built:
+    the config file may choose the algorithm, whose config fields are ``train``'s flags."""
+    pre = _Prescan(add_help=False)
+    pre.add_argument("--config")
+    pre.add_argument("--algo")
+    try:
+        return pre.parse_known_args([a for a in argv if a not in ("-h", "--help")])[0]
+    except ValueError:  # e.g. --config without a value: the full parser reports it
+        return argparse.Namespace(config=None, algo=None)
+
+
+class _Prescan(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def chosen_algo(argv: Sequence[str], spec: str | None) -> str | None:
+    """The ``--algo`` of a ``train`` command line, else the ``algo`` of its ``--config`` file."""
+    algo = prescan(argv).algo
+    if algo is None and spec is not None:
+        algo = config_values(resolve_config_path(spec), "train").get("algo")
+    return None if algo is None else str(algo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astarpo`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     wanted = [a for a in argv if not a.startswith("-")][:1]
-    parser = build_parser([a for a in wanted if a in VERBS] or None)
-    spec = config_spec(argv)
-    if spec is not None and wanted and wanted[0] in CONFIG_VERBS:
-        verb_parsers = next(
-            a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)
-        )
-        try:  # the file's values become the verb's defaults; flags still override them
+    spec = prescan(argv).config if wanted and wanted[0] in CONFIG_VERBS else None
+    try:
+        algo = chosen_algo(argv, spec) if wanted == ["train"] else None
+        parser = build_parser([a for a in wanted if a in VERBS] or None, algo)
+        if spec is not None:  # the file's values become the verb's defaults; flags override
+            verb_parsers = next(
+                a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            )
             apply_config_file(verb_parsers[wanted[0]], wanted[0], spec)
-        except SystemExit as e:
-            print(one_line(str(e.code)), file=sys.stderr)
-            return 2
-    args = parser.parse_args(argv)
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a refused file or flag: SystemExit("error: ..."); --help: 0
+        if not isinstance(e.code, str):
+            raise
+        print(one_line(e.code), file=sys.stderr)
+        return 2
     try:
         return int(args._module.run(args) or 0)
     except SystemExit as e:  # a verb's usage error: SystemExit("error: ...")

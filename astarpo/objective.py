@@ -194,19 +194,21 @@ def advantage_regression_loss(
         v_star: Stage 1 value of each response's prompt, shape ``[B]``.
         beta: Regression strength (the paper's ``beta2``, 1e-3 in its experiments).
         reduction: ``"none"`` (default, per example ``[B]``), ``"mean"`` or ``"sum"``.
-        check: Refuse NaN or infinite inputs (default). Each check of a tensor on an
-            accelerator waits for the device (a host sync); a caller that checks the reduced
-            loss itself, once per step, passes ``False`` (the trainer does).
+        check: Validate ``beta`` and refuse NaN or infinite inputs (default). Each check of a
+            tensor on an accelerator waits for the device (a host sync); a caller whose ``beta``
+            was validated once, in its config, and that checks the reduced loss itself, once per
+            step, passes ``False``: nothing is checked per call (A*-PO's trainer does this).
 
     Returns:
         The per-example loss ``[B]``, or a scalar when reduced.
 
     Raises:
-        ValueError: if ``beta`` is not a finite number > 0, if ``logp_ref``, ``reward`` or
-            ``v_star`` would broadcast ``logp`` to another shape (e.g. ``[3]`` and ``[3, 1]``),
-            or (with ``check``) if any input is NaN or infinite.
+        ValueError: if ``logp_ref``, ``reward`` or ``v_star`` would broadcast ``logp`` to
+            another shape (e.g. ``[3]`` and ``[3, 1]``), or (with ``check``) if ``beta`` is not
+            a finite number > 0 or any input is NaN or infinite.
     """
-    beta = _check_beta(beta)
+    if check:
+        beta = _check_beta(beta)
     _check_same_shape("logp", logp, logp_ref=logp_ref, reward=reward, v_star=v_star)
     inputs = (("logp", logp), ("logp_ref", logp_ref), ("reward", reward), ("v_star", v_star))
     for name, x in inputs if check else ():

@@ -9,13 +9,14 @@ never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from astarpo.llm.algorithms.config import TrainConfig, config_fields
+from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import MathVerifyReward
 from astarpo.llm.data.scoring import load_reward
@@ -23,10 +24,6 @@ from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
 from astarpo.llm.rollout.models import load_tokenizer as load_saved_tokenizer
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
-
-# One default per field: the flags that `value` and `eval` share with training take the
-# TrainConfig's defaults (the one place they are written).
-_TRAIN_DEFAULTS = {name: default for name, default, _ in config_fields(TrainConfig)}
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,12 +57,13 @@ def add_generation_arguments(p: argparse.ArgumentParser, gpu_memory_utilization:
         default=gpu_memory_utilization,
         help=f"share of device memory the vLLM engine may take (default {gpu_memory_utilization})",
     )
+    default = TrainConfig.generation_batch_size  # one default per field: training's
     p.add_argument(
         "--generation-batch-size",
         type=int,
-        default=_TRAIN_DEFAULTS["generation_batch_size"],
+        default=default,
         help="most rows (prompt x sample) per generate call of the hf backend (default "
-        f"{_TRAIN_DEFAULTS['generation_batch_size']}, as training's)",
+        f"{default}, as training's)",
     )
 
 
@@ -121,7 +119,7 @@ def add_reward_arguments(
     p: argparse.ArgumentParser, default: str = "math_verify", deadline: bool = True
 ) -> None:
     """``--reward`` (repeatable), ``--math-verify-timeout`` and (unless ``deadline=False``:
-    ``train`` has it as a config field) ``--reward-timeout``."""
+    ``train`` and ``value`` have it as a config field) ``--reward-timeout``."""
     p.add_argument(
         "--reward",
         action="append",
@@ -129,20 +127,23 @@ def add_reward_arguments(
         "package.module:function; "
         f"repeat to sum several (default {default}). A dotted path imports and runs that code.",
     )
+    per_item = inspect.signature(MathVerifyReward).parameters["timeout"].default  # its own
     p.add_argument(
         "--math-verify-timeout",
         type=float,
-        default=5.0,
-        help="hard per-item timeout of math_verify in seconds, in killable workers (default 5)",
+        default=per_item,
+        help="hard per-item timeout of math_verify in seconds, in killable workers (default "
+        f"{per_item:g})",
     )
     if deadline:
+        timeout = TrainConfig.reward_timeout  # one default per field: training's
         p.add_argument(
             "--reward-timeout",
             type=float,
-            default=_TRAIN_DEFAULTS["reward_timeout"],
+            default=timeout,
             help="deadline in seconds of one call of a custom reward on a batch; a hang stops "
-            f"the run with an error naming the function (default "
-            f"{_TRAIN_DEFAULTS['reward_timeout']:g}, as training's; 0 = none)",
+            f"the run with an error naming the function (default {timeout:g}, as training's; "
+            "0 = none)",
         )
 
 

@@ -5,7 +5,8 @@ Every key of the file is the name of one of the verb's options, with underscores
 override the file. A file may hold one section per verb (``value:``, ``train:``, ...): each verb
 then reads its own section and ignores the others, so one file describes a whole pipeline (the
 packaged ``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
-is not a verb, is an error naming the key and the file.
+is not a verb, is an error naming the key and the file; so is a field of another algorithm than
+the file's (or the command line's) ``algo`` in a ``train`` section.
 
 ``run_config.json``, written by every training run, is accepted as well: its algorithm and
 config fields become ``--algo`` and the field flags, so ``astarpo train --config
@@ -23,6 +24,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from astarpo.commands.fields import NotAnOption
 
 __all__ = [
     "PRESETS_DIR",
@@ -176,6 +179,10 @@ def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> 
             raise SystemExit(
                 f"error: --config {path}: unknown key {key!r}: not an option of `astarpo {verb}` "
                 f"(see astarpo {verb} --help)."
+            )
+        if isinstance(action, NotAnOption):  # a field of another algorithm than --algo
+            raise SystemExit(
+                f"error: --config {path}: key {key!r}: {action.option_strings[0]} {action.reason}."
             )
         defaults[key] = _convert(action, key, value, path)
         action.required = False

@@ -25,7 +25,14 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.llm.data.files import standard_json
-from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.eval import (
+    PROMPTS_PER_CALL,
+    SAMPLED,
+    evaluate,
+    evaluate_benchmarks,
+    format_table,
+    resolve_benchmarks,
+)
 from astarpo.llm.rollout.base import SamplingConfig
 
 
@@ -47,12 +54,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="responses per prompt: an int for all, or name=k,... per benchmark (default: "
         "amc2023=32, others 1 = greedy pass@1)",
     )
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="per response (1024)")
-    parser.add_argument("--temperature", type=float, default=0.6, help="for avg@k, k > 1 (0.6)")
-    parser.add_argument("--top-p", type=float, default=0.95, help="for avg@k, k > 1 (0.95)")
+    # One default per setting: the paper's evaluation sampling (astarpo.llm.eval).
+    budget, temperature, top_p = SAMPLED.max_new_tokens, SAMPLED.temperature, SAMPLED.top_p
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=budget, help=f"per response ({budget})"
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=temperature, help=f"for avg@k, k > 1 ({temperature})"
+    )
+    parser.add_argument("--top-p", type=float, default=top_p, help=f"for avg@k, k > 1 ({top_p})")
     parser.add_argument("--seed", type=int, default=0, help="seed of sampled responses (0)")
     parser.add_argument(
-        "--prompts-per-call", type=int, default=32, help="prompts per generate call (32)"
+        "--prompts-per-call",
+        type=int,
+        default=PROMPTS_PER_CALL,
+        help=f"prompts per generate call ({PROMPTS_PER_CALL}; --batch-size is prompts per "
+        "optimizer step, on train and bench)",
     )
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")

@@ -17,6 +17,7 @@ algorithms are rejected with a clear error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from astarpo.commands.common import (
     load_model,
     load_prompts_from_args,
 )
-from astarpo.llm.algorithms.config import config_fields
+from astarpo.commands.fields import NotAnOption, add_field_arguments, field_values, flag_of
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable
@@ -37,28 +38,21 @@ from astarpo.llm.training.trainer import Trainer
 
 # Config fields set by other flags of the command.
 _OWN = {"output_dir": "--out", "device": "--device", "overwrite_output_dir": "--overwrite"}
+#: The algorithm whose flags ``astarpo train`` takes when ``--algo`` is not given.
+DEFAULT_ALGO = "astarpo"
 
 
-def _config_fields() -> dict[str, tuple[Any, str, set[str]]]:
-    """Every config field of every algorithm: name -> (default, help, algorithms having it)."""
-    out: dict[str, tuple[Any, str, set[str]]] = {}
-    for algo, spec in ALGORITHMS.items():
-        for name, default, help_text in config_fields(spec.config):
-            if name in out:
-                out[name][2].add(algo)
-            else:
-                out[name] = (default, help_text, {algo})
-    return out
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``astarpo train``: model, data, rewards, V* table, and one flag per field."""
+def add_arguments(parser: argparse.ArgumentParser, algo: str = DEFAULT_ALGO) -> None:
+    """Options of ``astarpo train``: model, data, rewards, V* table, and one flag per field of
+    the config of ``algo`` (:func:`astarpo.cli.main` reads ``--algo`` before building the
+    parser). The fields of the other algorithms are
+    :class:`~astarpo.commands.fields.NotAnOption` flags: refused by name."""
     algos = "; ".join(f"{name}: {spec.summary}" for name, spec in ALGORITHMS.items())
     parser.add_argument(
         "--algo",
-        default="astarpo",
+        default=DEFAULT_ALGO,
         choices=list(ALGORITHMS),
-        help=f"algorithm (default astarpo) -- {algos}".replace("%", "%%"),
+        help=f"algorithm (default {DEFAULT_ALGO}) -- {algos}".replace("%", "%%"),
     )
     parser.add_argument(
         "--data",
@@ -90,47 +84,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_data_arguments(parser)
     add_reward_arguments(parser, deadline=False)  # --reward-timeout is a config field
-    group = parser.add_argument_group("training config (defaults of the chosen --algo)")
-    for name, (default, help_text, owners) in _config_fields().items():
-        if name in _OWN:
-            continue
-        flag = "--" + name.replace("_", "-")
-        where = "" if len(owners) == len(ALGORITHMS) else f" [{', '.join(sorted(owners))}]"
-        text = f"{help_text} (default {default}){where}".replace("%", "%%")
-        if isinstance(default, bool):
-            group.add_argument(flag, type=_bool, default=None, metavar="BOOL", help=text)
-        else:
-            group.add_argument(flag, type=type(default), default=None, help=text)
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    spec = ALGORITHMS.get(algo, ALGORITHMS[DEFAULT_ALGO])  # a bad --algo: argparse says so
+    name = algo if algo in ALGORITHMS else DEFAULT_ALGO
+    config = spec.config.__name__
+    group = parser.add_argument_group(
+        f"training config of --algo {name} ({config}); `astarpo train --algo NAME --help` "
+        "lists another algorithm's"
+    )
+    add_field_arguments(group, spec.config, skip=_OWN)
+    parser.set_defaults(_fields_of=name)
+    own = {f.name for f in dataclasses.fields(spec.config)}
+    owners: dict[str, list[str]] = {}
+    for other, other_spec in ALGORITHMS.items():
+        for f in dataclasses.fields(other_spec.config):
+            if f.name not in own:
+                owners.setdefault(f.name, []).append(other)
+    for field_name, algos_of in owners.items():
+        reason = (
+            f"does not apply to --algo {name} ({config}); it is an option of --algo "
+            f"{', '.join(algos_of)} (see astarpo train --algo {name} --help)"
+        )
+        parser.add_argument(flag_of(field_name), action=NotAnOption, reason=reason)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, data and V* table, train, save the final model; print a summary."""
     spec = ALGORITHMS[args.algo]
-    own = {f for f, *_ in config_fields(spec.config)}
+    if args.algo != args._fields_of:  # e.g. an abbreviated --alg the pre-scan did not see
+        raise SystemExit(f"error: spell out --algo {args.algo} (its flags were not loaded).")
     values: dict[str, Any] = {
         "output_dir": args.out,
         "device": args.device,
         "overwrite_output_dir": args.overwrite,
+        **field_values(spec.config, args, skip=_OWN),
     }
-    for name in _config_fields():
-        if name in _OWN:
-            continue
-        v = getattr(args, name, None)
-        if v is None:
-            continue
-        if name not in own:
-            raise SystemExit(
-                f"error: --{name.replace('_', '-')} does not apply to --algo {args.algo}."
-            )
-        values[name] = v
     try:
         cfg = spec.config(**values)
     except ValueError as e:

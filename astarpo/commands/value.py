@@ -30,17 +30,23 @@ from astarpo.commands.common import (
     needs_hf_model,
     refuse_existing,
 )
+from astarpo.commands.fields import add_field_arguments, field_values, name_flags
 from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
-from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.models import check_model_fits
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import ValueTable
 
+# Stage1Config fields set by another flag of the command.
+_OWN = {"progress": "--no-progress"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``astarpo value``."""
+    """Options of ``astarpo value``: one flag per field of
+    :class:`~astarpo.llm.stage1.config.Stage1Config`, and the model, data, reward and
+    generation flags."""
     parser.add_argument("--out", required=True, help="the V* table file (.jsonl; or .parquet)")
     parser.add_argument(
         "--data",
@@ -49,26 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_arguments(parser)
     add_data_arguments(parser)
-    add_reward_arguments(parser)
-    parser.add_argument("--n-samples", type=int, default=8, help="N responses per prompt (8)")
-    parser.add_argument("--beta1", type=float, default=0.5, help="KL strength of V* (0.5)")
-    parser.add_argument(
-        "--max-new-tokens",
-        type=int,
-        default=256,
-        help="per response (256, as training's default: training refuses a table sampled with "
-        "another budget)",
-    )
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1)")
-    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1 = off)")
-    parser.add_argument("--seed", type=int, default=0, help="base seed (0)")
-    parser.add_argument(
-        "--prompts-per-call",
-        type=int,
-        default=8,
-        help="prompts per generate call (8); keep it when resuming. (--batch-size means "
-        "prompts per optimizer step, on `astarpo train` and `astarpo bench`.)",
-    )
+    add_reward_arguments(parser, deadline=False)  # --reward-timeout is a Stage1Config field
+    group = parser.add_argument_group("Stage 1 config (Stage1Config)")
+    add_field_arguments(group, Stage1Config, skip=_OWN)
     parser.add_argument(
         "--shard",
         help="'i/k': only shard i of k; 'auto': RANK/WORLD_SIZE. Under torchrun without "
@@ -93,12 +82,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "v_star, pass_rate and rewards columns; what the official scripts and the TRL forks "
         "read; `astarpo train --v-star DIR` reads it too)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar (Stage1Config.progress)"
+    )
     parser.add_argument(
         "--overwrite",
         action="store_true",
         help="let --merge/--import-official replace an existing --out (estimation resumes it)",
     )
+
+
+def stage1_config(args: argparse.Namespace) -> Stage1Config:
+    """The :class:`~astarpo.llm.stage1.config.Stage1Config` of the command line.
+
+    Raises:
+        SystemExit: a usage error naming the flag of the invalid field.
+    """
+    try:
+        return Stage1Config(
+            **field_values(Stage1Config, args, skip=_OWN), progress=not args.no_progress
+        )
+    except ValueError as e:
+        raise SystemExit(f"error: {name_flags(str(e), Stage1Config)}") from e
 
 
 def check_merge_template(args: argparse.Namespace) -> None:
@@ -142,7 +147,10 @@ def run(args: argparse.Namespace) -> int:
         if args.chat_template:
             tok = load_tokenizer(args.model)
         table = ValueTable.from_official(
-            args.import_official, beta1=args.beta1, tokenizer=tok, chat_template=args.chat_template
+            args.import_official,
+            beta1=stage1_config(args).beta1,
+            tokenizer=tok,
+            chat_template=args.chat_template,
         )
         table.save(args.out)
     elif args.merge:
@@ -153,11 +161,7 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(
                 "error: --data is required to estimate V* (or use --merge/--import-official)."
             )
-        if args.temperature == 0 and args.n_samples > 1:
-            raise SystemExit(
-                f"error: --temperature 0 (greedy) gives {args.n_samples} identical samples per "
-                "prompt, so V* would be one reward; use --temperature > 0, or --n-samples 1."
-            )
+        config = stage1_config(args)  # refused before any model is loaded
         # Under torchrun: one process group, one GPU per rank.
         dist_info = init_distributed(dist_timeout=args.dist_timeout)
         if needs_hf_model(args):
@@ -168,10 +172,11 @@ def run(args: argparse.Namespace) -> int:
         rows = load_prompts_from_args(args, args.data, tokenizer)
         if model is not None:  # data the model cannot read or fit is refused before sampling
             try:
-                check_model_fits(rows, tokenizer, model, args.max_new_tokens, args.data)
+                check_model_fits(rows, tokenizer, model, config.max_new_tokens, args.data)
             except ValueError as e:
                 raise SystemExit(f"error: {e}") from e
-            check_prompts_fit(rows, tokenizer, max_positions(model), args.max_new_tokens, args.data)
+            budget = config.max_new_tokens
+            check_prompts_fit(rows, tokenizer, max_positions(model), budget, args.data)
         rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)
@@ -182,16 +187,10 @@ def run(args: argparse.Namespace) -> int:
             generator,
             rows,
             reward_funcs=rewards,
-            n_samples=args.n_samples,
-            beta1=args.beta1,
-            sampling=SamplingConfig(args.max_new_tokens, args.temperature, args.top_p),
+            config=config,
             out_path=args.out,
-            seed=args.seed,
-            batch_size=args.prompts_per_call,
             **({"shard": shard} if shard is not None else {}),
             provenance={"model": args.model, "data": args.data, "template": args.template},
-            progress=not args.no_progress,
-            reward_timeout=args.reward_timeout,
         )
     if quiet:
         return 0

@@ -5,8 +5,9 @@ Needs the ``llm`` extra (``pip install "astarpo[llm]"``). The subpackages, from 
 (each imports only those before it): ``parallel``, ``data``, ``rollout``, ``stage1``,
 ``algorithms``, ``training``, then ``eval``, ``toy`` and ``bench``; see docs/architecture.md.
 
-The user-facing trainers and configs are importable from here (``from astarpo.llm import
-AStarPOTrainer, AStarPOConfig``); they load on first use, so ``import astarpo.llm`` stays cheap.
+The user-facing trainers and configs (Stage 1's ``Stage1Config`` included) are importable from
+here (``from astarpo.llm import AStarPOTrainer, AStarPOConfig``); they load on first use, so
+``import astarpo.llm`` stays cheap.
 """
 
 from typing import Any
@@ -17,6 +18,7 @@ _LAZY = {
     "RLOOConfig": "astarpo.llm.algorithms.grpo",
     "PPOConfig": "astarpo.llm.algorithms.ppo",
     "REBELConfig": "astarpo.llm.algorithms.rebel",
+    "Stage1Config": "astarpo.llm.stage1.config",
     "Trainer": "astarpo.llm.training.trainer",
     "AStarPOTrainer": "astarpo.llm.training.trainers",
     "GRPOTrainer": "astarpo.llm.training.trainers",

@@ -30,6 +30,9 @@ from astarpo.llm.rollout.seeds import derive_seed
 
 __all__ = [
     "BENCHMARKS",
+    "GREEDY",
+    "PROMPTS_PER_CALL",
+    "SAMPLED",
     "Benchmark",
     "answer_probability",
     "evaluate",
@@ -37,6 +40,15 @@ __all__ = [
     "format_table",
     "resolve_benchmarks",
 ]
+
+
+GREEDY = SamplingConfig(1024, 0.0, 1.0)
+"""The sampling of pass@1 (k = 1): greedy, 1024 new tokens (the paper's evaluation)."""
+SAMPLED = SamplingConfig(1024, 0.6, 0.95)
+"""The sampling of avg@k (k > 1): temperature 0.6, top-p 0.95, 1024 new tokens (the paper's)."""
+PROMPTS_PER_CALL = 32
+"""Default prompts per ``generate`` call of :func:`evaluate` (``astarpo eval
+--prompts-per-call``)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ def evaluate(
     k: int = 1,
     sampling: Any = None,
     seed: int = 0,
-    batch_size: int = 32,
+    batch_size: int = PROMPTS_PER_CALL,
     progress: bool = True,
     reward_timeout: float = 600.0,
 ) -> dict[str, Any]:
@@ -112,8 +124,8 @@ def evaluate(
         reward_funcs: Reward functions, summed by :func:`~astarpo.llm.data.rewards.compute_rewards`.
         k: Responses per prompt. ``k == 1`` with greedy sampling is pass@1; ``k > 1`` needs
             ``temperature > 0`` (avg@k).
-        sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` (default: greedy, 1024 new
-            tokens).
+        sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` (default :data:`GREEDY`:
+            greedy, 1024 new tokens).
         seed: Seed of the sampled responses (per batch, derived from it).
         batch_size: Prompts per ``generate`` call.
         progress: Show a tqdm bar (off a terminal it refreshes every 30 s).
@@ -140,7 +152,7 @@ def evaluate(
                 "astarpo.llm.data.load_prompts, which adds it."
             )
     check_reward_columns(reward_funcs, rows)
-    sampling = sampling if sampling is not None else SamplingConfig(1024, 0.0, 1.0)
+    sampling = sampling if sampling is not None else GREEDY
     if k > 1 and sampling.greedy:
         raise ValueError(f"avg@{k} needs sampling with temperature > 0; greedy gives k copies.")
     correct: list[int] = []
@@ -208,7 +220,7 @@ def evaluate_benchmarks(
     greedy: Any = None,
     sampled: Any = None,
     seed: int = 0,
-    batch_size: int = 32,
+    batch_size: int = PROMPTS_PER_CALL,
     limit: int | None = None,
     template: str = "auto",
     progress: bool = True,
@@ -221,8 +233,9 @@ def evaluate_benchmarks(
         benchmarks: From :func:`resolve_benchmarks`.
         reward_funcs: Reward functions (usually ``[math_verify_reward]``).
         k: Name -> responses per prompt, overriding :attr:`Benchmark.k`.
-        greedy: Sampling for k = 1 (default greedy, 1024 new tokens).
-        sampled: Sampling for k > 1 (default temperature 0.6, top_p 0.95, 1024 new tokens).
+        greedy: Sampling for k = 1 (default :data:`GREEDY`: greedy, 1024 new tokens).
+        sampled: Sampling for k > 1 (default :data:`SAMPLED`: temperature 0.6, top_p 0.95,
+            1024 new tokens).
         seed: Seed of the sampled responses.
         batch_size: Prompts per ``generate`` call.
         limit: Evaluate only the first ``limit`` prompts of each benchmark (quick runs).
@@ -235,8 +248,8 @@ def evaluate_benchmarks(
     Returns:
         Benchmark name -> the result dict of :func:`evaluate` (plus ``"title"``).
     """
-    greedy = greedy if greedy is not None else SamplingConfig(1024, 0.0, 1.0)
-    sampled = sampled if sampled is not None else SamplingConfig(1024, 0.6, 0.95)
+    greedy = greedy if greedy is not None else GREEDY
+    sampled = sampled if sampled is not None else SAMPLED
     out: dict[str, dict[str, Any]] = {}
     for bench in benchmarks:
         kk = (k or {}).get(bench.name, bench.k)

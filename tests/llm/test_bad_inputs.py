@@ -20,6 +20,7 @@ from astarpo.llm.data.rows import as_rows
 from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.eval import evaluate
 from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
@@ -120,12 +121,19 @@ def test_duplicate_prompts_with_conflicting_answers_are_refused(tokenizer, tmp_p
     clash = {**rows[1], "answer": "999"}
     same = re.escape(f"have the same prompt {rows[1]['prompt']!r}")
     with pytest.raises(ValueError, match=r"rows\[1\] and rows\[8\] " + same):
-        estimate_values(FakeGenerator({}), [*rows, clash], exact_match_reward, 2, sampling=SAMPLING)
+        estimate_values(
+            FakeGenerator({}),
+            [*rows, clash],
+            exact_match_reward,
+            Stage1Config(n_samples=2, max_new_tokens=4),
+        )
     with pytest.raises(ValueError, match=r"train_dataset\[1\] and train_dataset\[8\] " + same):
         _trainer(tokenizer, tmp_path, rows=[*rows, clash])
     # identical duplicates stay as they were: computed once
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
-    table = estimate_values(gen, [*rows, dict(rows[1])], exact_match_reward, 2, sampling=SAMPLING)
+    table = estimate_values(
+        gen, [*rows, dict(rows[1])], exact_match_reward, Stage1Config(n_samples=2, max_new_tokens=4)
+    )
     assert len(table) == len(rows)
 
 
@@ -188,8 +196,7 @@ def test_number_strings_are_not_numbers(tmp_path):
         FakeGenerator({"1+1=": "2"}),
         [{"prompt": "1+1=", "answer": "2"}],
         exact_match_reward,
-        2,
-        sampling=SAMPLING,
+        Stage1Config(n_samples=2, max_new_tokens=4),
         out_path=tmp_path / "v.jsonl",
     )
     row = json.loads((tmp_path / "v.jsonl").read_text())
@@ -225,8 +232,7 @@ def test_merge_with_another_template_names_the_template(tmp_path, capsys):
             gen,
             rows,
             exact_match_reward,
-            2,
-            sampling=SAMPLING,
+            Stage1Config(n_samples=2, max_new_tokens=4),
             out_path=out,
             shard=(i, 2),
             provenance={"template": "none"},
@@ -334,7 +340,10 @@ def test_a_dict_or_a_path_as_rows_is_refused(tokenizer, tmp_path):
             as_rows(bad)
     with pytest.raises(ValueError, match=r"rows is one mapping.*Dataset.from_dict"):
         estimate_values(
-            FakeGenerator({}), {"prompt": ["1+1="]}, exact_match_reward, 2, sampling=SAMPLING
+            FakeGenerator({}),
+            {"prompt": ["1+1="]},
+            exact_match_reward,
+            Stage1Config(n_samples=2, max_new_tokens=4),
         )
     with pytest.raises(ValueError, match="train_dataset is the path"):
         _trainer(tokenizer, tmp_path, rows=str(data))
@@ -355,7 +364,7 @@ def test_rows_without_the_rewards_column_are_refused_before_generating(tokenizer
     with pytest.raises(ValueError, match=r"rows\[0\] has no 'answer'.*exact_match_reward"):
         evaluate(gen, rows, [exact_match_reward], progress=False)
     with pytest.raises(ValueError, match=r"rows\[0\] has no 'answer'"):
-        estimate_values(gen, rows, exact_match_reward, 2, sampling=SAMPLING)
+        estimate_values(gen, rows, exact_match_reward, Stage1Config(n_samples=2, max_new_tokens=4))
     assert gen.calls == []
     with pytest.raises(ValueError, match=r"train_dataset\[0\] has no 'answer'"):
         _trainer(tokenizer, tmp_path, rows=rows)
@@ -364,7 +373,11 @@ def test_rows_without_the_rewards_column_are_refused_before_generating(tokenizer
 def test_estimate_values_out_path_folder_is_refused(tmp_path):
     with pytest.raises(ValueError, match="is a folder; give the table's file name"):
         estimate_values(
-            FakeGenerator({}), ROWS, exact_match_reward, 2, sampling=SAMPLING, out_path=tmp_path
+            FakeGenerator({}),
+            ROWS,
+            exact_match_reward,
+            Stage1Config(n_samples=2, max_new_tokens=4),
+            out_path=tmp_path,
         )
 
 

@@ -16,7 +16,7 @@ from astarpo.cli import CONFIG_VERBS, VERBS
 from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
 from astarpo.llm import AStarPOConfig, AStarPOTrainer
 from astarpo.llm.data.rewards import exact_match_reward
-from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import MissingPromptError, ValueTable
@@ -180,12 +180,14 @@ def _table(tmp_path, model_name, rows=ROWS, max_new_tokens=3):
         gen,
         rows,
         [exact_match_reward],
-        n_samples=2,
-        beta1=0.5,
-        sampling=SamplingConfig(max_new_tokens, 1.0, 1.0),
+        Stage1Config(
+            n_samples=2,
+            beta1=0.5,
+            max_new_tokens=max_new_tokens,
+            prompts_per_call=2,
+            progress=False,
+        ),
         out_path=tmp_path / "v.jsonl",
-        progress=False,
-        batch_size=2,
         provenance={"model": model_name},
     )
 

@@ -253,7 +253,7 @@ def _boxed_match(prompts: list[str], completions: list[str], answer: list[str], 
 def _stage1(out: Path) -> Any:
     from fakes import FakeGenerator
 
-    from astarpo.llm.rollout.base import SamplingConfig
+    from astarpo.llm.stage1.config import Stage1Config
     from astarpo.llm.stage1.estimate import estimate_values_by_rank
 
     rows = _stage1_rows()
@@ -263,12 +263,10 @@ def _stage1(out: Path) -> Any:
         rows,
         out_path=out,
         reward_funcs=[_boxed_match],
-        n_samples=6,
-        beta1=0.5,
-        sampling=SamplingConfig(8, 1.0),
-        seed=3,
-        batch_size=1,  # batch seeds come from the batch's prompts: 1 makes them shard-free
-        progress=False,
+        # batch seeds come from the batch's prompts: 1 prompt per call makes them shard-free
+        config=Stage1Config(
+            n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+        ),
     )
 
 

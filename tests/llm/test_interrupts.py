@@ -26,7 +26,7 @@ from fakes import TINY, FakeGenerator
 
 from astarpo.llm.data.append import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
-from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -168,7 +168,11 @@ def test_stage1_sigint_writes_the_finished_batches_and_a_rerun_completes(tmp_pat
 
     def run(out: Path) -> Any:
         return estimate_values(
-            gen, rows, [sigint_at_step_2], 4, 0.5, SamplingConfig(8, 1.0), out, 3, 2
+            gen,
+            rows,
+            [sigint_at_step_2],
+            Stage1Config(n_samples=4, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=2),
+            out_path=out,
         )
 
     SENT.clear()
@@ -204,12 +208,9 @@ def _stage1(out: Path, **kw: Any) -> Any:
         ROWS,
         out_path=out,
         reward_funcs=[_boxed],
-        n_samples=6,
-        beta1=0.5,
-        sampling=SamplingConfig(8, 1.0),
-        seed=3,
-        batch_size=1,
-        progress=False,
+        config=Stage1Config(
+            n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+        ),
         **kw,
     )
 
@@ -254,14 +255,11 @@ def test_merge_command_killed_mid_write_leaves_no_partial_table(tmp_path: Path) 
             gen,
             ROWS,
             [_boxed],
-            6,
-            0.5,
-            SamplingConfig(8, 1.0),
-            tmp_path / "v.jsonl",
-            3,
-            1,
+            Stage1Config(
+                n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+            ),
+            out_path=tmp_path / "v.jsonl",
             shard=(i, 2),
-            progress=False,
         )
     assert part_path(tmp_path / "v.jsonl", 1, 2).is_file()
     code = (

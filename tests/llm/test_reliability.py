@@ -29,6 +29,7 @@ from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.scoring import RewardTimeoutError, compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
@@ -283,9 +284,9 @@ def test_case4_checkpoints_load_with_weights_only(tokenizer, tmp_path):
 # ------------------------------------------------------------------ case 5 and 6: V* tables
 def _table_file(tmp_path, rows, reward=exact_match_reward, name="v.jsonl", **kw):
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows}, **kw)
-    return estimate_values(gen, rows, [reward], n_samples=2, beta1=0.5,
-                           sampling=SamplingConfig(3, 1.0, 1.0), out_path=tmp_path / name,
-                           progress=False, batch_size=2)  # fmt: skip
+    config = Stage1Config(n_samples=2, beta1=0.5, max_new_tokens=3, prompts_per_call=2,
+                          progress=False)  # fmt: skip
+    return estimate_values(gen, rows, [reward], config, out_path=tmp_path / name)
 
 
 def test_case5_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):

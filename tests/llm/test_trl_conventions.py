@@ -13,6 +13,7 @@ from fakes import TINY
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
 from astarpo.llm.training.trainers import AStarPOTrainer
@@ -70,11 +71,8 @@ def test_trl_shape_trains_stops_and_saves(model_dir, tmp_path):
         model=str(model_dir),
         rows=dataset,
         reward_funcs=ends_with_eos,
-        n_samples=2,
-        beta1=0.5,
-        max_new_tokens=4,
+        config=Stage1Config(n_samples=2, beta1=0.5, max_new_tokens=4, progress=False),
         out_path=None,
-        progress=False,
     )
     assert len(table) == len(ROWS) and table.path is None
     assert list(tmp_path.iterdir()) == []  # nothing written

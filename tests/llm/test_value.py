@@ -13,6 +13,7 @@ from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.rollout.base import Generator, SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
@@ -37,10 +38,11 @@ def _gen(rows, **kw):
     return FakeGenerator({r["prompt"]: r["answer"] for r in rows}, **kw)
 
 
-def _run(gen, rows, out, **kw):
-    args = dict(n_samples=6, beta1=0.5, sampling=SAMPLING, seed=3, batch_size=3, progress=False)
-    args.update(kw)
-    return estimate_values(gen, rows, [boxed_match], out_path=out, **args)
+def _run(gen, rows, out, shard=None, **kw):
+    args = dict(n_samples=6, beta1=0.5, max_new_tokens=SAMPLING.max_new_tokens, seed=3)
+    args.update(prompts_per_call=3, progress=False, **kw)
+    config = Stage1Config(**args)
+    return estimate_values(gen, rows, [boxed_match], config, out_path=out, shard=shard)
 
 
 def test_fake_generator_follows_protocol():
@@ -212,7 +214,13 @@ def test_exact_match_end_to_end(tmp_path):
 
     gen = Always2({"1+1=": "2"}, p_correct=1.0)
     table = estimate_values(
-        gen, rows, [exact_match_reward], 4, 0.5, SAMPLING, tmp_path / "v.jsonl", progress=False
+        gen,
+        rows,
+        [exact_match_reward],
+        Stage1Config(
+            n_samples=4, beta1=0.5, max_new_tokens=SAMPLING.max_new_tokens, progress=False
+        ),
+        out_path=tmp_path / "v.jsonl",
     )
     # "\\boxed{2}" is not an exact match of "2": all rewards 0, V* = 0.
     assert table.get("1+1=").rewards == (0.0,) * 4 and table.get("1+1=").v_star == 0.0
@@ -224,8 +232,7 @@ def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
 
     rows = [{"prompt": r["problem"], "answer": r["answer"]} for r in addition_task(6, seed=0)]
     gen = HFGenerator(tiny_model, tokenizer, batch_size=16)
-    kw = dict(n_samples=3, beta1=0.5, sampling=SamplingConfig(3, 1.0), batch_size=2)
-    kw["progress"] = False
+    kw = {"config": Stage1Config(n_samples=3, max_new_tokens=3, prompts_per_call=2, progress=False)}
     full = estimate_values(gen, rows, [exact_match_reward], out_path=tmp_path / "a.jsonl", **kw)
 
     class Killed(HFGenerator):

@@ -382,13 +382,16 @@ def test_stage1_vllm_resumes_after_kill_and_matches_hf(
     assert len(after.splitlines()) == N_PROMPTS == len(vtab)
     # 3. The resumed table = an uninterrupted run (the module's engine, same weights, batches
     # and seeds, in-process).
+    from astarpo.llm.stage1.config import Stage1Config
     from astarpo.llm.stage1.estimate import estimate_values
 
     engine.sync_weights(_policy(tok))
     rows = [{"prompt": p, "answer": "0"} for p in vtab]
     ref = estimate_values(
-        engine, rows, [first_digit_reward], N_SAMPLES, 0.5, SamplingConfig(4, 1.0, 1.0),
-        tmp_path / "uninterrupted.jsonl", seed=0, batch_size=4, progress=False,
+        engine, rows, [first_digit_reward],
+        Stage1Config(n_samples=N_SAMPLES, beta1=0.5, max_new_tokens=4, seed=0,
+                     prompts_per_call=4, progress=False),
+        out_path=tmp_path / "uninterrupted.jsonl",
     )  # fmt: skip
     assert {r.prompt: list(r.rewards) for r in ref} == vtab
     # 4. Per-prompt pass rates agree with the HF backend's (two-sample permutation test).

@@ -20,13 +20,6 @@ from astarpo.objective import advantage_regression_loss, optimal_advantage
 __all__ = ["AStarPO", "AStarPOConfig"]
 
 
-def _check_beta2(beta2: Any) -> None:
-    if isinstance(beta2, bool) or not (
-        isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0
-    ):
-        raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
-
-
 @dataclass(frozen=True)
 class AStarPOConfig(TrainConfig):
     """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.config.TrainConfig` plus ``beta2``.
@@ -49,7 +42,11 @@ class AStarPOConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_beta2(self.beta2)
+        beta2 = self.beta2  # validated here only: the algorithm and its loss trust it
+        if isinstance(beta2, bool) or not (
+            isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0
+        ):
+            raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
 
 
 class AStarPO:
@@ -63,8 +60,16 @@ class AStarPO:
 
     The loss is :func:`astarpo.advantage_regression_loss` with ``reduction="mean"``.
 
+    ``beta2`` is validated once, by :class:`AStarPOConfig` (built here from ``beta2`` when no
+    ``config`` is given); the loss of every micro-batch trusts it (``check=False``).
+
     Args:
-        beta2: Regression strength, > 0 (1e-3 in the paper).
+        beta2: Regression strength, > 0 (default: :class:`AStarPOConfig`'s, 1e-3 as in the
+            paper).
+        config: An :class:`AStarPOConfig` (already validated) to take ``beta2`` from instead.
+
+    Raises:
+        ValueError: ``beta2`` is not a finite number > 0, or both arguments are given.
     """
 
     name: ClassVar[str] = "astarpo"
@@ -73,9 +78,12 @@ class AStarPO:
     needs_v_star: ClassVar[bool] = True
     needs_old_logprobs: ClassVar[bool] = False
 
-    def __init__(self, beta2: float = 1e-3) -> None:
-        _check_beta2(beta2)
-        self.beta2 = float(beta2)
+    def __init__(self, beta2: float | None = None, *, config: AStarPOConfig | None = None) -> None:
+        if config is not None and beta2 is not None:
+            raise ValueError("give beta2 or config, not both.")
+        if config is None:  # the one validation of beta2
+            config = AStarPOConfig() if beta2 is None else AStarPOConfig(beta2=beta2)
+        self.beta2 = float(config.beta2)
 
     def __repr__(self) -> str:
         return f"AStarPO(beta2={self.beta2!r})"
@@ -84,8 +92,9 @@ class AStarPO:
     def from_config(
         cls, config: AStarPOConfig, model: Any = None, ref_model: Any = None
     ) -> AStarPO:
-        """The algorithm of an :class:`AStarPOConfig` (uses ``beta2``; the models are unused)."""
-        return cls(beta2=config.beta2)
+        """The algorithm of an :class:`AStarPOConfig` (uses ``beta2``, validated by the config;
+        the models are unused)."""
+        return cls(config=config)
 
     def modules(self) -> list[torch.nn.Module]:
         """A*-PO has no trainable module besides the policy."""
@@ -108,8 +117,9 @@ class AStarPO:
         """Mean advantage-regression loss over the minibatch (see the class docstring)."""
         if minibatch.logp_ref is None or minibatch.v_star is None:
             raise ValueError("A*-PO needs minibatch.logp_ref and minibatch.v_star.")
-        # check=False: no host sync per micro-batch; the trainer checks the reduced loss and
-        # the gradient norm once per optimizer step (astarpo.llm.training.guards.check_update).
+        # check=False: beta2 was validated once, by AStarPOConfig, and no host sync per
+        # micro-batch; the trainer checks the reduced loss and the gradient norm once per
+        # optimizer step (astarpo.llm.training.guards.check_update).
         logp_ref, v_star = minibatch.logp_ref, minibatch.v_star
         loss = advantage_regression_loss(
             out.logp, logp_ref, minibatch.rewards, v_star, self.beta2, "mean", check=False

@@ -105,7 +105,7 @@ class TrainConfig:
         "loss (the official A*-PO code uses 0.001).",
     )
     max_new_tokens: int = doc_field(
-        256,
+        SamplingConfig.max_new_tokens,  # Stage1Config's default too: V* tables must match it
         "Most generated tokens per response (EOS included); "
         "longer responses are truncated and flagged.",
     )

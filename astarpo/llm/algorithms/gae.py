@@ -80,6 +80,7 @@ def value_loss(
     clip_eps: float | None = 0.2,
     aggregation: Aggregation = "token_mean",
     norm_len: int | None = None,
+    check: bool = True,
 ) -> torch.Tensor:
     r"""PPO's (clipped) value loss.
 
@@ -100,16 +101,22 @@ def value_loss(
         clip_eps: Value clip range > 0, or ``None`` for no clipping. Default 0.2.
         aggregation: See :func:`~astarpo.llm.algorithms.losses.aggregate`. Default ``"token_mean"``.
         norm_len: Constant length of ``"seq_sum_norm"``.
+        check: Validate the ``clip_eps`` (default). The algorithms, whose config validated it once,
+            pass ``False``: no check per micro-batch.
 
     Returns:
         The scalar loss.
+
+    Raises:
+        ValueError: on mismatched shapes or (with ``check``) ``clip_eps <= 0``.
     """
     check_2d("values", values)
     for name, x in (("old_values", old_values), ("returns", returns), ("mask", mask)):
         check_2d(name, x, values.shape)
     err = (values - returns) ** 2
     if clip_eps is not None:
-        check_positive("clip_eps", clip_eps)
+        if check:
+            check_positive("clip_eps", clip_eps)
         clipped = old_values + torch.clamp(values - old_values, -clip_eps, clip_eps)
         err = torch.maximum(err, (clipped - returns) ** 2)
     return aggregate(0.5 * err, mask, aggregation, norm_len)

@@ -179,6 +179,7 @@ def clipped_policy_loss(
     clip_eps_high: float | None = None,
     aggregation: Aggregation = "token_mean",
     norm_len: int | None = None,
+    check: bool = True,
 ) -> torch.Tensor:
     r"""PPO's clipped surrogate at the token level (PPO, GRPO, Dr.GRPO, RLOO).
 
@@ -203,19 +204,22 @@ def clipped_policy_loss(
         aggregation: How tokens are reduced (see :func:`~astarpo.llm.algorithms.losses.aggregate`).
             Default ``"token_mean"``.
         norm_len: Constant length of ``"seq_sum_norm"`` (Dr.GRPO).
+        check: Validate the clip ranges (default). The algorithms, whose config validated it once,
+            pass ``False``: no check per micro-batch.
 
     Returns:
         The scalar loss.
 
     Raises:
-        ValueError: on mismatched shapes or non-positive clip ranges.
+        ValueError: on mismatched shapes or (with ``check``) non-positive clip ranges.
     """
     check_2d("token_logp", token_logp)
     check_2d("old_token_logp", old_token_logp, token_logp.shape)
     check_2d("mask", mask, token_logp.shape)
-    check_positive("clip_eps", clip_eps)
     high = clip_eps if clip_eps_high is None else clip_eps_high
-    check_positive("clip_eps_high", high)
+    if check:
+        check_positive("clip_eps", clip_eps)
+        check_positive("clip_eps_high", high)
     if advantages.ndim == 1 and advantages.shape[0] == token_logp.shape[0]:
         adv = advantages[:, None]
     elif advantages.shape == token_logp.shape:
@@ -285,6 +289,7 @@ def rebel_loss(
     reward_b: torch.Tensor,
     eta: float,
     reduction: Reduction = "mean",
+    check: bool = True,
 ) -> torch.Tensor:
     r"""REBEL: regression of relative rewards (Gao et al. 2024) over pairs of samples.
 
@@ -303,12 +308,15 @@ def rebel_loss(
         reward_a, reward_b: Their rewards ``[P]``.
         eta: Step size of the mirror-descent update, > 0 (larger moves further).
         reduction: ``"none"`` (``[P]``), ``"mean"`` (default) or ``"sum"``.
+        check: Validate the ``eta`` (default). The algorithms, whose config validated it once,
+            pass ``False``: no check per micro-batch.
 
     Returns:
         The loss, ``[P]`` or a scalar.
 
     Raises:
-        ValueError: on mismatched shapes, ``eta <= 0`` or an unknown reduction.
+        ValueError: on mismatched shapes, (with ``check``) ``eta <= 0``, or an unknown
+            reduction.
     """
     shape = logp_a.shape
     if logp_a.ndim != 1:
@@ -319,7 +327,8 @@ def rebel_loss(
             "logp_a, logp_b, old_logp_a, old_logp_b, reward_a and reward_b must share shape "
             f"[P]; got {[tuple(x.shape) for x in (logp_a, *others)]}."
         )
-    check_positive("eta", eta)
+    if check:
+        check_positive("eta", eta)
     log_ratio_diff = (logp_a - old_logp_a) - (logp_b - old_logp_b)
     residual = log_ratio_diff / eta - (reward_a - reward_b)
     return reduce_loss(residual * residual, reduction)

@@ -165,6 +165,7 @@ class PPO:
             None,
             agg,
             cfg.max_new_tokens,
+            check=False,  # clip_eps validated once, by the config
         )
         values = self.critic(minibatch.packed)
         vl = value_loss(
@@ -175,6 +176,7 @@ class PPO:
             cfg.value_clip_eps or None,
             agg,
             cfg.max_new_tokens,
+            check=False,
         )
         metrics = {
             "policy_loss": float(pg.detach()),

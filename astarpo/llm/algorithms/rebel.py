@@ -95,5 +95,6 @@ class REBEL:
             r[0::2],
             r[1::2],
             self.config.eta,
+            check=False,  # eta validated once, by the config
         )
         return loss, {}

@@ -33,7 +33,7 @@ from astarpo.llm.bench.measure import PeakRSS, evaluate_policy
 from astarpo.llm.bench.peers import import_peer, run_peer
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.model import make_char_tokenizer
@@ -87,14 +87,16 @@ def stage1(
         generator,
         rows,
         [get_task(cfg.task).reward],
-        cfg.n_samples,
-        cfg.beta1,
-        SamplingConfig(cfg.max_new_tokens, 1.0),
-        path,
-        seed=seed,
-        batch_size=max(1, cfg.generation_batch_size // cfg.n_samples),
-        filter_all_wrong=drop,
-        progress=False,
+        Stage1Config(
+            n_samples=cfg.n_samples,
+            beta1=cfg.beta1,
+            max_new_tokens=cfg.max_new_tokens,
+            seed=seed,
+            prompts_per_call=max(1, cfg.generation_batch_size // cfg.n_samples),
+            filter_all_wrong=drop,
+            progress=False,
+        ),
+        out_path=path,
     )
     if device.type == "cuda":
         torch.cuda.synchronize(device)

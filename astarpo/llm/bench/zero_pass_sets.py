@@ -25,8 +25,8 @@ from astarpo.llm.bench.config import DROP_ARM, BenchConfig
 from astarpo.llm.bench.run import REF_SEED, REF_SFT_BATCH, splits
 from astarpo.llm.bench.worker import config_from_dict, stage1
 from astarpo.llm.bench.zero_pass_run import gold_logprobs
-from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.shards import merge_shards
 from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model, scratchpad_task
@@ -259,12 +259,14 @@ def pass_shard(spec: dict[str, Any]) -> None:
         HFGenerator(ref, make_char_tokenizer(), cfg.generation_batch_size),
         spec["rows"],
         [get_task(cfg.task).reward],
-        cfg.n_samples,
-        cfg.beta1,
-        SamplingConfig(cfg.max_new_tokens, 1.0),
-        spec["path"],
-        seed=HARD_SEED,
-        batch_size=max(1, cfg.generation_batch_size // cfg.n_samples),
+        Stage1Config(
+            n_samples=cfg.n_samples,
+            beta1=cfg.beta1,
+            max_new_tokens=cfg.max_new_tokens,
+            seed=HARD_SEED,
+            prompts_per_call=max(1, cfg.generation_batch_size // cfg.n_samples),
+            progress=False,
+        ),
+        out_path=spec["path"],
         shard=(int(spec["shard"][0]), int(spec["shard"][1])),
-        progress=False,
     )

@@ -36,8 +36,8 @@ from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
 from astarpo.llm.parallel.signals import StopSignals
-from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
 from astarpo.llm.stage1.rows import (
     ValueRow,
@@ -72,28 +72,20 @@ def estimate_values(
     generator: Any = None,
     rows: Iterable[Mapping[str, Any]] = (),
     reward_funcs: Any = (),
-    n_samples: int = 8,
-    beta1: float = 0.5,
-    sampling: Any = None,
-    out_path: str | os.PathLike[str] | None = None,
-    seed: int = 0,
-    batch_size: int = 8,
-    shard: tuple[int, int] | None = None,
-    filter_all_wrong: bool = False,
-    provenance: dict[str, Any] | None = None,
-    progress: bool = True,
+    config: Stage1Config | None = None,
     *,
+    out_path: str | os.PathLike[str] | None = None,
+    shard: tuple[int, int] | None = None,
+    provenance: dict[str, Any] | None = None,
     model: Any = None,
     tokenizer: Any = None,
-    max_new_tokens: int = 256,
-    reward_timeout: float = 600.0,
 ) -> ValueTable:
     """Stage 1: sample ``n_samples`` reference responses per prompt, score them, write V*.
 
     In one call from Python (TRL style)::
 
         table = estimate_values(model="models/base", rows=dataset, reward_funcs=fn,
-                                n_samples=8, beta1=0.5, max_new_tokens=512)
+                                config=Stage1Config(n_samples=8, beta1=0.5, max_new_tokens=512))
         trainer = AStarPOTrainer(model="models/base", ..., v_star_table=table)
 
     With a file (``out_path``) it is resumable: rows already in the file (same settings) are
@@ -107,45 +99,32 @@ def estimate_values(
             (e.g. ``answer``).
         reward_funcs: One reward function or a list (TRL signature), summed by
             :func:`~astarpo.llm.data.scoring.compute_rewards`.
-        n_samples: N, responses per prompt (the paper uses 8).
-        beta1: KL strength of V* (the paper uses 0.5).
-        sampling: :class:`~astarpo.llm.rollout.base.SamplingConfig` of the reference samples
-            (default: temperature 1, top-p 1, ``max_new_tokens``).
+        config: The :class:`~astarpo.llm.stage1.config.Stage1Config` (N, ``beta1``, sampling,
+            seed, prompts per ``generate`` call, reward deadline, ...); default
+            ``Stage1Config()`` (the paper's N = 8 and ``beta1 = 0.5``).
         out_path: The table file (JSONL); ``None`` keeps the table in memory and writes
             nothing. With ``shard=(i, k)`` the part file :func:`part_path` ``(out_path, i, k)``
             is written instead.
-        seed: Base seed; batch seeds are derived from it and the batch's prompt keys.
-        batch_size: Prompts per ``generate`` call (``batch_size * n_samples`` responses).
-            Keep it fixed across resumed runs for identical results.
         shard: ``(i, k)``: only the prompts whose key hash is ``i`` mod ``k``.
-        filter_all_wrong: Leave all-wrong prompts (pass rate 0) out of the returned table (the
-            file keeps them). Default False, as in the paper.
         provenance: Extra provenance (e.g. ``{"model": "Qwen/Qwen2.5-1.5B"}``).
         model: The reference model (object, local directory or hub id) sampled with the HF
             backend, instead of ``generator``.
         tokenizer: Its tokenizer (default: loaded with the model, or from its directory).
-        max_new_tokens: Token budget per response when ``sampling`` is not given.
-        progress: Show a tqdm bar (off a terminal it refreshes every 30 s).
-        reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none).
 
     Returns:
         The table of this run's prompts (of this shard).
 
     Raises:
         ValueTableError: if the file exists with different settings, or is corrupt.
-        ValueError: on bad arguments (greedy sampling with N > 1, ``out_path`` a folder), rows
+        ValueError: on bad arguments (``out_path`` a folder, a shard without it), rows
             lacking a column a reward needs, duplicate prompts with different answers, or a
             generator returning the wrong number of responses.
     """
 
-    if n_samples < 1 or batch_size < 1:
-        raise ValueError(f"n_samples and batch_size must be >= 1, got {n_samples}, {batch_size}.")
-    sampling = sampling if sampling is not None else SamplingConfig(max_new_tokens, 1.0, 1.0)
-    if sampling.greedy and n_samples > 1:
-        raise ValueError(
-            f"temperature 0 (greedy) gives {n_samples} identical samples per prompt, so V* would "
-            "be one reward; sample with temperature > 0, or use n_samples 1."
-        )
+    cfg = config if config is not None else Stage1Config()
+    if not isinstance(cfg, Stage1Config):
+        raise TypeError(f"config must be a Stage1Config, got {type(cfg).__name__}.")
+    n_samples, beta1, sampling, seed = cfg.n_samples, cfg.beta1, cfg.sampling, cfg.seed
     generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
     reward_funcs = as_reward_funcs(reward_funcs)
     check_reward_columns(reward_funcs, rows)  # before sampling, not after
@@ -170,7 +149,7 @@ def estimate_values(
         reward_path=[reward_path(f) for f in reward_funcs],
         data=data_fingerprint(rows),
         seed=seed,
-        batch_size=batch_size,
+        batch_size=cfg.prompts_per_call,  # its name in tables written before Stage1Config
         astarpo_version=__version__,
     )
     todo = [(k, r) for k, r in _unique(rows) if in_shard(k, shard)]
@@ -183,7 +162,8 @@ def estimate_values(
             print(
                 f"{path}: resuming, {len(done)} prompts already done.", file=sys.stderr, flush=True
             )
-    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    step = cfg.prompts_per_call
+    batches = [todo[i : i + step] for i in range(0, len(todo), step)]
 
     initial = sum(k in done for k, _ in todo)
     bar = tqdm(
@@ -191,7 +171,7 @@ def estimate_values(
         desc="Stage 1 (V*)",
         unit="prompt",
         initial=initial,
-        disable=not progress,
+        disable=not cfg.progress,
         mininterval=0.1 if sys.stderr.isatty() else 30,
         miniters=1,
     )
@@ -218,7 +198,7 @@ def estimate_values(
                 columns,
                 completion_ids=rollout.response_ids,
                 truncated=rollout.truncated,
-                timeout=reward_timeout,
+                timeout=cfg.reward_timeout,
             )
             for m, v in metrics.items():
                 if not m.startswith("reward/") and not m.endswith("/mean"):
@@ -244,7 +224,7 @@ def estimate_values(
     if any(counts.values()):
         logger.warning("Stage 1 unscored responses: %s", counts)
     keep = [done[k] for k, _ in todo if k in done]
-    if filter_all_wrong:
+    if cfg.filter_all_wrong:
         keep = [r for r in keep if r.pass_rate > 0]
     return ValueTable(keep, path)
 
@@ -267,8 +247,8 @@ def estimate_values_by_rank(
         generator: Each rank's generator (on its own device).
         rows: The full dataset (every rank passes all rows; sharding is by prompt key).
         out_path: The merged table file.
-        **kwargs: The other arguments of ``estimate_values`` (``reward_funcs``, ``n_samples``,
-            ``beta1``, ``sampling``, ``seed``...), except ``shard``.
+        **kwargs: The other arguments of ``estimate_values`` (``reward_funcs``, ``config``,
+            ``provenance``, ...), except ``shard``.
 
     Returns:
         The merged ``ValueTable``.
@@ -293,4 +273,5 @@ def estimate_values_by_rank(
     if info.is_main:
         merge_shards(out_path, info.world_size, rows)
     barrier()
-    return ValueTable.load(out_path)
+    config = kwargs.get("config")
+    return ValueTable.load(out_path, drop_all_wrong=bool(config and config.filter_all_wrong))

@@ -30,6 +30,7 @@ from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.eval import evaluate
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
@@ -178,13 +179,15 @@ def _run_demo(
         HFGenerator(ref, tokenizer, batch_size=512),
         train_rows,
         [exact_match_reward],
-        n_samples=cfg.n_samples,
-        beta1=cfg.beta1,
-        sampling=SamplingConfig(cfg.train.max_new_tokens, 1.0, 1.0),
+        Stage1Config(
+            n_samples=cfg.n_samples,
+            beta1=cfg.beta1,
+            max_new_tokens=cfg.train.max_new_tokens,
+            seed=cfg.seed,
+            prompts_per_call=64,
+            progress=progress,
+        ),
         out_path=out / "v_star.jsonl",
-        seed=cfg.seed,
-        batch_size=64,
-        progress=progress,
     )
     stage1_seconds = time.perf_counter() - t0
     v_star = table.v_star([r["prompt"] for r in train_rows])

@@ -1,0 +1,84 @@
+"""Flags made from a config dataclass: one ``--flag`` per field, with the field's type, default
+and help text, so that each default is written once, in the dataclass.
+
+``astarpo value`` gets its flags from :class:`~astarpo.llm.stage1.config.Stage1Config`,
+``astarpo train`` from the chosen algorithm's config; a flag of another algorithm is an
+:class:`NotAnOption`, refused by name on the command line and in a ``--config`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from collections.abc import Collection
+from typing import Any, NoReturn
+
+__all__ = [
+    "NotAnOption",
+    "add_field_arguments",
+    "field_values",
+    "flag_of",
+    "name_flags",
+    "parse_bool",
+]
+
+
+def flag_of(name: str) -> str:
+    """The flag of field ``name``: ``batch_size`` -> ``--batch-size``."""
+    return "--" + name.replace("_", "-")
+
+
+def parse_bool(text: str) -> bool:
+    """An argparse type: true/false, yes/no, on/off or 1/0 (a usage error otherwise)."""
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_field_arguments(
+    parser: argparse.ArgumentParser | Any, cls: type, skip: Collection[str] = ()
+) -> None:
+    """Add one flag per field of the dataclass ``cls`` (except ``skip``) to ``parser`` (or an
+    argument group): its type is the type of the field's default (a bool reads true/false), its
+    default the field's default and its help the field's ``help`` metadata."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        text = f"{f.metadata.get('help', '')} (default {f.default})".replace("%", "%%")
+        if isinstance(f.default, bool):
+            parser.add_argument(
+                flag_of(f.name), type=parse_bool, default=f.default, metavar="BOOL", help=text
+            )
+        else:
+            parser.add_argument(flag_of(f.name), type=type(f.default), default=f.default, help=text)
+
+
+def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()) -> dict:
+    """``{field: value}`` of every field of ``cls`` (except ``skip``) that ``args`` holds."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def name_flags(message: str, cls: type) -> str:
+    """``message`` (a config's ``ValueError``) with each field name of ``cls`` written as its
+    flag: ``"n_samples must be ..."`` -> ``"--n-samples must be ..."``."""
+    for f in dataclasses.fields(cls):
+        message = re.sub(rf"(?<![\w.'-]){f.name}(?![\w'])", flag_of(f.name), message)
+    return message
+
+
+class NotAnOption(argparse.Action):
+    """A flag (hidden from ``--help``) that is refused, with ``reason``, when given: a field of
+    another algorithm than the chosen ``--algo``.
+    :func:`~astarpo.commands.config_file.apply_config_file` refuses it as a file's key too."""
+
+    def __init__(self, option_strings: list[str], dest: str, reason: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+        self.reason = reason
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> NoReturn:
+        """Stop with ``error: FLAG REASON`` (exit code 2 through :func:`astarpo.cli.main`)."""
+        raise SystemExit(f"error: {option or self.option_strings[0]} {self.reason}")

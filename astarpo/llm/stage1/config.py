@@ -1,0 +1,122 @@
+r"""``Stage1Config``: the settings of Stage 1 (N reference samples per prompt, then V*).
+
+:func:`~astarpo.llm.stage1.estimate.estimate_values` takes one, and ``astarpo value`` makes one
+flag per field (``--n-samples``, ``--beta1``, ...; ``progress`` is ``--no-progress``). Like the
+training configs (:mod:`astarpo.llm.algorithms.config`), it is frozen and validated on
+construction: a bad value raises ``ValueError`` naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from astarpo.llm.rollout.base import SamplingConfig
+
+__all__ = ["Stage1Config"]
+
+
+@dataclass(frozen=True)
+class Stage1Config:
+    r"""The settings of Stage 1, which estimates for every prompt (paper Eq. 3)
+
+    .. math:: \hat V^*(x) = \beta_1 \log \frac1N \sum_{i=1}^N e^{r(x, y_i)/\beta_1}
+
+    from ``n_samples`` reference responses (each field's ``help`` metadata says what it does).
+    ``n_samples``, ``beta1``, the sampling fields, ``seed`` and ``prompts_per_call`` are recorded
+    in every row's provenance: a resumed run or a merge must use the same values, and training
+    refuses a table sampled with another token budget or temperature than its own.
+
+    Example:
+        >>> from astarpo.llm import Stage1Config
+        >>> Stage1Config(n_samples=8, beta1=0.5).sampling.max_new_tokens
+        256
+    """
+
+    n_samples: int = field(
+        default=8, metadata={"help": "N, reference responses sampled per prompt (the paper: 8)."}
+    )
+    beta1: float = field(
+        default=0.5,
+        metadata={
+            "help": "KL strength of V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5): "
+            "small beta1 moves V* towards the best of the N rewards, large beta1 towards their "
+            "mean."
+        },
+    )
+    max_new_tokens: int = field(
+        default=SamplingConfig.max_new_tokens,  # training's default too: tables must match it
+        metadata={
+            "help": "Most generated tokens per response (EOS included); training refuses a "
+            "table sampled with another budget than its own max_new_tokens."
+        },
+    )
+    temperature: float = field(
+        default=1.0,
+        metadata={"help": "Sampling temperature (0 = greedy, allowed only with n_samples 1)."},
+    )
+    top_p: float = field(
+        default=1.0, metadata={"help": "Nucleus-sampling mass in (0, 1]; 1 = off."}
+    )
+    seed: int = field(
+        default=0,
+        metadata={
+            "help": "Base seed; each batch's seed is derived from it and the batch's prompt "
+            "keys, so a resumed run samples what an uninterrupted one would."
+        },
+    )
+    prompts_per_call: int = field(
+        default=8,
+        metadata={
+            "help": "Prompts per generate call (prompts_per_call x n_samples responses); keep "
+            "it when resuming. Not the batch_size of training, which counts prompts per step."
+        },
+    )
+    reward_timeout: float = field(
+        default=600.0,
+        metadata={
+            "help": "Deadline in seconds of one call of a custom reward function on a batch; a "
+            "call past it stops the run with an error naming the function. 0 = none."
+        },
+    )
+    filter_all_wrong: bool = field(
+        default=False,
+        metadata={
+            "help": "Leave the all-wrong prompts (pass rate 0) out of the returned table (and "
+            "of an export); the table file keeps them. The paper keeps them."
+        },
+    )
+    progress: bool = field(
+        default=True,
+        metadata={"help": "Show a tqdm progress bar (off a terminal it refreshes every 30 s)."},
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("n_samples", "prompts_per_call", "max_new_tokens", "seed"):
+            v, low = getattr(self, name), 0 if name == "seed" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
+        for name, bound in (("beta1", "> 0"), ("reward_timeout", ">= 0"), ("temperature", ">= 0")):
+            x = getattr(self, name)
+            ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            if not ok or x < 0 or (bound == "> 0" and x == 0):
+                raise ValueError(f"{name} must be a finite number {bound}, got {x!r}.")
+        for name in ("filter_all_wrong", "progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        if self.sampling.greedy and self.n_samples > 1:  # SamplingConfig checks top_p
+            raise ValueError(
+                f"temperature 0 (greedy) gives {self.n_samples} identical samples per prompt, "
+                "so V* would be one reward; sample with temperature > 0, or use n_samples 1."
+            )
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The :class:`~astarpo.llm.rollout.base.SamplingConfig` of the reference samples."""
+        return SamplingConfig(self.max_new_tokens, self.temperature, self.top_p)
+
+    def replace(self, **changes: Any) -> Stage1Config:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
