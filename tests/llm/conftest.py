@@ -10,13 +10,13 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from astarpo.llm.toy.model import make_char_tokenizer
+    from astarpo.llm.models.toy import make_char_tokenizer
 
     return make_char_tokenizer()
 
 
 @pytest.fixture
 def tiny_model(tokenizer):
-    from astarpo.llm.toy.model import make_toy_model
+    from astarpo.llm.models.toy import make_toy_model
 
     return make_toy_model(tokenizer, seed=0, **TINY)

@@ -15,15 +15,16 @@ from fakes import TINY, FakeGenerator
 from astarpo.cli import main
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.rows import as_rows
-from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.eval import evaluate
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.callbacks import check_callbacks
 from astarpo.llm.training.trainers import AStarPOTrainer
 
@@ -306,7 +307,7 @@ def test_eval_out_to_an_unwritable_path_fails_before_evaluating(tmp_path, capsys
 
 
 def test_model_folder_without_tokenizer_names_the_tokenizer(tokenizer, tmp_path, capsys):
-    from astarpo.llm.rollout.models import load_causal_lm, load_tokenizer
+    from astarpo.llm.models.loading import load_causal_lm, load_tokenizer
 
     folder = tmp_path / "notok"
     make_toy_model(tokenizer, seed=0, **TINY).save_pretrained(folder)
@@ -371,8 +372,9 @@ def test_estimate_values_out_path_folder_is_refused(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without CUDA")
 def test_trainer_device_cuda_without_cuda_says_no_cuda(tmp_path, tokenizer):
     from astarpo.llm import AStarPOConfig, AStarPOTrainer
-    from astarpo.llm.data.rewards import exact_match_reward
-    from astarpo.llm.toy.model import addition_task, make_toy_model
+    from astarpo.llm.models.toy import make_toy_model
+    from astarpo.llm.rewards.builtin import exact_match_reward
+    from astarpo.llm.toy.problems import addition_task
 
     rows = addition_task(4, seed=0)
     args = AStarPOConfig(

@@ -11,13 +11,13 @@ import torch
 from fakes import TINY, record_batches
 
 from astarpo.llm.algorithms.base import Algorithm
-from astarpo.llm.algorithms.critic import ValueModel
 from astarpo.llm.algorithms.grpo import GRPO, RLOO, GRPOConfig, RLOOConfig
-from astarpo.llm.algorithms.logprobs import pack, sequence_logprobs
 from astarpo.llm.algorithms.losses import clipped_policy_loss, group_advantages, rebel_loss
-from astarpo.llm.algorithms.ppo import PPO, PPOConfig
+from astarpo.llm.algorithms.ppo import PPO, PPOConfig, ValueModel
 from astarpo.llm.algorithms.rebel import REBEL, REBELConfig
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.models.logprobs import pack, sequence_logprobs
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import GRPOTrainer, PPOTrainer, REBELTrainer, RLOOTrainer
 
 ROWS = addition_task(16, seed=0)

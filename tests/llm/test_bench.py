@@ -174,7 +174,7 @@ def test_peak_rss_sees_a_temporary_allocation():
 
 
 def _spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True):
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
@@ -518,8 +518,9 @@ def test_reference_response_length_is_measured_on_the_scratchpad(tokenizer, monk
     solution (70 tokens with EOS) for 6 of 10 prompts and stops early (3 tokens) or runs to
     the budget without EOS for the others: median, p90 and truncation, scored exactly."""
     from astarpo.llm.bench import measure
+    from astarpo.llm.models.toy import make_toy_model
     from astarpo.llm.rollout.base import Rollout
-    from astarpo.llm.toy.model import make_toy_model, scratchpad_task
+    from astarpo.llm.toy.problems import scratchpad_task
     from astarpo.llm.toy.tasks import get_task
 
     rows = scratchpad_task(10, seed=3, digits=4)

@@ -24,7 +24,7 @@ STEP_SLACK = 0.5  # one step of the tiny model is far shorter
 
 
 def _spec(tmp_path, tiny_model, arm, stage1_inside=True):
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)

@@ -32,7 +32,7 @@ def _metrics(out: Path) -> list[dict]:
 
 def test_torchrun_train_matches_one_process(tmp_path: Path) -> None:
     from astarpo.cli import main
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     data = tmp_path / "p.jsonl"
     rows = addition_task(8, seed=0)

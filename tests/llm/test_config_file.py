@@ -15,12 +15,13 @@ from fakes import TINY, FakeGenerator
 from astarpo.cli import CONFIG_VERBS, VERBS
 from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
 from astarpo.llm import AStarPOConfig, AStarPOTrainer
-from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import MissingPromptError, ValueTable
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 
 ROOT = Path(__file__).parents[2]
 ROWS = addition_task(8, seed=0)

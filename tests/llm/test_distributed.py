@@ -62,7 +62,7 @@ def test_dist_info_from_env() -> None:
 def test_fsdp_with_lora_is_refused() -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from astarpo.llm.parallel.lora import apply_lora
+    from astarpo.llm.models.lora import apply_lora
 
     config = Qwen2Config(
         vocab_size=16,

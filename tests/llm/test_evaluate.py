@@ -11,8 +11,9 @@ import pytest
 
 from astarpo.cli import main
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
-from astarpo.llm.data.rewards import MathVerifyReward, exact_match_reward
 from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.math_verify import MathVerifyReward
 from astarpo.llm.rollout.base import SamplingConfig
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -53,7 +53,7 @@ def torchrun(
 def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A prompt file and its V* table (made with the reward of faults.py)."""
     from astarpo.cli import main
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     d = tmp_path_factory.mktemp("job")
     rows = addition_task(8, seed=0)

@@ -24,7 +24,7 @@ import torch
 import torch.multiprocessing as mp
 from fakes import TINY, FakeGenerator
 
-from astarpo.llm.data.append import append_bytes
+from astarpo.llm.data.files import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.rollout.base import SamplingConfig
 
@@ -115,7 +115,8 @@ def sigint_at_step_2(completions: list[str], answer: list[str], **_: Any) -> lis
 
 def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
     from astarpo.llm.algorithms.astarpo import AStarPOConfig
-    from astarpo.llm.toy.model import addition_task, make_toy_model
+    from astarpo.llm.models.toy import make_toy_model
+    from astarpo.llm.toy.problems import addition_task
     from astarpo.llm.training.trainers import AStarPOTrainer
 
     rows = addition_task(8, seed=0)
@@ -419,7 +420,7 @@ def test_metrics_on_a_full_disk_names_the_file_and_resume_continues(
 
 @pytest.mark.slow
 def test_cli_exits_143_after_sigterm_in_stage_1_and_in_stage_2(tmp_path: Path) -> None:
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     rows = addition_task(8, seed=0)
     data = tmp_path / "p.jsonl"

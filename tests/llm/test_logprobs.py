@@ -5,7 +5,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from astarpo.llm.algorithms.logprobs import masked_mean, pack, sequence_logprobs
+from astarpo.llm.models.logprobs import masked_mean, pack, sequence_logprobs
 
 PROMPTS = [[4, 5, 6], [7], [8, 9, 10, 11]]
 RESPONSES = [[1], [3, 4, 5, 1], [12, 13]]

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from astarpo.llm.parallel.lora import (
+from astarpo.llm.models.lora import (
     AdapterDisabledReference,
     adapters_disabled,
     apply_lora,

@@ -26,13 +26,14 @@ from filelock import FileLock
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.algorithms.grpo import GRPOConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.data.rewards import exact_match_reward
-from astarpo.llm.data.scoring import RewardTimeoutError, compute_rewards
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import RewardTimeoutError, compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training import checkpoint as checkpoint_module
 from astarpo.llm.training.checkpoint import CheckpointError
 from astarpo.llm.training.guards import NonFiniteError
@@ -306,7 +307,7 @@ def test_case5_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):
 def test_case5_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tmp_path):
     table = ValueTable.load(_table_file(tmp_path, ROWS).path)
     prov = next(iter(table)).provenance
-    assert prov["reward_path"] == ["astarpo.llm.data.rewards:exact_match_reward"]
+    assert prov["reward_path"] == ["astarpo.llm.rewards.builtin:exact_match_reward"]
     assert {"beta1", "n_samples", "model", "sampling", "data"} <= set(prov)
     with pytest.raises(ValueTableError, match="reward_path: table"):
         trainer(tokenizer, tmp_path / "a", rewards=[first_digit_reward], table=table)

@@ -20,7 +20,7 @@ import json, sys
 from pathlib import Path
 from fakes import TINY
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.models.toy import addition_task, make_char_tokenizer, make_toy_model
 from astarpo.llm.training.trainers import AStarPOTrainer
 
 out = Path(sys.argv[1])

@@ -8,14 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from astarpo.llm.data.rewards import (
-    MathVerifyReward,
-    RewardReport,
-    exact_match_reward,
-    gsm8k_reward,
-    math_verify_reward,
-)
-from astarpo.llm.data.scoring import compute_rewards, load_reward
+from astarpo.llm.rewards.builtin import RewardReport, exact_match_reward, gsm8k_reward
+from astarpo.llm.rewards.math_verify import MathVerifyReward, math_verify_reward
+from astarpo.llm.rewards.scoring import compute_rewards, load_reward
 
 HANG = r"The answer is \boxed{9^{9^{9^{9^{9}}}}}"
 TIMEOUT = 2.0
@@ -119,14 +114,14 @@ def test_exact_match_reward():
 
 def test_load_reward():
     assert load_reward("gsm8k") is gsm8k_reward
-    assert load_reward("astarpo.llm.data.rewards:exact_match_reward") is exact_match_reward
+    assert load_reward("astarpo.llm.rewards.builtin:exact_match_reward") is exact_match_reward
     assert load_reward("math_verify") is math_verify_reward
     with pytest.raises(ValueError, match="module:function"):
         load_reward("no_colon")
     with pytest.raises(ImportError, match="cannot import module"):
         load_reward("no_such_module_xyz:f")
     with pytest.raises(AttributeError, match="has no"):
-        load_reward("astarpo.llm.data.rewards:nope")
+        load_reward("astarpo.llm.rewards.builtin:nope")
 
 
 def test_compute_rewards_sum_weights_and_none():

@@ -6,15 +6,15 @@ import statistics
 
 import pytest
 
-from astarpo.llm.data.rewards import RewardReport
-from astarpo.llm.data.scoring import compute_rewards, load_reward
-from astarpo.llm.data.scratchpad import (
+from astarpo.llm.rewards.builtin import RewardReport
+from astarpo.llm.rewards.scoring import compute_rewards, load_reward
+from astarpo.llm.rewards.scratchpad import (
     final_answer,
     parse_problem,
     scratchpad_reward,
     scratchpad_solution,
 )
-from astarpo.llm.toy.model import SCRATCHPAD_POSITIONS, scratchpad_task
+from astarpo.llm.toy.problems import SCRATCHPAD_POSITIONS, scratchpad_task
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
 
 GOLD = "d0:3+7+0=10 c1,d1:2+6+1=09 c0,d2:1+5+0=06 c0,d3:0+4+0=04 c0,ans=04690"

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from astarpo.llm.toy.model import TOY_CHARS, addition_task, make_toy_model
+from astarpo.llm.models.toy import TOY_CHARS, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 
 
 def test_tokenizer_roundtrip_and_specials(tokenizer):

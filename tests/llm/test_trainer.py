@@ -10,10 +10,11 @@ from fakes import TINY, record_batches
 
 from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
-from astarpo.llm.algorithms.logprobs import sequence_logprobs
-from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import lookup_v_star
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 from astarpo.objective import advantage_regression_loss
 

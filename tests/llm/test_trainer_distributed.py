@@ -29,8 +29,9 @@ def first_digit_reward(prompts: list[str], completions: list[str], answer: list[
 
 def make_trainer(out: str, **overrides: Any) -> Any:
     from astarpo.llm.algorithms.astarpo import AStarPOConfig
-    from astarpo.llm.data.rewards import exact_match_reward
-    from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.rewards.builtin import exact_match_reward
+    from astarpo.llm.toy.problems import addition_task
     from astarpo.llm.training.trainers import AStarPOTrainer
 
     rows = addition_task(24, seed=0)

@@ -12,8 +12,8 @@ from fakes import record_batches
 from test_trainer_distributed import make_trainer
 from test_vllm_backend import make_fake_vllm
 
-from astarpo.llm.algorithms.logprobs import sequence_logprobs
-from astarpo.llm.parallel.lora import AdapterDisabledReference, parameter_bytes
+from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.models.lora import AdapterDisabledReference, parameter_bytes
 
 
 def test_lora_reference_is_the_base_model(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ import torch
 from fakes import TINY
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.data.rewards import exact_match_reward
-from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 
 datasets = pytest.importorskip("datasets")

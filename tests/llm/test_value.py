@@ -11,7 +11,7 @@ import pytest
 
 from astarpo import optimal_value
 from astarpo.llm.data.prompts import prompt_key
-from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rollout.base import Generator, SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
@@ -220,7 +220,7 @@ def test_exact_match_end_to_end(tmp_path):
 
 def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
     from astarpo.llm.rollout.hf import HFGenerator
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     rows = [{"prompt": r["problem"], "answer": r["answer"]} for r in addition_task(6, seed=0)]
     gen = HFGenerator(tiny_model, tokenizer, batch_size=16)
@@ -253,7 +253,7 @@ def test_resume_with_the_toy_model_is_bitwise(tmp_path, tokenizer, tiny_model):
 
 def test_cli_value_shards_merge_and_import(tmp_path, capsys):
     from astarpo.cli import main
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     data = tmp_path / "add.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in addition_task(6, seed=1)))

@@ -14,8 +14,7 @@ import torch
 from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import Generator, SamplingConfig
-from astarpo.llm.rollout.seeds import prompt_seeds
+from astarpo.llm.rollout.base import Generator, SamplingConfig, prompt_seeds
 from astarpo.llm.rollout.vllm import VLLMGenerator, to_vllm_sampling_kwargs
 
 EOS = 1
@@ -315,8 +314,8 @@ def test_auto_backend_picks_vllm_only_when_available(
 )
 def test_parameters_match_the_hf_backend(sampling: SamplingConfig) -> None:
     """The HF backend's GenerationConfig and the vLLM SamplingParams say the same thing."""
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
     from astarpo.llm.rollout.hf import HFGenerator
-    from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 
     tok = make_char_tokenizer()
     model = make_toy_model(tok, seed=0, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
@@ -355,7 +354,7 @@ def test_stage1_cli_with_vllm_backend(
     import json
 
     from astarpo.cli import main
-    from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 
     tok = make_char_tokenizer()
     model_dir = tmp_path / "model"

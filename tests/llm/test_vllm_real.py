@@ -26,12 +26,12 @@ import pytest
 import torch
 from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
 
-from astarpo.llm.rollout.base import Rollout, SamplingConfig
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+from astarpo.llm.rollout.base import Rollout, SamplingConfig, prompt_seeds
 from astarpo.llm.rollout.chunked import ChunkSeededGenerator
 from astarpo.llm.rollout.hf import HFGenerator
-from astarpo.llm.rollout.seeds import prompt_seeds
 from astarpo.llm.rollout.vllm import VLLMGenerator, to_vllm_sampling_kwargs
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
 

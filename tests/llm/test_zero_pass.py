@@ -21,9 +21,9 @@ from astarpo.llm.bench.zero_pass_sets import (
     reference,
     seeds_of,
 )
-from astarpo.llm.data.scratchpad import parse_problem
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.rewards.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.model import make_char_tokenizer
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
 
 

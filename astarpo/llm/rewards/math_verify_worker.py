@@ -1,5 +1,5 @@
 """The math-verify scoring run inside the worker processes of
-:class:`~astarpo.llm.data.rewards.MathVerifyReward`.
+:class:`~astarpo.llm.rewards.math_verify.MathVerifyReward`.
 
 Imported only in worker processes: it loads math-verify (and sympy) at import time so that the
 cost is paid once, when the worker starts, and disables math-verify's own ``signal.alarm``

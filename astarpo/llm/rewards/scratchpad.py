@@ -7,7 +7,7 @@ carry in, their sum and the carry out, then the final answer::
     d0:3+7+0=10 c1,d1:2+6+1=09 c0,d2:1+5+0=06 c0,d3:0+4+0=04 c0,ans=04690
 
 With ``d`` digits per operand that is ``15 d + d + 5`` characters (69 for ``d = 4``; the
-character tokenizer of :mod:`astarpo.llm.toy.model` makes one token of each, plus EOS). The
+character tokenizer of :mod:`astarpo.llm.models.toy` makes one token of each, plus EOS). The
 reward is exact: a response scores 1 only when it is the worked solution of its prompt, its
 final answer equals the gold answer, and it ended with EOS; any malformed, wrong or truncated
 scratchpad scores 0.
@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from astarpo.llm.data.rewards import RewardReport, completion_text
+from astarpo.llm.rewards.builtin import RewardReport, completion_text
 
 __all__ = ["final_answer", "parse_problem", "scratchpad_reward", "scratchpad_solution"]
 
@@ -93,7 +93,7 @@ def scratchpad_reward(
         completions: ``[B]`` decoded responses (without special tokens).
         answer: ``[B]`` gold answers.
         truncated: ``[B]`` whether each response hit the token budget without EOS (required).
-        report: Optional :class:`~astarpo.llm.data.rewards.RewardReport` for the reasons.
+        report: Optional :class:`~astarpo.llm.rewards.builtin.RewardReport` for the reasons.
 
     Returns:
         1.0, 0.0 or None per completion, ``[B]``.

@@ -1,8 +1,8 @@
 """Scoring a batch: reward functions loaded by name or dotted path, called with TRL's
 signature and summed (:func:`compute_rewards`).
 
-The built-in reward functions and the :class:`~astarpo.llm.data.rewards.RewardReport` side
-channel are in :mod:`astarpo.llm.data.rewards`.
+The built-in reward functions and the :class:`~astarpo.llm.rewards.builtin.RewardReport` side
+channel are in :mod:`astarpo.llm.rewards.builtin`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.llm.data.rewards import RewardFunc, RewardReport
+from astarpo.llm.rewards.builtin import RewardFunc, RewardReport
 
 __all__ = [
     "BUILTIN_REWARDS",
@@ -35,10 +35,10 @@ __all__ = [
 
 
 BUILTIN_REWARDS: dict[str, str] = {
-    "math_verify": "astarpo.llm.data.rewards:math_verify_reward",
-    "gsm8k": "astarpo.llm.data.rewards:gsm8k_reward",
-    "exact_match": "astarpo.llm.data.rewards:exact_match_reward",
-    "scratchpad": "astarpo.llm.data.scratchpad:scratchpad_reward",
+    "math_verify": "astarpo.llm.rewards.math_verify:math_verify_reward",
+    "gsm8k": "astarpo.llm.rewards.builtin:gsm8k_reward",
+    "exact_match": "astarpo.llm.rewards.builtin:exact_match_reward",
+    "scratchpad": "astarpo.llm.rewards.scratchpad:scratchpad_reward",
 }
 
 

@@ -1,5 +1,5 @@
 """Loading a causal LM and its tokenizer by name: the one place that calls ``from_pretrained``
-for the trainer, Stage 1 and the command line.
+(the trainer, Stage 1, the command line, the toy SFT cache and the benchmark all load here).
 
 A local directory is read with ``local_files_only=True`` (nothing is downloaded). A string that
 names no existing directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and
@@ -19,9 +19,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "TOKENIZER_FILES",
-    "check_model_fits",
     "is_model_name",
     "load_causal_lm",
+    "load_pretrained_model",
     "load_tokenizer",
 ]
 
@@ -93,6 +93,28 @@ def load_causal_lm(
         FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
             does not exist.
     """
+    name, local = _resolve(spec)
+    model = load_pretrained_model(spec, dtype)
+    has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
+    tokenizer = load_tokenizer(name if local else spec) if has_tokenizer else None
+    return (model.to(device) if device else model), tokenizer
+
+
+def load_pretrained_model(
+    spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
+) -> Any:
+    """The causal LM of the directory ``spec`` (local only) or of the hub id ``spec``, without
+    its tokenizer (see :func:`load_causal_lm`).
+
+    Args:
+        spec: A directory written by ``save_pretrained`` or a hub id.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        device: Move the model there (default: leave it on the CPU).
+
+    Raises:
+        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
+            does not exist.
+    """
     from transformers import AutoModelForCausalLM  # the llm extra
 
     name, local = _resolve(spec)
@@ -105,43 +127,4 @@ def load_causal_lm(
     if dtype is not None:
         kwargs["dtype"] = dtype
     model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
-    has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
-    tokenizer = load_tokenizer(name if local else spec) if has_tokenizer else None
-    return (model.to(device) if device else model), tokenizer
-
-
-def check_model_fits(
-    rows: Any, tokenizer: Any, model: Any, max_new_tokens: int, what: str = "train_dataset"
-) -> None:
-    """Refuse data the model cannot read, before any sampling: characters its tokenizer maps
-    to the unknown token (in ``prompt`` or a text ``answer``). Prompts too long for the model's
-    positions are refused by :func:`astarpo.llm.data.fit.check_prompts_fit`.
-
-    Without it the embedded toy model (a 44-character vocabulary, 64 positions) would train
-    silently on V* = 0 and loss = 0 on, say, MATH prompts.
-
-    Raises:
-        ValueError: naming the first offending row, the characters and the fix.
-    """
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if unk is not None and unk == getattr(tokenizer, "eos_token_id", None):
-        unk = None  # GPT-2 style: "unk" is the EOS text, never produced by ordinary text
-    if unk is None:
-        return
-    prompts = [r["prompt"] for r in rows]
-    ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    for i, (r, p_ids) in enumerate(zip(rows, ids, strict=True)):
-        for field, text, tok in (("prompt", r["prompt"], p_ids), ("answer", r.get("answer"), None)):
-            if not isinstance(text, str):
-                continue
-            tok = tok if tok is not None else tokenizer(text, add_special_tokens=False)["input_ids"]
-            if unk in tok:
-                bad = sorted(
-                    {c for c in text if unk in tokenizer(c, add_special_tokens=False)["input_ids"]}
-                )
-                raise ValueError(
-                    f"{what} row {i}: the tokenizer cannot encode the characters {''.join(bad)!r} "
-                    f"of its {field} ({text[:60]!r}); they would all become "
-                    f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
-                    "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
-                )
+    return model.to(device) if device else model
