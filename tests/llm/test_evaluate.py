@@ -16,7 +16,7 @@ from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rewards.math_verify import MathVerifyReward
 from astarpo.llm.rollout.base import SamplingConfig
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes import FakeGenerator
 
 SAMPLED = SamplingConfig(16, 1.0, 1.0)

@@ -128,7 +128,7 @@ def test_measured_peak_memory_lower_without_reference_copy() -> None:
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     cmd = [sys.executable, str(root / "benchmarks" / "lora_memory.py"), "--json"]
     cmd += ["--modes", "lora+copy,lora", "--hidden", "384", "--layers", "6", "--seq", "32"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}

@@ -12,15 +12,16 @@ import pytest
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 
 # A 2-step run reporting to the three trackers, then what each of them holds, as JSON.
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from fakes import TINY
+from toy_setup import make_tiny_model
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.models.toy import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 
 out = Path(sys.argv[1])
@@ -30,7 +31,7 @@ cfg = AStarPOConfig(output_dir=str(out), max_steps=2, batch_size=4, max_new_toke
                     save_steps=0, progress=False, seed=1, report_to=sys.argv[2].split("+"))
 reward = lambda prompts, completions, answer, **_: [float(c[:1] == a[:1])
                                                     for c, a in zip(completions, answer)]
-AStarPOTrainer(make_toy_model(tok, seed=0, **TINY), None, [reward], args=cfg, train_dataset=rows,
+AStarPOTrainer(make_tiny_model(tok), None, [reward], args=cfg, train_dataset=rows,
                v_star_table={r["prompt"]: 0.1 for r in rows}, tokenizer=tok).train()
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -70,7 +71,7 @@ def test_the_same_step_records_reach_every_tracker(tmp_path: Path) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="offline", WANDB_SILENT="true",
                WANDB_PROJECT="astarpo-test", TRACKIO_PROJECT="astarpo-test",
                TRACKIO_DIR=str(tmp_path / "trackio"), HF_HUB_OFFLINE="1")  # fmt: skip
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "llm")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     cmd = [sys.executable, "-c", SCRIPT, str(out), "tensorboard+trackio+wandb"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

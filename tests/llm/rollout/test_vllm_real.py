@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from toy_setup import quick_config
 from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
 
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
@@ -42,7 +43,7 @@ else:
         "vllm", reason="vLLM is not installed: `make test-vllm` creates .venv-vllm with it"
     )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TOL = 5e-4  # max abs error of a sequence log-prob, fp32 (the bound)
 SAMPLING = SamplingConfig(max_new_tokens=6, temperature=1.0, top_p=1.0)
 PROBE = ["12+34=", "5+6=", "77+1=", "9+90="]
@@ -149,18 +150,11 @@ class SyncProbe:
 
 
 def _train_and_probe(engine: VLLMGenerator, tok: Any, tmp: Path, **cfg: Any) -> SyncProbe:
-    from astarpo.llm.algorithms.astarpo import AStarPOConfig
     from astarpo.llm.training.trainers import AStarPOTrainer
 
     rows = addition_task(32, seed=3)
-    args = AStarPOConfig(
-        output_dir=str(tmp),
-        batch_size=8,
-        max_new_tokens=SAMPLING.max_new_tokens,
-        device="cpu",
-        report_to="none",
-        progress=False,
-        **cfg,
+    args = quick_config(
+        tmp, batch_size=8, max_new_tokens=SAMPLING.max_new_tokens, device="cpu", **cfg
     )
     model = _policy(tok)
     ref = None if args.lora_r else copy.deepcopy(model)

@@ -51,16 +51,6 @@ class FakeGenerator:
         pass
 
 
-# The smallest Qwen2 shape the LLM tests use (overrides of ``make_toy_model``).
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-}
-
-
 def record_batches(trainer: Any) -> list[Any]:
     """Spy on ``trainer.algorithm.prepare``: the returned list receives every rollout batch the
     trainer prepares (so a test can inspect the last step's batch)."""

@@ -1,7 +1,7 @@
 """Interruptions: the watchdog, SIGTERM/SIGINT at a safe point, a killed merge, a full disk.
 
 The 2-process cases use the suite's spawn helper (gloo, CPU); the torchrun cases are in
-tests/llm/test_failures.py. A full disk is a 4 KiB tmpfs where this process may mount one
+tests/llm/parallel/test_failures.py. A full disk is a 4 KiB tmpfs where this process may mount one
 (root), else an injected ``OSError(ENOSPC)`` after a byte budget.
 """
 
@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
-from fakes import TINY, FakeGenerator
+from fakes import FakeGenerator
+from toy_setup import make_tiny_model, quick_config
 
 from astarpo.llm.data.files import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
@@ -30,7 +31,7 @@ from astarpo.llm.rollout.base import SamplingConfig
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _free_port() -> int:
@@ -114,19 +115,17 @@ def sigint_at_step_2(completions: list[str], answer: list[str], **_: Any) -> lis
 
 
 def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
-    from astarpo.llm.algorithms.astarpo import AStarPOConfig
-    from astarpo.llm.models.toy import make_toy_model
     from astarpo.llm.toy.problems import addition_task
     from astarpo.llm.training.trainers import AStarPOTrainer
 
     rows = addition_task(8, seed=0)
-    cfg = {"output_dir": str(out), "max_steps": 3, "batch_size": 4, "max_new_tokens": 3}
-    cfg |= {"learning_rate": 1e-3, "save_steps": 0, "progress": False, "report_to": "none"}
+    cfg = {"max_steps": 3, "batch_size": 4, "max_new_tokens": 3}
+    cfg |= {"learning_rate": 1e-3, "save_steps": 0}
     return AStarPOTrainer(
-        make_toy_model(tokenizer, seed=0, **TINY),
+        make_tiny_model(tokenizer),
         None,
         [sigint_at_step_2],
-        args=AStarPOConfig(**(cfg | kw)),
+        args=quick_config(out, **(cfg | kw)),
         train_dataset=rows,
         v_star_table={r["prompt"]: 0.1 for r in rows},
         tokenizer=tokenizer,
@@ -429,7 +428,7 @@ def test_cli_exits_143_after_sigterm_in_stage_1_and_in_stage_2(tmp_path: Path) -
     )
     common = ["--model", "toy", "--data", str(data), "--template", "none", "--device", "cpu"]
     common += ["--reward", "faults:exact_reward", "--max-new-tokens", "3"]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{Path(__file__).parent}"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{Path(__file__).parents[1]}"}
     env["OMP_NUM_THREADS"] = "1"
 
     def astarpo(*args: str, fault: str = "") -> subprocess.CompletedProcess[str]:

@@ -21,8 +21,8 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parents[1]  # tests/llm: faults.py, fault_main.py
 COMMON = ["--model", "toy", "--template", "none", "--reward", "faults:exact_reward"]
 COMMON += ["--device", "cpu"]
 STAGE1 = ["--n-samples", "2", "--max-new-tokens", "3", "--prompts-per-call", "1", "--no-progress"]

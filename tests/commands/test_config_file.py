@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import TINY, FakeGenerator
+from fakes import FakeGenerator
+from toy_setup import make_tiny_model, quick_config
 
 from astarpo.cli import CONFIG_VERBS, VERBS
 from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
-from astarpo.llm import AStarPOConfig, AStarPOTrainer
-from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm import AStarPOTrainer
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.estimate import estimate_values
@@ -192,15 +192,7 @@ def _table(tmp_path, model_name, rows=ROWS, max_new_tokens=3):
 
 
 def _train(tokenizer, tmp_path, model, table, rows=ROWS, **kw):
-    args = AStarPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
-        batch_size=4,
-        max_new_tokens=3,
-        progress=False,
-        report_to="none",
-        **kw,
-    )
+    args = quick_config(tmp_path, max_steps=1, batch_size=4, max_new_tokens=3, **kw)
     trainer = AStarPOTrainer(
         model=model,
         reward_funcs=exact_match_reward,
@@ -215,7 +207,7 @@ def _train(tokenizer, tmp_path, model, table, rows=ROWS, **kw):
 @pytest.fixture
 def saved_model(tokenizer, tmp_path):
     path = tmp_path / "base"
-    make_toy_model(tokenizer, seed=0, **TINY).save_pretrained(path)
+    make_tiny_model(tokenizer).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
 
@@ -258,15 +250,7 @@ def test_a_subset_of_the_table_needs_no_override_and_a_missing_prompt_is_named(
 def test_run_config_records_the_algorithm_that_ran(tokenizer, tmp_path, saved_model):
     from astarpo.llm.algorithms.astarpo import AStarPO
 
-    args = AStarPOConfig(
-        output_dir=str(tmp_path / "r"),
-        max_steps=1,
-        batch_size=4,
-        beta2=1e-3,
-        max_new_tokens=3,
-        progress=False,
-        report_to="none",
-    )
+    args = quick_config(tmp_path / "r", max_steps=1, batch_size=4, beta2=1e-3, max_new_tokens=3)
     trainer = AStarPOTrainer(
         model=saved_model,
         reward_funcs=exact_match_reward,

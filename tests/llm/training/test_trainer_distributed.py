@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
-from fakes import TINY
+from toy_setup import make_tiny_model, quick_config
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -28,8 +28,7 @@ def first_digit_reward(prompts: list[str], completions: list[str], answer: list[
 
 
 def make_trainer(out: str, **overrides: Any) -> Any:
-    from astarpo.llm.algorithms.astarpo import AStarPOConfig
-    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.models.toy import make_char_tokenizer
     from astarpo.llm.rewards.builtin import exact_match_reward
     from astarpo.llm.toy.problems import addition_task
     from astarpo.llm.training.trainers import AStarPOTrainer
@@ -38,27 +37,24 @@ def make_trainer(out: str, **overrides: Any) -> Any:
     table = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(rows)}
     tokenizer = make_char_tokenizer()
     cfg: dict[str, Any] = {
-        "output_dir": out,
         "max_steps": 3,
         "batch_size": 8,
         "minibatches": 2,
         "max_new_tokens": 4,
         "learning_rate": 3e-3,
         "save_steps": 2,
-        "progress": False,
-        "report_to": "none",
         "seed": 1,
         "seed_chunk_size": 1,
         "device": "cpu",
     }
     cfg.update(overrides)
-    model = make_toy_model(tokenizer, seed=0, **TINY)
-    ref = None if cfg.get("lora_r") else make_toy_model(tokenizer, seed=0, **TINY)
+    model = make_tiny_model(tokenizer)
+    ref = None if cfg.get("lora_r") else make_tiny_model(tokenizer)
     return AStarPOTrainer(
         model,
         ref,
         [first_digit_reward, exact_match_reward],
-        args=AStarPOConfig(**cfg),
+        args=quick_config(out, **cfg),
         train_dataset=rows,
         v_star_table=table,
         tokenizer=tokenizer,

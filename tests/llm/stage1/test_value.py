@@ -18,7 +18,7 @@ from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import MissingPromptError, ValueTable
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[2]))
 from fakes import FakeGenerator
 
 SAMPLING = SamplingConfig(max_new_tokens=8, temperature=1.0)

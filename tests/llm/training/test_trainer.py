@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 import torch
-from fakes import TINY, record_batches
+from fakes import record_batches
+from toy_setup import make_tiny_model, quick_config
 
 from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.models.logprobs import sequence_logprobs
-from astarpo.llm.models.toy import make_toy_model
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.toy.problems import addition_task
@@ -29,25 +29,22 @@ def first_digit_reward(prompts, completions, answer, **_):
 
 def make_trainer(tokenizer, tmp_path, **overrides):
     cfg = {
-        "output_dir": str(tmp_path),
         "max_steps": 4,
         "batch_size": 8,
         "minibatches": 2,
         "max_new_tokens": 4,
         "learning_rate": 3e-3,
         "save_steps": 2,
-        "progress": False,
-        "report_to": "none",
         "seed": 1,
     }
     cfg.update(overrides)
-    model = make_toy_model(tokenizer, seed=0, **TINY)
-    ref = make_toy_model(tokenizer, seed=0, **TINY)
+    model = make_tiny_model(tokenizer)
+    ref = make_tiny_model(tokenizer)
     tr = AStarPOTrainer(
         model,
         ref,
         [first_digit_reward, exact_match_reward],
-        args=AStarPOConfig(**cfg),
+        args=quick_config(tmp_path, **cfg),
         train_dataset=ROWS,
         v_star_table=TABLE,
         tokenizer=tokenizer,
@@ -152,7 +149,7 @@ def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     del table[missing]
     with pytest.raises(KeyError, match=missing.replace("+", r"\+")):
         lookup_v_star(table, [r["prompt"] for r in ROWS])
-    model = make_toy_model(tokenizer, **TINY)
+    model = make_tiny_model(tokenizer)
     with pytest.raises(KeyError, match="missing"):
         AStarPOTrainer(
             model,
@@ -301,11 +298,10 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
 
     algo = GroupAlgo()
     assert isinstance(algo, Algorithm)
-    cfg = TrainConfig(output_dir=str(tmp_path), max_steps=2, batch_size=4, minibatches=2,
-                      update_epochs=2, max_new_tokens=3, learning_rate=1e-2, progress=False,
-                      report_to="none")  # fmt: skip
-    model = make_toy_model(tokenizer, **TINY)
-    ref = make_toy_model(tokenizer, **TINY)
+    cfg = quick_config(tmp_path, TrainConfig, max_steps=2, batch_size=4, minibatches=2,
+                       update_epochs=2, max_new_tokens=3, learning_rate=1e-2)  # fmt: skip
+    model = make_tiny_model(tokenizer)
+    ref = make_tiny_model(tokenizer)
     w0 = algo.critic.weight.detach().clone()
     tr = Trainer(
         model,
@@ -339,7 +335,7 @@ def test_docs_list_every_config_field() -> None:
 
     from astarpo.llm.algorithms.config import config_fields
 
-    page = (Path(__file__).parents[2] / "docs" / "llm.md").read_text()
+    page = (Path(__file__).parents[3] / "docs" / "llm.md").read_text()
     for name, default, help_text in config_fields(AStarPOConfig):
         assert f"| `{name}` | `{default!r}` |" in page, f"docs/llm.md lacks config field {name}"
         assert help_text, f"config field {name} has no help text"

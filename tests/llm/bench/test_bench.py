@@ -450,7 +450,7 @@ def test_bench_cli_task_and_backend_flags(monkeypatch, tmp_path):
 def test_quick_protocol_on_the_scratchpad_task(tmp_path):
     """The whole bench on the scratchpad task, shrunk (a tiny model, 1 SFT step, 1 seed):
     long responses flow through the reference, Stage 1, the runs and the report."""
-    from fakes import TINY
+    from toy_setup import TINY
 
     from astarpo.llm.bench.run import run_bench
 

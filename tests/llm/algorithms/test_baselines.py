@@ -8,7 +8,8 @@ import math
 
 import pytest
 import torch
-from fakes import TINY, record_batches
+from fakes import record_batches
+from toy_setup import make_tiny_model, quick_config
 
 from astarpo.llm.algorithms.base import Algorithm
 from astarpo.llm.algorithms.grpo import GRPO, RLOO, GRPOConfig, RLOOConfig
@@ -16,7 +17,6 @@ from astarpo.llm.algorithms.losses import clipped_policy_loss, group_advantages,
 from astarpo.llm.algorithms.ppo import PPO, PPOConfig, ValueModel
 from astarpo.llm.algorithms.rebel import REBEL, REBELConfig
 from astarpo.llm.models.logprobs import pack, sequence_logprobs
-from astarpo.llm.models.toy import make_toy_model
 from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import GRPOTrainer, PPOTrainer, REBELTrainer, RLOOTrainer
 
@@ -34,8 +34,6 @@ COMMON = {
     "max_new_tokens": 4,
     "learning_rate": 3e-3,
     "save_steps": 0,
-    "progress": False,
-    "report_to": "none",
     "seed": 3,
 }
 
@@ -54,9 +52,9 @@ CASES = {
 
 def make(tokenizer, tmp_path, name, **overrides):
     trainer_cls, cfg_cls, extra = CASES[name]
-    model = make_toy_model(tokenizer, seed=0, **TINY)
-    ref = make_toy_model(tokenizer, seed=0, **TINY)
-    cfg = cfg_cls(output_dir=str(tmp_path / name), **{**COMMON, **extra, **overrides})
+    model = make_tiny_model(tokenizer)
+    ref = make_tiny_model(tokenizer)
+    cfg = quick_config(tmp_path / name, cfg_cls, **{**COMMON, **extra, **overrides})
     tr = trainer_cls(
         model, ref, [digit_fraction_reward], args=cfg, train_dataset=ROWS, tokenizer=tokenizer
     )
@@ -143,7 +141,7 @@ def test_ppo_prepare_puts_reward_on_last_token(tokenizer, tmp_path):
 
 
 def test_value_model_aligns_with_token_logprobs(tokenizer):
-    model = make_toy_model(tokenizer, seed=0, **TINY)
+    model = make_tiny_model(tokenizer)
     critic = ValueModel.from_causal_lm(model)
     torch.nn.init.normal_(critic.head.weight, generator=torch.Generator().manual_seed(0))
     packed = pack([[5, 6, 7], [8]], [[9, 10], [11, 12, 1]], pad_token_id=0)
@@ -181,7 +179,7 @@ def test_configs_reject_bad_values(cls, kwargs, match):
 
 
 def test_trainers_reject_wrong_config(tokenizer):
-    model = make_toy_model(tokenizer, seed=0, **TINY)
+    model = make_tiny_model(tokenizer)
     with pytest.raises(TypeError, match="GRPOConfig"):
         GRPOTrainer(model, None, [digit_fraction_reward], args=PPOConfig(), train_dataset=ROWS)
 
@@ -192,7 +190,7 @@ def test_from_config_factories(tokenizer):
     assert type(REBEL.from_config(REBELConfig())) is REBEL
     with pytest.raises(ValueError, match="copy its critic"):
         PPO.from_config(PPOConfig())
-    ppo = PPO.from_config(PPOConfig(), ref_model=make_toy_model(tokenizer, seed=0, **TINY))
+    ppo = PPO.from_config(PPOConfig(), ref_model=make_tiny_model(tokenizer))
     assert isinstance(ppo.modules()[0], ValueModel)
 
 
@@ -237,7 +235,7 @@ def test_docs_table_and_cli_list_every_registered_algorithm(capsys):
     from astarpo.cli import main
     from astarpo.llm.algorithms.registry import ALGORITHMS
 
-    page = (Path(__file__).parents[2] / "docs" / "baselines.md").read_text()
+    page = (Path(__file__).parents[3] / "docs" / "baselines.md").read_text()
     for name, spec in ALGORITHMS.items():
         assert f"| `{name}` |" in page, f"docs/baselines.md lacks algorithm {name}"
         assert spec.config.__name__ in page

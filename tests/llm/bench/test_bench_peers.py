@@ -171,7 +171,7 @@ def test_docs_table_is_the_recorded_differences():
     """docs/baselines.md's "Peers: TRL" table is peer_info at the defaults, row for row."""
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "baselines.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "baselines.md").read_text()
     assert "TRL 1.16.0" in doc
     for k, d in peers.peer_info(BenchConfig(peers=("trl",)))["differences"].items():
         assert f"| {k} | {d['trl']} | {d['ours']} |" in doc, k
