@@ -24,8 +24,9 @@ from astarpo.commands.common import (
     needs_hf_model,
     refuse_existing,
 )
+from astarpo.commands.console import format_table
 from astarpo.llm.data.files import standard_json
-from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.eval import evaluate, evaluate_benchmarks, resolve_benchmarks
 from astarpo.llm.rollout.base import SamplingConfig
 
 

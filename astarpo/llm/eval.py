@@ -33,7 +33,6 @@ __all__ = [
     "answer_probability",
     "evaluate",
     "evaluate_benchmarks",
-    "format_table",
     "resolve_benchmarks",
 ]
 
@@ -255,25 +254,6 @@ def evaluate_benchmarks(
         )
         out[bench.name] = {"title": bench.title or bench.name, **res}
     return out
-
-
-def format_table(results: Mapping[str, Mapping[str, Any]]) -> str:
-    """A Markdown table, one row per benchmark (accuracy in %), and their average."""
-    lines = [
-        "| benchmark | metric | prompts | accuracy (%) | pass@k (%) | unscored |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-    ]
-    accs = []
-    for name, r in results.items():
-        unscored = int(sum(v for key, v in r["unscored"].items() if key.endswith("/none")))
-        accs.append(r["accuracy"])
-        lines.append(
-            f"| {r.get('title', name)} | {r['metric']} | {r['n_prompts']} | "
-            f"{100 * r['accuracy']:.1f} | {100 * r['pass_at_k']:.1f} | {unscored} |"
-        )
-    if len(accs) > 1:
-        lines.append(f"| average | | | {100 * float(np.mean(accs)):.1f} | | |")
-    return "\n".join(lines)
 
 
 def answer_probability(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> Any:
