@@ -24,7 +24,7 @@ from astarpo.llm.rewards.math_verify import MathVerifyReward
 
 
 def in_process(completions: list[str], golds: list[str]) -> tuple[float, int]:
-    from astarpo.llm.data import math_verify_worker as w
+    from astarpo.llm.rewards import math_verify_worker as w
 
     t0 = time.perf_counter()
     ok = sum(

@@ -61,12 +61,7 @@ def _import(name: str, *modules: str) -> Any:
 
 def child_prepare(model_dir: str, untrained: bool) -> None:
     """Save the reference (SFT'd toy model, or the untrained one) to ``model_dir``."""
-    toy = (
-        "astarpo.llm.models.toy",
-        "astarpo.llm.toy.problems",
-        "astarpo.llm.toy.model",
-        "astarpo.llm.toy",
-    )
+    toy = TOY_MODULES
     tok = _import("make_char_tokenizer", *toy)()
     model = _import("make_toy_model", *toy)(tok, seed=0)
     if not untrained:
@@ -88,12 +83,7 @@ def child_run(args: argparse.Namespace) -> None:
     from astarpo.llm import AStarPOConfig, AStarPOTrainer
 
     torch.set_num_threads(args.threads)
-    toy = (
-        "astarpo.llm.models.toy",
-        "astarpo.llm.toy.problems",
-        "astarpo.llm.toy.model",
-        "astarpo.llm.toy",
-    )
+    toy = TOY_MODULES
     tok = _import("make_char_tokenizer", *toy)()
     rows = _import("addition_task", *toy)(10000, seed=1, zero_pad=True)[: args.batch_size]
     reward = _import(

@@ -67,9 +67,9 @@ def scratchpad_task(n: int, seed: int = 0, digits: int = 4) -> list[dict[str, st
     """``n`` distinct zero-padded addition problems whose answer is the worked solution.
 
     The prompt is ``"0123+4567="``; the answer is
-    :func:`~astarpo.llm.data.scratchpad.scratchpad_solution` (a step per digit with its carry,
+    :func:`~astarpo.llm.rewards.scratchpad.scratchpad_solution` (a step per digit with its carry,
     then ``ans=04690``): ``16 * digits + 5`` characters, 69 for 4 digits. Score it with
-    :func:`~astarpo.llm.data.scratchpad.scratchpad_reward` (built-in reward ``scratchpad``),
+    :func:`~astarpo.llm.rewards.scratchpad.scratchpad_reward` (built-in reward ``scratchpad``),
     which also requires EOS. A model for it needs :data:`SCRATCHPAD_POSITIONS` positions
     (``make_toy_model(tok, max_position_embeddings=SCRATCHPAD_POSITIONS)``).
 
