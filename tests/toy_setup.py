@@ -26,9 +26,9 @@ def make_tiny_model(tokenizer: Any, seed: int = 0, **overrides: Any) -> Any:
     return make_toy_model(tokenizer, seed=seed, **{**TINY, **overrides})
 
 
-def quick_config(output_dir: str | Path, cls: Any = None, **fields: Any) -> Any:
+def quick_config(output_dir: str | Path, cls: Any = None, /, **fields: Any) -> Any:
     """``cls`` (default ``AStarPOConfig``) writing to ``output_dir``, :data:`QUIET`, and
-    ``fields``."""
+    ``fields`` (which may override any of them, ``output_dir`` included)."""
     if cls is None:
         from astarpo.llm.algorithms.astarpo import AStarPOConfig
 
