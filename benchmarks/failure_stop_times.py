@@ -90,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         sys.path.insert(0, str(ROOT))
-        from astarpo.llm.toy.model import addition_task
+        from astarpo.llm.toy.problems import addition_task
 
         rows = addition_task(8, seed=0)
         (work / "p.jsonl").write_text(

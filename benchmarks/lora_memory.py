@@ -30,7 +30,7 @@ def _step(mode: str, device: str, hidden: int, layers: int, batch: int, seq: int
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from astarpo.llm.parallel.lora import AdapterDisabledReference, apply_lora, parameter_bytes
+    from astarpo.llm.models.lora import AdapterDisabledReference, apply_lora, parameter_bytes
 
     def rss_peak_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux

@@ -6,8 +6,8 @@ Run from the repository root::
 
 Prints, for the 500 MATH500 gold answers scored as completions (``\\boxed{gold}``):
 items/s of in-process math-verify (no timeout protection, the baseline) and of
-:class:`astarpo.llm.data.rewards.MathVerifyReward` with 1..W workers, their ratio, and the wall
-time of scoring the hanging completion ``\\boxed{9^{9^{9^{9^{9}}}}}`` (should be about the
+:class:`astarpo.llm.rewards.math_verify.MathVerifyReward` with 1..W workers, their ratio, and
+the wall time of scoring the hanging completion ``\\boxed{9^{9^{9^{9^{9}}}}}`` (should be about the
 timeout). Also counts gold answers of every packaged benchmark that math-verify cannot parse.
 """
 
@@ -18,12 +18,13 @@ import logging
 import time
 
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
-from astarpo.llm.data.rewards import MathVerifyReward, RewardReport
 from astarpo.llm.eval import BENCHMARKS
+from astarpo.llm.rewards.builtin import RewardReport
+from astarpo.llm.rewards.math_verify import MathVerifyReward
 
 
 def in_process(completions: list[str], golds: list[str]) -> tuple[float, int]:
-    from astarpo.llm.data import math_verify_worker as w
+    from astarpo.llm.rewards import math_verify_worker as w
 
     t0 = time.perf_counter()
     ok = sum(

@@ -21,7 +21,7 @@ import torch
 
 from astarpo.llm.bench.config import BenchConfig
 from astarpo.llm.bench.run import REF_SEED, REF_SFT_BATCH, splits
-from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, check_accuracy, sft
 
 

@@ -37,25 +37,37 @@ from typing import Any
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 
-def _import(new: str, old: str, name: str) -> Any:
-    """``name`` from module ``new``, else from ``old`` (the layout before the refactor)."""
+# Where the toy model and its problems lived, newest layout first.
+TOY_MODULES = (
+    "astarpo.llm.models.toy",
+    "astarpo.llm.toy.problems",
+    "astarpo.llm.toy.model",
+    "astarpo.llm.toy",
+)
+
+
+def _import(name: str, *modules: str) -> Any:
+    """``name`` from the first of ``modules`` that has it (the current layout first, then the
+    layouts before each refactor, so that a baseline checkout runs this script too)."""
     import importlib
 
-    try:
-        return getattr(importlib.import_module(new), name)
-    except ImportError:
-        return getattr(importlib.import_module(old), name)
+    for module in modules:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"none of {', '.join(modules)} has {name}")
 
 
 def child_prepare(model_dir: str, untrained: bool) -> None:
     """Save the reference (SFT'd toy model, or the untrained one) to ``model_dir``."""
-    toy, old_toy = "astarpo.llm.toy.model", "astarpo.llm.toy"
-    tok = _import(toy, old_toy, "make_char_tokenizer")()
-    model = _import(toy, old_toy, "make_toy_model")(tok, seed=0)
+    toy = TOY_MODULES
+    tok = _import("make_char_tokenizer", *toy)()
+    model = _import("make_toy_model", *toy)(tok, seed=0)
     if not untrained:
-        rows = _import(toy, old_toy, "addition_task")(9000, seed=0, zero_pad=True)[1000:]
-        sft_cfg = _import("astarpo.llm.toy.sft", "astarpo.llm.sft", "SFTConfig")(500, 64, 2e-3)
-        cached_sft = _import("astarpo.llm.toy.sft", "astarpo.llm.sft", "cached_sft")
+        rows = _import("addition_task", *toy)(9000, seed=0, zero_pad=True)[1000:]
+        sft_cfg = _import("SFTConfig", "astarpo.llm.toy.sft", "astarpo.llm.sft")(500, 64, 2e-3)
+        cached_sft = _import("cached_sft", "astarpo.llm.toy.sft", "astarpo.llm.sft")
         model, _ = cached_sft(model, tok, rows, sft_cfg, progress=False)
     model.save_pretrained(model_dir)
 
@@ -71,10 +83,15 @@ def child_run(args: argparse.Namespace) -> None:
     from astarpo.llm import AStarPOConfig, AStarPOTrainer
 
     torch.set_num_threads(args.threads)
-    toy, old_toy = "astarpo.llm.toy.model", "astarpo.llm.toy"
-    tok = _import(toy, old_toy, "make_char_tokenizer")()
-    rows = _import(toy, old_toy, "addition_task")(10000, seed=1, zero_pad=True)[: args.batch_size]
-    reward = _import("astarpo.llm.data.rewards", "astarpo.llm.rewards", "exact_match_reward")
+    toy = TOY_MODULES
+    tok = _import("make_char_tokenizer", *toy)()
+    rows = _import("addition_task", *toy)(10000, seed=1, zero_pad=True)[: args.batch_size]
+    reward = _import(
+        "exact_match_reward",
+        "astarpo.llm.rewards.builtin",
+        "astarpo.llm.data.rewards",
+        "astarpo.llm.rewards",
+    )
     policy = AutoModelForCausalLM.from_pretrained(args.child_run).train()
     ref = AutoModelForCausalLM.from_pretrained(args.child_run).eval()
     fields = {f.name for f in dataclasses.fields(AStarPOConfig)}

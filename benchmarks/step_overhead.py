@@ -30,7 +30,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainer import Trainer

@@ -7,7 +7,7 @@ Run from the repository root (vLLM installed; on CPU in ``.venv-vllm``, see ``ma
 
 Both backends are driven through the :class:`~astarpo.llm.rollout.base.Generator` interface
 exactly as ``astarpo value`` drives them: ``--prompts-per-call`` prompts per ``generate`` call,
-``--n-samples`` responses each, seeds from :func:`astarpo.llm.rollout.seeds.derive_seed` of the
+``--n-samples`` responses each, seeds from :func:`astarpo.llm.rollout.base.derive_seed` of the
 batch's prompt keys (as Stage 1). One warm-up call per backend is not timed, nor is the engine
 start (printed separately). Prints samples/s and generated tokens/s of each backend and the
 ratio vLLM / HF, from this one run.
@@ -28,7 +28,7 @@ def _time_backend(
     gen: Any, prompts: list[str], n: int, sampling: Any, batch_size: int
 ) -> tuple[float, int, int]:
     from astarpo.llm.data.prompts import prompt_key
-    from astarpo.llm.rollout.seeds import derive_seed
+    from astarpo.llm.rollout.base import derive_seed
 
     gen.generate(prompts[:batch_size], n, sampling, 12345)  # warm-up, not timed
     samples = tokens = 0
@@ -61,7 +61,7 @@ def main() -> None:
     from astarpo.llm.rollout.base import SamplingConfig
     from astarpo.llm.rollout.hf import HFGenerator
     from astarpo.llm.rollout.vllm import VLLMGenerator
-    from astarpo.llm.toy.model import addition_task
+    from astarpo.llm.toy.problems import addition_task
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = "bfloat16" if device == "cuda" else "float32"

@@ -14,7 +14,19 @@ ROOT = Path(__file__).resolve().parents[1] / "astarpo"
 
 # Subpackages of astarpo.llm from the bottom up: a module may import only from its own
 # subpackage or from one listed before it (and from astarpo's core modules).
-LAYERS = ["parallel", "data", "rollout", "stage1", "algorithms", "training", "eval", "toy", "bench"]
+LAYERS = [
+    "parallel",
+    "models",
+    "data",
+    "rewards",
+    "rollout",
+    "stage1",
+    "algorithms",
+    "training",
+    "eval",
+    "toy",
+    "bench",
+]
 
 
 def _module_name(path: Path) -> str:

@@ -38,7 +38,7 @@ def test_wheel_contains_the_benchmarks(tmp_path):
 def test_every_from_pretrained_says_whether_it_may_download():
     """Nothing contacts a hub unless the user names a remote model: every ``from_pretrained``
     call in the package passes ``local_files_only`` (True, or True for a local directory in
-    :mod:`astarpo.llm.rollout.models`)."""
+    :mod:`astarpo.llm.models.loading`)."""
     import ast
 
     bad = []

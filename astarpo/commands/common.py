@@ -2,7 +2,7 @@
 the generation backend (one set of flags, ``--backend`` and ``--gpu-memory-utilization``).
 
 Models are loaded from a local directory only (``local_files_only=True``): the command line
-never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm.toy.model`
+never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm.models.toy`
 (randomly initialized; for smoke tests).
 """
 
@@ -18,12 +18,13 @@ import torch
 
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.data.rewards import MathVerifyReward
-from astarpo.llm.data.scoring import load_reward
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.loading import load_tokenizer as load_saved_tokenizer
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.rewards.math_verify import MathVerifyReward
+from astarpo.llm.rewards.scoring import load_reward
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
-from astarpo.llm.rollout.models import load_tokenizer as load_saved_tokenizer
-from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -238,17 +239,12 @@ def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> t
             f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
             "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
         )
-    from transformers import AutoModelForCausalLM  # the llm extra
-
     if dtype == "auto":
         torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
     else:
         torch_dtype = getattr(torch, dtype)
     tokenizer = load_saved_tokenizer(path)  # before the weights; refuses a missing tokenizer
-    model: Any = AutoModelForCausalLM.from_pretrained(
-        path, local_files_only=True, dtype=torch_dtype
-    )
-    return model.to(dev), tokenizer
+    return load_pretrained_model(path, dtype=torch_dtype, device=dev), tokenizer
 
 
 def make_generator(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:

@@ -24,13 +24,13 @@ from astarpo.commands.common import (
     needs_hf_model,
     refuse_existing,
 )
+from astarpo.commands.console import format_table
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import (
     PROMPTS_PER_CALL,
     SAMPLED,
     evaluate,
     evaluate_benchmarks,
-    format_table,
     resolve_benchmarks,
 )
 from astarpo.llm.rollout.base import SamplingConfig

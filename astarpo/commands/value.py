@@ -31,9 +31,8 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.commands.fields import add_field_arguments, field_values, name_flags
-from astarpo.llm.data.fit import check_prompts_fit, max_positions
+from astarpo.llm.models.fit import check_model_fits, check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
-from astarpo.llm.rollout.models import check_model_fits
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path

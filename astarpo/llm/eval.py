@@ -24,9 +24,8 @@ from tqdm.auto import tqdm
 
 from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
 from astarpo.llm.data.rows import check_reward_columns
-from astarpo.llm.data.scoring import compute_rewards
-from astarpo.llm.rollout.base import SamplingConfig
-from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.rewards.scoring import compute_rewards
+from astarpo.llm.rollout.base import SamplingConfig, derive_seed
 
 __all__ = [
     "BENCHMARKS",
@@ -37,7 +36,6 @@ __all__ = [
     "answer_probability",
     "evaluate",
     "evaluate_benchmarks",
-    "format_table",
     "resolve_benchmarks",
 ]
 
@@ -121,7 +119,8 @@ def evaluate(
     Args:
         generator: A :class:`~astarpo.llm.rollout.hf.Generator`.
         rows: Rows with ``prompt`` and the reward columns (e.g. ``answer``), ``[P]``.
-        reward_funcs: Reward functions, summed by :func:`~astarpo.llm.data.rewards.compute_rewards`.
+        reward_funcs: Reward functions, summed by
+            :func:`~astarpo.llm.rewards.scoring.compute_rewards`.
         k: Responses per prompt. ``k == 1`` with greedy sampling is pass@1; ``k > 1`` needs
             ``temperature > 0`` (avg@k).
         sampling: :class:`~astarpo.llm.rollout.hf.SamplingConfig` (default :data:`GREEDY`:
@@ -270,25 +269,6 @@ def evaluate_benchmarks(
     return out
 
 
-def format_table(results: Mapping[str, Mapping[str, Any]]) -> str:
-    """A Markdown table, one row per benchmark (accuracy in %), and their average."""
-    lines = [
-        "| benchmark | metric | prompts | accuracy (%) | pass@k (%) | unscored |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-    ]
-    accs = []
-    for name, r in results.items():
-        unscored = int(sum(v for key, v in r["unscored"].items() if key.endswith("/none")))
-        accs.append(r["accuracy"])
-        lines.append(
-            f"| {r.get('title', name)} | {r['metric']} | {r['n_prompts']} | "
-            f"{100 * r['accuracy']:.1f} | {100 * r['pass_at_k']:.1f} | {unscored} |"
-        )
-    if len(accs) > 1:
-        lines.append(f"| average | | | {100 * float(np.mean(accs)):.1f} | | |")
-    return "\n".join(lines)
-
-
 def answer_probability(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> Any:
     """Exact-answer probability of every row, ``[B]`` float tensor on the CPU.
 
@@ -296,7 +276,7 @@ def answer_probability(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, A
 
     the probability that one sample at temperature 1 is exactly the answer ``a_i``: the
     expected sampled exact-match accuracy of the row without sampling noise. A response that
-    only adds white space, which :func:`~astarpo.llm.data.rewards.exact_match_reward` also
+    only adds white space, which :func:`~astarpo.llm.rewards.builtin.exact_match_reward` also
     accepts, is not counted, so the mean is a lower bound of the expected sampled accuracy.
 
     Args:
@@ -306,7 +286,7 @@ def answer_probability(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, A
     """
     import torch
 
-    from astarpo.llm.algorithms.logprobs import sequence_logprobs
+    from astarpo.llm.models.logprobs import sequence_logprobs
 
     prompts = tokenizer([r["prompt"] for r in rows], add_special_tokens=False)["input_ids"]
     answers = tokenizer([str(r["answer"]) for r in rows], add_special_tokens=False)["input_ids"]

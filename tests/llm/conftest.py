@@ -1,22 +1,8 @@
-"""Shared fixtures of the LLM tests: the char tokenizer and a very small toy model."""
+"""The LLM tests need transformers (the fixtures are in ``tests/conftest.py``); this folder
+also holds the helpers that subprocesses import (``faults``, ``fault_main``, ``vllm_helpers``)."""
 
 from __future__ import annotations
 
 import pytest
-from fakes import TINY
 
 pytest.importorskip("transformers")
-
-
-@pytest.fixture(scope="session")
-def tokenizer():
-    from astarpo.llm.toy.model import make_char_tokenizer
-
-    return make_char_tokenizer()
-
-
-@pytest.fixture
-def tiny_model(tokenizer):
-    from astarpo.llm.toy.model import make_toy_model
-
-    return make_toy_model(tokenizer, seed=0, **TINY)

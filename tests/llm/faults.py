@@ -1,4 +1,4 @@
-"""Planted faults for the multi-process failure tests (tests/llm/test_failures.py).
+"""Planted faults for the multi-process failure tests (tests/llm/parallel/test_failures.py).
 
 ``ASTARPO_TEST_FAULT="KIND:RANK:CALL"`` arms one fault on rank RANK at its CALL-th call (1-based)
 of a reward or of ``generate``; with ``ASTARPO_TEST_FAULT_MARK=PATH`` it fires only while PATH

@@ -10,21 +10,22 @@ from pathlib import Path
 
 import pytest
 import torch
-from fakes import TINY, FakeGenerator
+from fakes import FakeGenerator
+from toy_setup import make_tiny_model, quick_config
 
 from astarpo.cli import main
-from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.data.rows import as_rows
-from astarpo.llm.data.scoring import compute_rewards
 from astarpo.llm.eval import evaluate
+from astarpo.llm.models.toy import make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.callbacks import check_callbacks
 from astarpo.llm.training.trainers import AStarPOTrainer
 
@@ -54,16 +55,9 @@ def _data(tmp_path: Path, rows: list[dict] | None = None) -> Path:
 
 
 def _trainer(tokenizer, tmp_path, rows=ROWS, **kwargs):
-    cfg = AStarPOConfig(
-        output_dir=str(tmp_path / "run"),
-        max_steps=1,
-        batch_size=4,
-        max_new_tokens=3,
-        progress=False,
-        report_to="none",
-    )
+    cfg = quick_config(tmp_path / "run", max_steps=1, batch_size=4, max_new_tokens=3)
     return AStarPOTrainer(
-        make_toy_model(tokenizer, seed=0, **TINY),
+        make_tiny_model(tokenizer),
         kwargs.pop("ref", None),
         kwargs.pop("rewards", [exact_match_reward]),
         args=cfg,
@@ -312,10 +306,10 @@ def test_eval_out_to_an_unwritable_path_fails_before_evaluating(tmp_path, capsys
 
 
 def test_model_folder_without_tokenizer_names_the_tokenizer(tokenizer, tmp_path, capsys):
-    from astarpo.llm.rollout.models import load_causal_lm, load_tokenizer
+    from astarpo.llm.models.loading import load_causal_lm, load_tokenizer
 
     folder = tmp_path / "notok"
-    make_toy_model(tokenizer, seed=0, **TINY).save_pretrained(folder)
+    make_tiny_model(tokenizer).save_pretrained(folder)
     with pytest.raises(FileNotFoundError, match="has no tokenizer"):
         load_tokenizer(folder)
     model, tok = load_causal_lm(folder)  # a caller with its own tokenizer still loads it
@@ -383,19 +377,12 @@ def test_estimate_values_out_path_folder_is_refused(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without CUDA")
 def test_trainer_device_cuda_without_cuda_says_no_cuda(tmp_path, tokenizer):
-    from astarpo.llm import AStarPOConfig, AStarPOTrainer
-    from astarpo.llm.data.rewards import exact_match_reward
-    from astarpo.llm.toy.model import addition_task, make_toy_model
+    from astarpo.llm import AStarPOTrainer
+    from astarpo.llm.rewards.builtin import exact_match_reward
+    from astarpo.llm.toy.problems import addition_task
 
     rows = addition_task(4, seed=0)
-    args = AStarPOConfig(
-        output_dir=str(tmp_path / "r"),
-        device="cuda",
-        max_new_tokens=3,
-        batch_size=2,
-        report_to="none",
-        progress=False,
-    )
+    args = quick_config(tmp_path / "r", device="cuda", max_new_tokens=3, batch_size=2)
     with pytest.raises(ValueError, match="device 'cuda': no CUDA: this torch is a CPU-only build"):
         AStarPOTrainer(
             make_toy_model(tokenizer, seed=0),

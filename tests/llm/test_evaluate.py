@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 
 from astarpo.cli import main
+from astarpo.commands.console import format_table
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
-from astarpo.llm.data.rewards import MathVerifyReward, exact_match_reward
-from astarpo.llm.eval import evaluate, evaluate_benchmarks, format_table, resolve_benchmarks
+from astarpo.llm.eval import evaluate, evaluate_benchmarks, resolve_benchmarks
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.math_verify import MathVerifyReward
 from astarpo.llm.rollout.base import SamplingConfig
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes import FakeGenerator
 
 SAMPLED = SamplingConfig(16, 1.0, 1.0)

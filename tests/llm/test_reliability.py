@@ -1,6 +1,8 @@
-"""Reliability: nothing lost, nothing silent, nothing executed, nothing hangs (issue 10).
+"""Reliability: nothing lost, nothing silent, nothing executed, nothing hangs.
 
-Each test names the case of the issue it covers. CLI error paths run ``astarpo`` in a
+Each test names the behaviour it checks; the sections group them by failure (non-finite steps,
+one run per directory, resume, weights-only loading, V* tables, the reward deadline, long
+prompts, a full disk, torn lines, the Stage 1 lock). CLI error paths run ``astarpo`` in a
 subprocess and check the exit code and the one ``error:`` line on stderr.
 """
 
@@ -20,20 +22,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from fakes import TINY, FakeGenerator
+from fakes import FakeGenerator
 from filelock import FileLock
+from toy_setup import make_tiny_model, quick_config
 
-from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.algorithms.grpo import GRPOConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.data.rewards import exact_match_reward
-from astarpo.llm.data.scoring import RewardTimeoutError, compute_rewards
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import RewardTimeoutError, compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.model import addition_task, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training import checkpoint as checkpoint_module
 from astarpo.llm.training.checkpoint import CheckpointError
 from astarpo.llm.training.guards import NonFiniteError
@@ -53,22 +55,19 @@ def first_digit_reward(prompts, completions, answer, **_):
 
 def config(tmp_path, **kw):
     cfg = {
-        "output_dir": str(tmp_path),
         "max_steps": 2,
         "batch_size": 4,
         "max_new_tokens": 3,
         "learning_rate": 1e-3,
         "save_steps": 1,
-        "progress": False,
-        "report_to": "none",
         "seed": 1,
     }
     cfg.update(kw)
-    return AStarPOConfig(**cfg)
+    return quick_config(tmp_path, **cfg)
 
 
 def trainer(tokenizer, tmp_path, rewards=(first_digit_reward,), rows=ROWS, table=None, **kw):
-    model = make_toy_model(tokenizer, seed=0, **TINY)
+    model = make_tiny_model(tokenizer)
     return AStarPOTrainer(
         model,
         None,
@@ -140,12 +139,12 @@ def value_table(tmp_path, data_file):
     return out
 
 
-# ---------------------------------------------------------------- case 1: non-finite steps
+# ---------------------------------------------------------------- non-finite steps
 @pytest.mark.parametrize(
     ("scale", "what"),
     [(1e300, "rewards are not finite as float32"), (1e30, "loss is inf")],
 )
-def test_case1_huge_reward_stops_with_the_step_and_saves_nothing(tokenizer, tmp_path, scale, what):
+def test_huge_reward_stops_with_the_step_and_saves_nothing(tokenizer, tmp_path, scale, what):
     def reward(prompts, completions, **_):
         return [scale] * len(completions)
 
@@ -159,7 +158,7 @@ def test_case1_huge_reward_stops_with_the_step_and_saves_nothing(tokenizer, tmp_
     assert [r["step"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == []
 
 
-def test_case1_non_finite_v_star_mapping_refused_at_construction(tokenizer, tmp_path):
+def test_non_finite_v_star_mapping_refused_at_construction(tokenizer, tmp_path):
     bad = dict(TABLE)
     bad[ROWS[3]["prompt"]] = float("nan")
     with pytest.raises(ValueError, match="non-finite values"):
@@ -168,7 +167,7 @@ def test_case1_non_finite_v_star_mapping_refused_at_construction(tokenizer, tmp_
         trainer(tokenizer, tmp_path, table={**TABLE, ROWS[0]["prompt"]: float("inf")})
 
 
-def test_case1_cli_exits_1_without_final(tmp_path, data_file, value_table):
+def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
     (tmp_path / "bad_rewards.py").write_text(
         "def huge(prompts, completions, **_):\n    return [1e300] * len(completions)\n"
     )
@@ -180,10 +179,8 @@ def test_case1_cli_exits_1_without_final(tmp_path, data_file, value_table):
     assert not (tmp_path / "run" / "final").exists() and out == ""
 
 
-# ------------------------------------------------------------ case 2: one run per directory
-def test_case2_cli_refuses_non_empty_out_without_resume_or_overwrite(
-    tmp_path, data_file, value_table
-):
+# ------------------------------------------------------------ one run per directory
+def test_cli_refuses_non_empty_out_without_resume_or_overwrite(tmp_path, data_file, value_table):
     out = tmp_path / "run"
     base = train_flags(data_file, value_table, out)
     assert cli(*base, "--max-steps", "2", tmp_path=tmp_path)[0] == 0
@@ -198,7 +195,7 @@ def test_case2_cli_refuses_non_empty_out_without_resume_or_overwrite(
     assert not (out / "checkpoint-2").exists()  # the earlier run is gone, not mixed
 
 
-def test_case2_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
+def test_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"step": 13}\n')
     with pytest.raises(
         RunDirError, match=r"holds an earlier run \(metrics.jsonl\).*--resume.*--overwrite"
@@ -207,7 +204,7 @@ def test_case2_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 13}\n'
 
 
-# ------------------------------------------------------ case 3: resume with other settings
+# ------------------------------------------------------ resume with other settings
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -219,7 +216,7 @@ def test_case2_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
         ({"rewards": [exact_match_reward]}, "rewards:"),
     ],
 )
-def test_case3_resume_refuses_changes_that_break_equality(tokenizer, tmp_path, change, named):
+def test_resume_refuses_changes_that_break_equality(tokenizer, tmp_path, change, named):
     trainer(tokenizer, tmp_path).train()
     kw = dict(change)
     rows = kw.pop("rows", ROWS)
@@ -230,11 +227,11 @@ def test_case3_resume_refuses_changes_that_break_equality(tokenizer, tmp_path, c
     assert named in str(e.value)
 
 
-def test_case3_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, tmp_path):
+def test_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, tmp_path):
     trainer(tokenizer, tmp_path).train()
-    model = make_toy_model(tokenizer, seed=0, **TINY)
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=3, batch_size=4, max_new_tokens=3,
-                      learning_rate=1e-3, progress=False, report_to="none", seed=1)  # fmt: skip
+    model = make_tiny_model(tokenizer)
+    args = quick_config(tmp_path, GRPOConfig, max_steps=3, batch_size=4, max_new_tokens=3,
+                        learning_rate=1e-3, seed=1)  # fmt: skip
     grpo = Trainer(model, None, [first_digit_reward], args=args, train_dataset=ROWS,
                    tokenizer=tokenizer)  # fmt: skip
     with pytest.raises(RunDirError, match="algorithm: 'astarpo' -> 'grpo'"):
@@ -244,7 +241,7 @@ def test_case3_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, 
     assert tr.step_count == 3
 
 
-def test_case3_cli_resume_names_the_changed_flag(tmp_path, data_file, value_table):
+def test_cli_resume_names_the_changed_flag(tmp_path, data_file, value_table):
     base = train_flags(data_file, value_table, tmp_path / "run")
     assert cli(*base, "--max-steps", "1", tmp_path=tmp_path)[0] == 0
     code, _, err = cli(*base, "--max-steps", "2", "--resume", "--learning-rate", "0.5",
@@ -252,7 +249,7 @@ def test_case3_cli_resume_names_the_changed_flag(tmp_path, data_file, value_tabl
     assert_one_error(code, err, 1, "learning_rate: 1e-06 -> 0.5")
 
 
-# ------------------------------------------------------------ case 4: weights-only loading
+# ------------------------------------------------------------ weights-only loading
 class Payload:
     """Unpickling this calls ``open(marker, "w")``: code run by a crafted checkpoint."""
 
@@ -263,7 +260,7 @@ class Payload:
         return (open, (self.marker, "w"))
 
 
-def test_case4_crafted_trainer_state_is_refused_and_runs_nothing(tokenizer, tmp_path):
+def test_crafted_trainer_state_is_refused_and_runs_nothing(tokenizer, tmp_path):
     trainer(tokenizer, tmp_path / "run").train()
     marker = tmp_path / "pwned"
     ckpt = tmp_path / "run" / "checkpoint-2"
@@ -275,13 +272,13 @@ def test_case4_crafted_trainer_state_is_refused_and_runs_nothing(tokenizer, tmp_
     assert not marker.exists()
 
 
-def test_case4_checkpoints_load_with_weights_only(tokenizer, tmp_path):
+def test_checkpoints_load_with_weights_only(tokenizer, tmp_path):
     trainer(tokenizer, tmp_path).train()
     for name in ("trainer_state.pt", "model.pt"):
         torch.load(tmp_path / "checkpoint-2" / name, weights_only=True)  # raises if not plain
 
 
-# ------------------------------------------------------------------ case 5 and 6: V* tables
+# ------------------------------------------------------------------ V* tables
 def _table_file(tmp_path, rows, reward=exact_match_reward, name="v.jsonl", **kw):
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows}, **kw)
     config = Stage1Config(n_samples=2, beta1=0.5, max_new_tokens=3, prompts_per_call=2,
@@ -289,7 +286,7 @@ def _table_file(tmp_path, rows, reward=exact_match_reward, name="v.jsonl", **kw)
     return estimate_values(gen, rows, [reward], config, out_path=tmp_path / name)
 
 
-def test_case5_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):
+def test_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):
     table = _table_file(tmp_path, ROWS)
     lines = Path(table.path).read_text().splitlines()
     row = json.loads(lines[1])
@@ -304,10 +301,10 @@ def test_case5_edited_v_star_and_duplicated_prompt_are_errors(tmp_path):
         ValueTable.load(dup)
 
 
-def test_case5_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tmp_path):
+def test_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tmp_path):
     table = ValueTable.load(_table_file(tmp_path, ROWS).path)
     prov = next(iter(table)).provenance
-    assert prov["reward_path"] == ["astarpo.llm.data.rewards:exact_match_reward"]
+    assert prov["reward_path"] == ["astarpo.llm.rewards.builtin:exact_match_reward"]
     assert {"beta1", "n_samples", "model", "sampling", "data"} <= set(prov)
     with pytest.raises(ValueTableError, match="reward_path: table"):
         trainer(tokenizer, tmp_path / "a", rewards=[first_digit_reward], table=table)
@@ -321,7 +318,7 @@ def test_case5_table_of_another_reward_or_answers_is_refused_by_training(tokeniz
     trainer(tokenizer, tmp_path / "d", rewards=[exact_match_reward], table=table)
 
 
-def test_case5_cli_refuses_a_table_of_another_model(tmp_path, data_file, value_table):
+def test_cli_refuses_a_table_of_another_model(tmp_path, data_file, value_table):
     lines = value_table.read_text().splitlines()
     rows = [json.loads(x) for x in lines]
     for r in rows:
@@ -344,7 +341,7 @@ def score_b(prompts, completions, answer, **_):
 score_a.__name__ = score_b.__name__ = "score"  # same name, different functions
 
 
-def test_case6_stage1_resume_with_another_reward_of_the_same_name_is_refused(tmp_path):
+def test_stage1_resume_with_another_reward_of_the_same_name_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="simulated kill"):
         _table_file(tmp_path, ROWS, reward=score_a, fail_after=1)
     assert len(ValueTable.load(tmp_path / "v.jsonl")) == 2  # one batch written
@@ -352,12 +349,12 @@ def test_case6_stage1_resume_with_another_reward_of_the_same_name_is_refused(tmp
         _table_file(tmp_path, ROWS, reward=score_b)
 
 
-# ------------------------------------------------------------------- case 7: reward deadline
+# ------------------------------------------------------------------- reward deadline
 def hang(prompts, completions, **_):
     threading.Event().wait()  # never returns
 
 
-def test_case7_a_hanging_reward_stops_with_its_name(tokenizer, tmp_path):
+def test_a_hanging_reward_stops_with_its_name(tokenizer, tmp_path):
     t0 = time.monotonic()
     with pytest.raises(RewardTimeoutError, match=r"test_reliability:hang did not return"):
         compute_rewards([hang], ["p"], ["c"], {}, timeout=0.5)
@@ -367,7 +364,7 @@ def test_case7_a_hanging_reward_stops_with_its_name(tokenizer, tmp_path):
     assert time.monotonic() - t0 < 60
 
 
-def test_case7_deadline_thread_is_reused_and_replaced_after_a_hang():
+def test_deadline_thread_is_reused_and_replaced_after_a_hang():
     threads = []
 
     def who(prompts, completions, **_):
@@ -389,7 +386,7 @@ def test_case7_deadline_thread_is_reused_and_replaced_after_a_hang():
     assert threads[2].is_alive() and threads[2].daemon
 
 
-def test_case7_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
+def test_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
     (tmp_path / "hang_rewards.py").write_text(
         "import threading\n\ndef stuck(prompts, completions, **_):\n    threading.Event().wait()\n"
     )
@@ -400,22 +397,22 @@ def test_case7_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_t
     assert_one_error(code, err, 1, "reward hang_rewards:stuck did not return within 1 s")
 
 
-# ---------------------------------------------------------------- case 8: prompts too long
-def test_case8_prompts_longer_than_the_model_are_refused_before_generation(tokenizer, tmp_path):
+# ---------------------------------------------------------------- prompts too long
+def test_prompts_longer_than_the_model_are_refused_before_generation(tokenizer, tmp_path):
     rows = [*ROWS, {"prompt": "1+" * 5000, "answer": "1"}]
     with pytest.raises(ValueError, match=r"1 of 9 prompts do not fit .* 64 positions \(row 8"):
         trainer(tokenizer, tmp_path, rows=rows, table={r["prompt"]: 0.0 for r in rows})
 
 
-def test_case8_cli_value_refuses_a_long_prompt(tmp_path):
+def test_cli_value_refuses_a_long_prompt(tmp_path):
     data = write_data(tmp_path / "long.jsonl", [{"problem": "9" * 10_000, "answer": "1"}])
     args = ["--reward", "exact_match", "--out", str(tmp_path / "v.jsonl"), "--n-samples", "2"]
     code, _, err = cli("value", *toy_flags(data), *args, tmp_path=tmp_path)
     assert_one_error(code, err, 1, "1 of 1 prompts do not fit the model")
 
 
-# ------------------------------------------------------------------- case 9: disk full
-def test_case9_disk_full_reports_the_path_and_leaves_no_debris(tokenizer, tmp_path, monkeypatch):
+# ------------------------------------------------------------------- disk full
+def test_disk_full_reports_the_path_and_leaves_no_debris(tokenizer, tmp_path, monkeypatch):
     tr = trainer(tokenizer, tmp_path, max_steps=1)
     tr.train()
     real_save = torch.save
@@ -434,8 +431,8 @@ def test_case9_disk_full_reports_the_path_and_leaves_no_debris(tokenizer, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir() if "checkpoint" in p.name) == ["checkpoint-1"]
 
 
-# -------------------------------------------------------- case 12: torn lines, corrupt ckpt
-def test_case12_torn_metrics_line_and_corrupt_latest_checkpoint(tokenizer, tmp_path, caplog):
+# -------------------------------------------------------- torn lines, corrupt ckpt
+def test_torn_metrics_line_and_corrupt_latest_checkpoint(tokenizer, tmp_path, caplog):
     trainer(tokenizer, tmp_path, max_steps=2, save_total_limit=0).train()
     with (tmp_path / "metrics.jsonl").open("a") as f:
         f.write('{"step": 3, "lo')  # a kill during a write
@@ -448,8 +445,8 @@ def test_case12_torn_metrics_line_and_corrupt_latest_checkpoint(tokenizer, tmp_p
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2, 3]
 
 
-# ---------------------------------------------------- cases 13, 14, 15: data errors at load
-def test_case13_non_utf8_byte_names_file_and_line(tmp_path):
+# ---------------------------------------------------- data errors at load
+def test_non_utf8_byte_names_file_and_line(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_bytes(b'{"problem": "1+1=", "answer": "2"}\n{"problem": "caf\xe9", "answer": "1"}\n')
     with pytest.raises(ValueError, match=r"d.jsonl:2: not valid UTF-8 \(byte 0xe9 at column 17\)"):
@@ -459,7 +456,7 @@ def test_case13_non_utf8_byte_names_file_and_line(tmp_path):
     assert_one_error(code, err, 1, "d.jsonl:2: not valid UTF-8")
 
 
-def test_case14_empty_prompt_refused_at_load(tokenizer, tmp_path):
+def test_empty_prompt_refused_at_load(tokenizer, tmp_path):
     p = write_data(tmp_path / "d.jsonl", [{"problem": "1+1=", "answer": "2"},
                                           {"problem": "  ", "answer": "3"}])  # fmt: skip
     with pytest.raises(ValueError, match=r"d.jsonl:2: the problem \('problem'\) is empty"):
@@ -468,7 +465,7 @@ def test_case14_empty_prompt_refused_at_load(tokenizer, tmp_path):
         trainer(tokenizer, tmp_path, rows=[ROWS[0], {"prompt": "", "answer": "1"}])
 
 
-def test_case15_null_or_missing_answer_is_an_error_at_load(tmp_path):
+def test_null_or_missing_answer_is_an_error_at_load(tmp_path):
     p = write_data(tmp_path / "d.jsonl", [{"problem": "1+1=", "answer": None}])
     with pytest.raises(ValueError, match=r"d.jsonl:1: the answer \('answer'\) is null"):
         load_prompts(p)
@@ -477,9 +474,9 @@ def test_case15_null_or_missing_answer_is_an_error_at_load(tmp_path):
         load_prompts(p)
 
 
-# -------------------------------------------------------- cases 16, 17: trainer inputs
-def test_case16_same_object_as_model_and_reference(tokenizer, tmp_path):
-    model = make_toy_model(tokenizer, seed=0, **TINY)
+# -------------------------------------------------------- trainer inputs
+def test_same_object_as_model_and_reference(tokenizer, tmp_path):
+    model = make_tiny_model(tokenizer)
     with pytest.raises(ValueError, match="ref_model is the same object as model"):
         AStarPOTrainer(model, model, [first_digit_reward], args=config(tmp_path),
                        train_dataset=ROWS, v_star_table=TABLE, tokenizer=tokenizer)  # fmt: skip
@@ -489,22 +486,22 @@ def bad_type(prompts, completions, **_):
     return ["abc"] * len(completions)
 
 
-def test_case17_non_number_reward_names_the_function():
+def test_non_number_reward_names_the_function():
     with pytest.raises(
         ValueError, match=r"reward 'bad_type' returned 'abc' \(str\) for completion 0"
     ):
         compute_rewards([bad_type], ["p", "q"], ["c", "d"], {})
 
 
-# ------------------------------------------------------------ case 18: greedy N, lock
-def test_case18_value_refuses_greedy_with_several_samples(tmp_path, data_file):
+# ------------------------------------------------------------ greedy N, lock
+def test_value_refuses_greedy_with_several_samples(tmp_path, data_file):
     code, _, err = cli("value", *toy_flags(data_file), "--out", str(tmp_path / "v.jsonl"),
                        "--temperature", "0", "--n-samples", "4", tmp_path=tmp_path)  # fmt: skip
     assert_one_error(code, err, 2, "--temperature 0 (greedy) gives 4 identical samples")
     assert not (tmp_path / "v.jsonl").exists()
 
 
-def test_case18_two_stage1_writers_on_one_table_are_refused(tmp_path):
+def test_two_stage1_writers_on_one_table_are_refused(tmp_path):
     out = tmp_path / "v.jsonl"
     out.touch()
     with FileLock(f"{out}.lock", timeout=0):  # another Stage 1 process holds the table
@@ -514,7 +511,7 @@ def test_case18_two_stage1_writers_on_one_table_are_refused(tmp_path):
     assert len(_table_file(tmp_path, ROWS)) == len(ROWS)  # the lock is released after a run
 
 
-# ------------------------------------------------------------------------- the Also list
+# ---------------------------------------------------------------- more checks
 class Clock:
     def __init__(self) -> None:
         self.t = 0.0
@@ -611,7 +608,7 @@ def test_stage1_resume_says_how_many_prompts_are_done(tmp_path, capsys):
     assert "resuming, 4 prompts already done" in capsys.readouterr().err
 
 
-def test_case7_evaluation_has_the_reward_deadline_too():
+def test_evaluation_has_the_reward_deadline_too():
     from astarpo.llm.eval import evaluate
 
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})

@@ -8,14 +8,14 @@ import functools
 
 import pytest
 import torch
-from fakes import TINY
+from toy_setup import make_tiny_model, quick_config
 
-from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.data.rewards import exact_match_reward
-from astarpo.llm.data.scoring import compute_rewards
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 
 datasets = pytest.importorskip("datasets")
@@ -27,7 +27,7 @@ def model_dir(tmp_path_factory):
     """A local model directory, as a user has after ``save_pretrained``."""
     path = tmp_path_factory.mktemp("model")
     tok = make_char_tokenizer()
-    make_toy_model(tok, seed=0, **TINY).save_pretrained(path)
+    make_tiny_model(tok).save_pretrained(path)
     tok.save_pretrained(path)
     return path
 
@@ -44,17 +44,8 @@ class StopAt:
 
 
 def _args(tmp_path, **kw):
-    cfg = dict(
-        output_dir=str(tmp_path / "run"),
-        max_steps=3,
-        batch_size=4,
-        max_new_tokens=4,
-        max_train_seconds=600.0,
-        progress=False,
-        report_to="none",
-        seed=0,
-    )
-    return AStarPOConfig(**{**cfg, **kw})
+    cfg = dict(max_steps=3, batch_size=4, max_new_tokens=4, max_train_seconds=600.0, seed=0)
+    return quick_config(tmp_path / "run", **{**cfg, **kw})
 
 
 def test_trl_shape_trains_stops_and_saves(model_dir, tmp_path):
@@ -200,7 +191,7 @@ def test_toy_refuses_data_it_cannot_read(tmp_path):
 
     def make(rows, **kw):
         return AStarPOTrainer(
-            make_toy_model(tok, seed=0, **TINY),
+            make_tiny_model(tok),
             reward_funcs=exact_match_reward,
             args=_args(tmp_path, **kw),
             train_dataset=rows,

@@ -2,8 +2,8 @@
 its batch, the pure losses, A*-PO and the baselines, and ``ALGORITHMS``, the one registry.
 
 ``base`` (``Algorithm``, ``RolloutBatch``), ``config`` (``TrainConfig``, the loop fields every
-algorithm config extends), ``logprobs`` (sequence log-probs of packed batches), ``losses`` and
-``gae`` (pure functions), one module per algorithm with its config class (``astarpo``,
-``grpo`` with RLOO, ``rebel``, ``ppo`` with ``critic``) and ``registry``. May import
-:mod:`astarpo.objective` and :mod:`astarpo.llm.rollout`; never the trainer.
+algorithm config extends), ``losses`` and ``gae`` (pure functions), one module per
+algorithm with its config class (``astarpo``, ``grpo`` with RLOO, ``rebel``, ``ppo`` with its
+critic) and ``registry``. May import :mod:`astarpo.objective` and the subpackages below it
+(models, rollout, ...); never the trainer.
 """

@@ -14,7 +14,7 @@ import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig, doc_field
-from astarpo.llm.algorithms.logprobs import SequenceLogprobs
+from astarpo.llm.models.logprobs import SequenceLogprobs
 from astarpo.objective import advantage_regression_loss, optimal_advantage
 
 __all__ = ["AStarPO", "AStarPOConfig"]

@@ -53,7 +53,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from astarpo.llm.algorithms.logprobs import PackedSequences, SequenceLogprobs, pack
+from astarpo.llm.models.logprobs import PackedSequences, SequenceLogprobs, pack
 
 __all__ = ["Algorithm", "RolloutBatch", "old_token_logp", "single_update"]
 
@@ -126,7 +126,7 @@ class RolloutBatch:
 
     @property
     def packed(self) -> PackedSequences:
-        """The token tensors as a :class:`~astarpo.llm.algorithms.logprobs.PackedSequences`."""
+        """The token tensors as a :class:`~astarpo.llm.models.logprobs.PackedSequences`."""
         return PackedSequences(self.input_ids, self.attention_mask, self.response_mask)
 
     @property

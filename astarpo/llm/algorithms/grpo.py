@@ -24,7 +24,6 @@ from astarpo.llm.algorithms.config import (
     check_positive_fields,
     doc_field,
 )
-from astarpo.llm.algorithms.logprobs import SequenceLogprobs
 from astarpo.llm.algorithms.losses import (
     Aggregation,
     KLKind,
@@ -35,6 +34,7 @@ from astarpo.llm.algorithms.losses import (
     kl_penalty,
     rloo_advantages,
 )
+from astarpo.llm.models.logprobs import SequenceLogprobs
 
 __all__ = [
     "AGGREGATIONS",

@@ -12,8 +12,8 @@ import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch, single_update
 from astarpo.llm.algorithms.config import TrainConfig, check_positive_fields, doc_field
-from astarpo.llm.algorithms.logprobs import SequenceLogprobs
 from astarpo.llm.algorithms.losses import rebel_loss
+from astarpo.llm.models.logprobs import SequenceLogprobs
 
 __all__ = ["REBEL", "REBELConfig"]
 

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.bench.config import BenchConfig
 from astarpo.llm.eval import answer_probability
+from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.toy.tasks import get_task

@@ -4,7 +4,7 @@ under the bench's protocol (``astarpo bench --peers trl``; needs the ``bench-trl
 :func:`run_peer` is one peer run inside the bench worker's fresh process: the policy is a copy
 of the same reference model, the tokenizer the same toy tokenizer, the training pool the same
 rows (a ``datasets.Dataset`` with ``prompt`` and ``answer``), the reward
-:func:`~astarpo.llm.data.rewards.exact_match_reward`, the sampling the same (temperature 1,
+:func:`~astarpo.llm.rewards.builtin.exact_match_reward`, the sampling the same (temperature 1,
 ``max_new_tokens``, ``batch_size`` prompts per step, GRPO's ``group_size``; A2PO's
 ``beta1``, ``beta2`` and N), generation through plain ``transformers`` on the bench's device.
 :class:`PeerClock`, a ``TrainerCallback``, keeps the bench's clock: training time without the
@@ -24,7 +24,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from astarpo.llm.bench.config import PEER_ARMS, BenchConfig
-from astarpo.llm.data.rewards import exact_match_reward
+from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.callbacks import Schedule
 
@@ -82,7 +82,7 @@ def import_peer(arm: str) -> None:
 def trl_reward(
     prompts: list[str], completions: list[str], answer: list[Any], **_: Any
 ) -> list[float]:
-    """:func:`~astarpo.llm.data.rewards.exact_match_reward` in TRL's reward signature (TRL
+    """:func:`~astarpo.llm.rewards.builtin.exact_match_reward` in TRL's reward signature (TRL
     passes the dataset columns, ``answer`` here, and its own extras as keyword arguments)."""
     return [r or 0.0 for r in exact_match_reward(prompts, completions, answer)]
 

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM
 
 import astarpo
 from astarpo.llm.bench import report
@@ -45,8 +44,9 @@ from astarpo.llm.bench.one_pass import ONE_PASS_ARMS, one_pass_pool_size
 from astarpo.llm.bench.peers import check_peers, peer_info
 from astarpo.llm.bench.stats import curve_area, extend_grid, select_lr
 from astarpo.llm.bench.worker import stage1
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.parallel.dist import resolve_device
-from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.toy.tasks import get_task
 
@@ -296,7 +296,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
         f"[bench] reference: {sft_info['steps']} SFT steps, validation "
         f"{sft_info['check_accuracy']:.3f} -> {out / 'reference'}"
     )
-    ref: Any = AutoModelForCausalLM.from_pretrained(ref_path, local_files_only=True)
+    ref: Any = load_pretrained_model(ref_path)
     ref = ref.to(resolve_device(cfg.device)).eval()
     tok = make_char_tokenizer()
     for name in ("held_out_pass.jsonl", "values.jsonl", "bench.json", "bench.md", "bench.png"):

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM
 
 from astarpo.llm.bench.config import (
     DROP_ARM,
@@ -31,12 +30,13 @@ from astarpo.llm.bench.config import (
 )
 from astarpo.llm.bench.measure import PeakRSS, evaluate_policy
 from astarpo.llm.bench.peers import import_peer, run_peer
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.model import make_char_tokenizer
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
 from astarpo.llm.training.trainer import Trainer
@@ -170,7 +170,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     arm, seed = spec["arm"], int(spec["seed"])
     device = resolve_device(cfg.device)
     tokenizer = make_char_tokenizer()
-    ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"], local_files_only=True)
+    ref: Any = load_pretrained_model(spec["reference"])
     ref = ref.to(device).eval()
     policy = copy.deepcopy(ref).train()
     if is_peer_arm(arm):

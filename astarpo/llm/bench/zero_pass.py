@@ -51,8 +51,8 @@ from astarpo.llm.bench.zero_pass_sets import (
     reference,
     seeds_of,
 )
+from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.stage1.table import lookup_v_star
-from astarpo.llm.toy.model import make_char_tokenizer
 
 __all__ = ["run_zero_pass"]
 

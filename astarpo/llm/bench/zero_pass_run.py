@@ -27,16 +27,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM
 
-from astarpo.llm.algorithms.logprobs import sequence_logprobs
 from astarpo.llm.bench.config import DROP_ARM, algorithm_config, arm_algorithm
 from astarpo.llm.bench.worker import Recorder, config_from_dict
-from astarpo.llm.data.scoring import reward_name
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.rewards.scoring import reward_name
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.model import make_char_tokenizer
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainer import Trainer
 
@@ -200,7 +200,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         if not rows:
             return {**head, "skipped": "every prompt of the set is all wrong in Stage 1"}
     tokenizer = make_char_tokenizer()
-    ref: Any = AutoModelForCausalLM.from_pretrained(spec["reference"], local_files_only=True)
+    ref: Any = load_pretrained_model(spec["reference"])
     ref = ref.eval()
     policy = copy.deepcopy(ref).train()
     task = get_task(cfg.task)

@@ -19,17 +19,18 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM
 
 from astarpo.llm.bench.config import DROP_ARM, BenchConfig
 from astarpo.llm.bench.run import REF_SEED, REF_SFT_BATCH, splits
 from astarpo.llm.bench.worker import config_from_dict, stage1
 from astarpo.llm.bench.zero_pass_run import gold_logprobs
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.shards import merge_shards
-from astarpo.llm.toy.model import make_char_tokenizer, make_toy_model, scratchpad_task
+from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
 
@@ -254,7 +255,7 @@ def pass_shard(spec: dict[str, Any]) -> None:
     the reference of ``spec["reference"]`` and the settings of ``spec["config"]``."""
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
-    ref = AutoModelForCausalLM.from_pretrained(spec["reference"], local_files_only=True).eval()
+    ref = load_pretrained_model(spec["reference"]).eval()
     estimate_values(
         HFGenerator(ref, make_char_tokenizer(), cfg.generation_batch_size),
         spec["rows"],

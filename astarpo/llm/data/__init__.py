@@ -1,8 +1,7 @@
-"""Data and rewards: prompt files and templates, reward functions and the math-verify worker.
+"""Data: prompt files and templates, rows, hub datasets and appending to log-like files.
 
-``prompts`` (reading JSONL/Parquet, templates, prompt keys, ``repeat_columns``), ``rewards``
-(math-verify in killable ``pebble`` worker processes, GSM8K, exact match), ``scoring``
-(dotted-path loading and :func:`~astarpo.llm.data.scoring.compute_rewards`) and
-``math_verify_worker`` (runs in the worker processes). May import :mod:`astarpo.llm.parallel`;
-nothing else of :mod:`astarpo.llm`.
+``prompts`` (reading JSONL/Parquet, templates, prompt keys, ``repeat_columns``), ``files`` (data
+files read with file:line in every error; appends whole or not at all), ``hub``
+(``save_to_disk`` folders and hub datasets) and ``rows`` (a ``Dataset`` or dicts as rows; chat
+prompts rendered). May import :mod:`astarpo.llm.parallel` and :mod:`astarpo.llm.models`.
 """

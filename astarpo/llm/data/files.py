@@ -2,19 +2,27 @@
 ``.parquet`` (file and row), and datasets saved with ``save_to_disk`` or named ``hf:NAME:SPLIT``
 (row). Every error names the file and the line or row: a byte that is not
 UTF-8, a line that is not JSON, a value that is not an object.
+
+Log-like files (the V* table, ``metrics.jsonl``) are appended whole or not at all
+(:func:`append_bytes`): it writes through the file descriptor, bypassing Python's buffer, and on
+a failed write (a full disk) cuts the file back to its length before the call: the lines written
+before stay intact, no torn line is left, and a rerun or ``--resume`` continues after them. A
+full disk is reported as ``no space left on device while appending to PATH`` with what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
 
-__all__ = ["read_located_records", "standard_json"]
+__all__ = ["append_bytes", "read_located_records", "standard_json"]
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -101,3 +109,47 @@ def standard_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [standard_json(v) for v in obj]
     return obj
+
+
+def append_bytes(
+    path: str | os.PathLike[str], data: bytes, file: IO[bytes] | None = None, then: str = ""
+) -> None:
+    """Append ``data`` to ``path`` (created if missing), whole or not at all.
+
+    Args:
+        path: The file (named in errors).
+        data: What to append (whole lines).
+        file: ``path`` opened in binary mode, to write through its descriptor after flushing
+            its buffer (default: open and close ``path`` here).
+        then: What the user does after freeing space (appended to the disk-full message).
+
+    Raises:
+        OSError: ``errno.ENOSPC``, "no space left on device while appending to PATH ...";
+            other write errors as raised. In both cases ``path`` is as it was before the call.
+    """
+    own = file is None
+    if file is None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    else:
+        file.flush()  # what the file object holds goes first
+        fd = file.fileno()
+    try:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)  # no torn line: the file as it was
+            if e.errno == errno.ENOSPC:
+                raise OSError(
+                    errno.ENOSPC,
+                    f"no space left on device while appending to {path}; the lines written "
+                    "before are intact and this write was undone. Free space, then "
+                    + (then or "rerun."),
+                ) from e
+            raise
+    finally:
+        if own:
+            os.close(fd)

@@ -1,9 +1,8 @@
-"""Processes and devices: torch.distributed setup and collectives, the full state of wrapped
-models, and LoRA with an adapter-disabled reference.
+"""Processes and devices: torch.distributed setup and collectives, and the full state of wrapped
+models.
 
 ``dist`` (process group, sharding, reductions, DDP/FSDP2 wrapping, device resolution),
-``state`` (full model and optimizer state under any wrapping), ``lora``, ``watchdog`` (a rank
-stalled past ``dist_timeout`` stops the job, named) and ``signals`` (SIGTERM/SIGINT at a safe
-point). The lowest layer of
-:mod:`astarpo.llm`: imports only torch (and peft inside ``lora``).
+``state`` (full model and optimizer state under any wrapping), ``watchdog`` (a rank stalled
+past ``dist_timeout`` stops the job, named) and ``signals`` (SIGTERM/SIGINT at a safe point).
+The lowest layer of :mod:`astarpo.llm`: imports only torch.
 """

@@ -1,7 +1,8 @@
 """Rollouts: the :class:`~astarpo.llm.rollout.base.Generator` protocol and its backends.
 
-``base`` (sampling settings, the rollout, the stop set), ``seeds`` (the one seed derivation),
-``hf`` (Hugging Face ``generate``), ``vllm`` (a colocated vLLM engine), ``chunked``
-(rank-invariant sampling and gathering under ``torchrun``) and ``backend`` (choosing one). May
-import :mod:`astarpo.llm.parallel`; nothing else of :mod:`astarpo.llm`.
+``base`` (sampling settings, the rollout, the stop set, the one seed derivation), ``hf``
+(Hugging Face ``generate``), ``vllm`` (a colocated vLLM engine), ``chunked`` (rank-invariant
+sampling and gathering under ``torchrun``) and ``backend`` (choosing one; a reference model in
+place of a generator). May import :mod:`astarpo.llm.parallel`, :mod:`astarpo.llm.models`,
+:mod:`astarpo.llm.data` and :mod:`astarpo.llm.rewards`.
 """

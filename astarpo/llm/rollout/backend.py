@@ -2,18 +2,25 @@
 
 ``astarpo value``, ``train`` and ``eval`` (flags ``--backend`` and
 ``--gpu-memory-utilization``) and the trainer's default all call :func:`build_generator`.
+:func:`reference_sampler` is what Stage 1 samples from: a generator, or a reference model
+(object, local directory or hub id) wrapped in the HF backend, with the rows rendered and
+checked against it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from astarpo.llm.data.rows import as_rows
+from astarpo.llm.models.fit import check_model_fits
+from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
 from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.hf import HFGenerator
 
-__all__ = ["BACKENDS", "build_generator", "resolve_backend"]
+__all__ = ["BACKENDS", "build_generator", "reference_sampler", "resolve_backend"]
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "vllm")
 """Accepted ``backend`` values."""
@@ -90,3 +97,33 @@ def build_generator(
     if model is None:
         raise ValueError("the HF backend needs the model itself (model=None given).")
     return HFGenerator(model, tokenizer, batch_size)
+
+
+def reference_sampler(
+    generator: Any, model: Any, tokenizer: Any, rows: Iterable[Mapping[str, Any]], sampling: Any
+) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """``(generator, rows, provenance)``: the generator (built from ``model`` when given), the
+    rows (conversations rendered, checked against the model) and the model's name.
+
+    Raises:
+        ValueError: unless exactly one of ``generator`` and ``model`` is given, or when a model
+            object comes without a tokenizer.
+    """
+    if (generator is None) == (model is None):
+        raise ValueError("give exactly one of generator=... or model=... (the reference).")
+    if generator is not None:
+        return generator, as_rows(rows, tokenizer, "rows"), {}
+    name = str(model) if is_model_name(model) else ""
+    if is_model_name(model):
+        model, loaded = load_causal_lm(model)
+        tokenizer = tokenizer if tokenizer is not None else loaded
+    if tokenizer is None:
+        path = getattr(getattr(model, "config", None), "_name_or_path", "")
+        if not (path and Path(path).is_dir()):
+            raise ValueError("estimate_values(model=<object>) needs tokenizer=... as well.")
+        tokenizer = load_tokenizer(path)
+    table_rows = as_rows(rows, tokenizer, "rows")
+    check_model_fits(table_rows, tokenizer, model, sampling.max_new_tokens, "rows")
+    model.eval()
+    gen = build_generator("hf", model, tokenizer)
+    return gen, table_rows, ({"model": name} if name else {})

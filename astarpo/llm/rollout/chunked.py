@@ -27,8 +27,13 @@ from typing import Any
 import numpy as np
 
 from astarpo.llm.parallel.dist import all_gather_objects
-from astarpo.llm.rollout.base import Generator, Rollout, SamplingConfig, concat_rollouts
-from astarpo.llm.rollout.seeds import prompt_seeds
+from astarpo.llm.rollout.base import (
+    Generator,
+    Rollout,
+    SamplingConfig,
+    concat_rollouts,
+    prompt_seeds,
+)
 
 __all__ = ["ChunkSeededGenerator", "gather_rollout"]
 

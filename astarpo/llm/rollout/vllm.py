@@ -19,7 +19,7 @@ Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`):
   ``stop_token_ids=[tokenizer.eos_token_id]`` with ``ignore_eos=False``.
 * ``n`` samples per prompt: HF ``num_return_sequences=n``; vLLM ``n``.
 * seed: HF seeds its sampling generator; vLLM takes one ``seed`` per prompt
-  (:func:`~astarpo.llm.rollout.seeds.prompt_seeds`).
+  (:func:`~astarpo.llm.rollout.base.prompt_seeds`).
 
 In both backends the EOS token, when generated, is the last token of ``response_ids``;
 ``completions`` are the responses decoded with ``skip_special_tokens=True`` (so an EOS is not in
@@ -62,8 +62,7 @@ import torch
 
 from astarpo.llm.parallel.dist import dist_info_from_env, unwrap_model
 from astarpo.llm.parallel.state import hf_weights
-from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids
-from astarpo.llm.rollout.seeds import prompt_seeds
+from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids, prompt_seeds
 
 __all__ = [
     "CPU_KV_CACHE_BYTES",

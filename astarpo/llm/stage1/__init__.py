@@ -4,5 +4,5 @@
 ``config`` (:class:`~astarpo.llm.stage1.config.Stage1Config`: N, beta1, sampling, ...) and
 ``estimate`` (:func:`~astarpo.llm.stage1.estimate.estimate_values`: sharded, merged, resumed,
 and by rank under ``torchrun``). Every V* is :func:`astarpo.optimal_value`. May import
-:mod:`astarpo.llm.data`, :mod:`astarpo.llm.rollout` and :mod:`astarpo.llm.parallel`.
+the subpackages below it: parallel, models, data, rewards, rollout.
 """

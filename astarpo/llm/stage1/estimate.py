@@ -30,13 +30,14 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from astarpo import __version__
-from astarpo.llm.data.append import append_bytes
+from astarpo.llm.data.files import append_bytes
 from astarpo.llm.data.prompts import prompt_key, repeat_columns
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
-from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
 from astarpo.llm.parallel.dist import barrier, init_distributed
 from astarpo.llm.parallel.signals import StopSignals
-from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.rewards.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
+from astarpo.llm.rollout.backend import reference_sampler
+from astarpo.llm.rollout.base import derive_seed
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
 from astarpo.llm.stage1.rows import (
@@ -45,7 +46,6 @@ from astarpo.llm.stage1.rows import (
     open_locked,
     resume_rows,
 )
-from astarpo.llm.stage1.sampler import reference_sampler
 from astarpo.llm.stage1.shards import in_shard, merge_shards, part_path
 from astarpo.llm.stage1.table import ValueTable, jsonl_bytes
 
@@ -98,7 +98,7 @@ def estimate_values(
             chat messages, rendered with the tokenizer's chat template) and the reward columns
             (e.g. ``answer``).
         reward_funcs: One reward function or a list (TRL signature), summed by
-            :func:`~astarpo.llm.data.scoring.compute_rewards`.
+            :func:`~astarpo.llm.rewards.scoring.compute_rewards`.
         config: The :class:`~astarpo.llm.stage1.config.Stage1Config` (N, ``beta1``, sampling,
             seed, prompts per ``generate`` call, reward deadline, ...); default
             ``Stage1Config()`` (the paper's N = 8 and ``beta1 = 0.5``).

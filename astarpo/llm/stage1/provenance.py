@@ -130,7 +130,7 @@ def check_table_fits(
 
     Args:
         table: The Stage 1 table.
-        reward_paths: The training rewards' dotted paths (:func:`~astarpo.llm.data.scoring.
+        reward_paths: The training rewards' dotted paths (:func:`~astarpo.llm.rewards.scoring.
             reward_path`); ``None`` skips the check.
         rows: The training rows (``prompt``, optional ``answer``); ``None`` skips the check.
         model: The reference model of training (:func:`model_name`); ``None`` skips it.

@@ -1,5 +1,6 @@
-"""The embedded tiny model and the CPU demo: a character tokenizer, a ~1M-parameter Qwen2-style
-model, the addition task, supervised fine-tuning of the reference and ``astarpo demo``.
+"""The embedded tasks and the CPU demo: the addition and scratchpad problems, the tasks by name,
+supervised fine-tuning of the reference and ``astarpo demo`` (the model itself is
+:mod:`astarpo.llm.models.toy`).
 
 May import every other subpackage of :mod:`astarpo.llm`.
 """

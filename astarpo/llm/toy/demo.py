@@ -1,7 +1,7 @@
 """The CPU demo, end to end: SFT reference -> Stage 1 -> A*-PO -> held-out evaluation -> report.
 
 Everything is embedded (no download): the character tokenizer and tiny Qwen2-style model of
-:mod:`astarpo.llm.toy.model`, and 2-digit addition problems. Steps:
+:mod:`astarpo.llm.models.toy`, and 2-digit addition problems. Steps:
 
 1. SFT the randomly initialized model into a reference that solves some problems
    (:func:`astarpo.llm.toy.sft.cached_sft`; cached after the first run).
@@ -26,13 +26,14 @@ import torch
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.files import standard_json
-from astarpo.llm.data.rewards import exact_match_reward
 from astarpo.llm.eval import evaluate
+from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.toy.model import addition_task, make_char_tokenizer, make_toy_model
+from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.training.trainers import AStarPOTrainer
 

@@ -26,8 +26,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from astarpo.llm.algorithms.logprobs import pack, sequence_logprobs
 from astarpo.llm.eval import answer_probability
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.logprobs import pack, sequence_logprobs
 
 __all__ = ["SFTConfig", "cached_sft", "check_accuracy", "default_cache_dir", "sft"]
 
@@ -192,7 +193,7 @@ def cached_sft(
     path = root / f"sft-{_key(model, tokenizer, rows, config, check_rows)}"
     if (path / "sft_info.json").exists():
         stored = json.loads((path / "sft_info.json").read_text())
-        loaded = type(model).from_pretrained(path, local_files_only=True)
+        loaded = load_pretrained_model(path)
         loaded.generation_config = model.generation_config
         return loaded, {**stored, "cached": True, "path": str(path)}
     bar = tqdm(total=config.steps, desc="sft", disable=None if progress else True)

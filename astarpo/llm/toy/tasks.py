@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from astarpo.llm.data.rewards import RewardFunc, exact_match_reward
-from astarpo.llm.data.scratchpad import scratchpad_reward
-from astarpo.llm.toy.model import SCRATCHPAD_POSITIONS, addition_task, scratchpad_task
+from astarpo.llm.rewards.builtin import RewardFunc, exact_match_reward
+from astarpo.llm.rewards.scratchpad import scratchpad_reward
+from astarpo.llm.toy.problems import SCRATCHPAD_POSITIONS, addition_task, scratchpad_task
 
 __all__ = ["SCRATCHPAD_DIGITS", "SHORT_SCRATCHPAD_DIGITS", "TASKS", "ToyTask", "get_task"]
 
@@ -38,7 +38,7 @@ class ToyTask:
         max_new_tokens: Token budget of a response: the gold response with EOS, plus slack.
         response_tokens: Tokens of the longest gold response with EOS: the least budget a
             benchmark may give (None: not enforced).
-        model: ``Qwen2Config`` overrides of :func:`~astarpo.llm.toy.model.make_toy_model` for
+        model: ``Qwen2Config`` overrides of :func:`~astarpo.llm.models.toy.make_toy_model` for
             this task (positions sized to fit; a smaller model where responses are long).
         sft_lr: Learning rate of its supervised fine-tuning.
     """

@@ -4,5 +4,5 @@
 ``trainers`` (``AStarPOTrainer``, ``GRPOTrainer``, ... as named entry points over the
 registry), ``checkpoint`` (the on-disk layout), ``data_parallel`` (the hooks that make the same
 step run under ``torchrun``) and ``metrics`` (logging, timing, peak memory). May import every
-subpackage below it: data, rollout, stage1, algorithms, parallel.
+subpackage below it: parallel, models, data, rewards, rollout, stage1, algorithms.
 """

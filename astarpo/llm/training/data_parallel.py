@@ -33,7 +33,8 @@ import torch.distributed as dist
 from torch import nn
 
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.logprobs import SequenceLogprobs, sequence_logprobs
+from astarpo.llm.models.logprobs import SequenceLogprobs, sequence_logprobs
+from astarpo.llm.models.lora import AdapterDisabledReference
 from astarpo.llm.parallel.dist import (
     DEFAULT_DIST_TIMEOUT,
     DistInfo,
@@ -44,7 +45,6 @@ from astarpo.llm.parallel.dist import (
     shard_indices,
     wrap_model,
 )
-from astarpo.llm.parallel.lora import AdapterDisabledReference
 from astarpo.llm.parallel.state import is_fsdp
 from astarpo.llm.parallel.watchdog import Watchdog
 from astarpo.llm.rollout.base import Generator, Rollout, SamplingConfig

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
-from astarpo.llm.data.scoring import reward_path
+from astarpo.llm.rewards.scoring import reward_path
 from astarpo.llm.stage1.provenance import check_table_fits
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.checkpoint import latest_checkpoint

@@ -2,13 +2,20 @@
 
 * ``model`` / ``ref_model``: a model object, a local directory (read with
   ``local_files_only=True``) or a hub id (downloaded only because the user named it), through
-  :func:`~astarpo.llm.rollout.models.load_causal_lm`.
+  :func:`~astarpo.llm.models.loading.load_causal_lm`.
 * ``processing_class`` (TRL's name) or ``tokenizer``: the tokenizer; when neither is given it is
   loaded from the model's directory.
 * ``reward_funcs``: one callable, a ``"module:function"`` / built-in name, or a list of them
-  (:func:`~astarpo.llm.data.scoring.as_reward_funcs`).
+  (:func:`~astarpo.llm.rewards.scoring.as_reward_funcs`).
 * ``train_dataset``: a ``datasets.Dataset`` or a list of dicts, text or conversational prompts
-  (:func:`~astarpo.llm.data.rows.as_rows`).
+  (:func:`~astarpo.llm.data.rows.as_rows`), visited in the order of :class:`EpochOrder`: a
+  seeded permutation per epoch.
+
+Epoch ``e`` visits the rows in the order
+``numpy.random.default_rng(derive_seed(seed, "epoch", e)).permutation(n)``;
+a step takes the next ``batch_size`` of them, crossing into the next epoch when one runs out.
+The position ``(epoch, index)`` is saved in checkpoints, so a resumed run continues exactly where
+the interrupted one stopped. The permutation is computed once per epoch, not once per step.
 """
 
 from __future__ import annotations
@@ -16,15 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.data.rows import as_rows
-from astarpo.llm.rollout.models import (
-    check_model_fits,
-    is_model_name,
-    load_causal_lm,
-    load_tokenizer,
-)
+import numpy as np
 
-__all__ = ["resolve_inputs", "resolve_model", "resolve_tokenizer"]
+from astarpo.llm.data.rows import as_rows
+from astarpo.llm.models.fit import check_model_fits
+from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
+from astarpo.llm.rollout.base import derive_seed
+
+__all__ = ["EpochOrder", "resolve_inputs", "resolve_model", "resolve_tokenizer"]
 
 
 def resolve_model(model: Any, role: str = "model") -> tuple[Any, Any]:
@@ -80,7 +86,7 @@ def resolve_inputs(
 ) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
     """``(model, ref_model, tokenizer, rows)`` of the trainer: models loaded when named, the
     tokenizer found, the dataset as rows (conversational prompts rendered), and the rows
-    checked against the model (:func:`~astarpo.llm.rollout.models.check_model_fits`).
+    checked against the model (:func:`~astarpo.llm.models.fit.check_model_fits`).
 
     Raises:
         ValueError: on an empty dataset or rows the model cannot read.
@@ -93,3 +99,44 @@ def resolve_inputs(
         raise ValueError("train_dataset is empty.")
     check_model_fits(rows, tokenizer, model, args.sampling.max_new_tokens)
     return model, ref_model, tokenizer, rows
+
+
+class EpochOrder:
+    """Seeded per-epoch permutations of ``range(n)``, consumed ``batch_size`` rows at a time.
+
+    Args:
+        n: Number of rows, >= 1.
+        seed: Seed of the permutations.
+
+    Attributes:
+        epoch: The current epoch.
+        index: Rows of the current epoch already taken.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        if n < 1:
+            raise ValueError(f"EpochOrder needs at least one row, got n={n}.")
+        self.n = n
+        self.seed = seed
+        self.epoch = 0
+        self.index = 0
+        self._perm: tuple[int, np.ndarray] | None = None
+
+    def permutation(self, epoch: int) -> np.ndarray:
+        """The row order of ``epoch`` ``[n]`` (cached for the current epoch)."""
+        if self._perm is None or self._perm[0] != epoch:
+            rng = np.random.default_rng(derive_seed(self.seed, "epoch", epoch))
+            self._perm = (epoch, rng.permutation(self.n))
+        return self._perm[1]
+
+    def take(self, batch_size: int) -> list[int]:
+        """The next ``batch_size`` row indices (advancing the position)."""
+        out: list[int] = []
+        while len(out) < batch_size:
+            perm = self.permutation(self.epoch)
+            chunk = perm[self.index : self.index + batch_size - len(out)]
+            out.extend(int(i) for i in chunk)
+            self.index += len(chunk)
+            if self.index >= self.n:
+                self.epoch, self.index = self.epoch + 1, 0
+        return out

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from astarpo.llm.data.append import append_bytes
+from astarpo.llm.data.files import append_bytes
 
 __all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from astarpo import __version__
-from astarpo.llm.data.scoring import reward_path
+from astarpo.llm.rewards.scoring import reward_path
 
 __all__ = [
     "RESUMABLE_FIELDS",

@@ -11,9 +11,9 @@ checkpoints, resume) is here, shared by A*-PO and the baselines. :meth:`Trainer.
 :meth:`Trainer.step` until ``max_steps`` with logging, evaluation and checkpoints.
 
 Determinism: the data order of epoch ``e`` is a permutation seeded by ``(seed, e)``
-(:class:`~astarpo.llm.training.data_order.EpochOrder`), the
+(:class:`~astarpo.llm.training.inputs.EpochOrder`), the
 sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``
-(:func:`~astarpo.llm.rollout.seeds.derive_seed`), so a run resumed from a checkpoint
+(:func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
 reproduces the losses of an uninterrupted run.
 """
 
@@ -34,15 +34,14 @@ from tqdm.auto import tqdm
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
-from astarpo.llm.data.fit import check_prompts_fit, max_positions
 from astarpo.llm.data.prompts import repeat_columns
-from astarpo.llm.data.scoring import as_reward_funcs, compute_rewards
+from astarpo.llm.models.fit import check_prompts_fit, max_positions
+from astarpo.llm.models.lora import maybe_apply_lora
 from astarpo.llm.parallel.dist import barrier, resolve_device
-from astarpo.llm.parallel.lora import maybe_apply_lora
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
+from astarpo.llm.rewards.scoring import as_reward_funcs, compute_rewards
 from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import Generator
-from astarpo.llm.rollout.seeds import derive_seed
+from astarpo.llm.rollout.base import Generator, derive_seed
 from astarpo.llm.stage1.provenance import model_name
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.callbacks import Schedule, call_hook, check_callbacks
@@ -53,7 +52,6 @@ from astarpo.llm.training.checkpoint import (
     save_checkpoint,
     save_final_model,
 )
-from astarpo.llm.training.data_order import EpochOrder
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import (
     check_batch,
@@ -62,7 +60,7 @@ from astarpo.llm.training.guards import (
     check_v_star_table,
     explain_non_finite,
 )
-from astarpo.llm.training.inputs import resolve_inputs
+from astarpo.llm.training.inputs import EpochOrder, resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.llm.training.run_dir import (
     algorithm_settings,
@@ -86,7 +84,7 @@ class Trainer:
     Args:
         model: The policy: a ``transformers`` causal LM (trained in place, put in train mode),
             a local directory (loaded with ``local_files_only=True``) or a hub id (downloaded
-            because named; :mod:`astarpo.llm.rollout.models`).
+            because named; :mod:`astarpo.llm.models.loading`).
         ref_model: The frozen reference (object or name as ``model``; put in eval mode, no
             gradients). ``None``: a frozen copy of ``model`` as it is at construction, when
             the algorithm needs a reference (under LoRA the policy with its adapters disabled,
@@ -94,7 +92,7 @@ class Trainer:
         reward_funcs: One reward function or a list (or ``"module:function"`` names), called
             with TRL's keyword arguments ``prompts``, ``completions``, ``completion_ids``,
             ``truncated`` and the dataset's other columns; each gets those its signature names
-            (:func:`~astarpo.llm.data.scoring.compute_rewards`).
+            (:func:`~astarpo.llm.rewards.scoring.compute_rewards`).
         args: The algorithm's config (``AStarPOConfig``, ``GRPOConfig``, ...); the algorithm is
             built from it through the registry unless ``algorithm`` is given.
         train_dataset: A ``datasets.Dataset`` or a list of dicts with a ``prompt`` (text, or a
@@ -102,7 +100,7 @@ class Trainer:
             template); the other keys (e.g. ``answer``) are passed to the reward functions as
             columns. Rows the model cannot read (characters its tokenizer maps to unknown,
             prompts longer than its positions) are refused here
-            (:func:`~astarpo.llm.rollout.models.check_model_fits`), and so are rows lacking a
+            (:func:`~astarpo.llm.models.fit.check_model_fits`), and so are rows lacking a
             column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing

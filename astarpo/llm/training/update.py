@@ -16,7 +16,7 @@ import torch
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.config import TrainConfig
-from astarpo.llm.algorithms.logprobs import sequence_logprobs
+from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import check_update
 

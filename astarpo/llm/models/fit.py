@@ -1,0 +1,97 @@
+"""Data the model cannot read, refused when the data is loaded, before any generation.
+
+:func:`check_model_fits` refuses characters the tokenizer maps to its unknown token. A prompt
+of ``n`` tokens with ``max_new_tokens`` to generate needs ``n + max_new_tokens`` positions;
+past the model's ``max_position_embeddings`` generation fails late (or, on CPU, runs out of
+memory). :func:`check_prompts_fit` names how many prompts are too long, which ones, and how to
+drop them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["check_model_fits", "check_prompts_fit", "max_positions"]
+
+
+def max_positions(model: Any) -> int | None:
+    """``model.config.max_position_embeddings`` (``None`` when the model does not say)."""
+    n = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    return int(n) if isinstance(n, int) and n > 0 else None
+
+
+def check_prompts_fit(
+    rows: Sequence[Mapping[str, Any]],
+    tokenizer: Any,
+    limit: int | None,
+    max_new_tokens: int,
+    where: str,
+) -> None:
+    """Raise unless every ``row["prompt"]`` plus ``max_new_tokens`` fits in ``limit`` positions.
+
+    Args:
+        rows: Rows with a ``prompt``.
+        tokenizer: The model's tokenizer (tokens counted without special tokens).
+        limit: The model's positions (:func:`max_positions`); ``None`` skips the check.
+        max_new_tokens: Tokens to generate per response.
+        where: The data's name in the error (file or argument).
+
+    Raises:
+        ValueError: naming how many prompts are too long, the first ones, and the fixes.
+    """
+    if limit is None or not rows:
+        return
+    if max_new_tokens >= limit:
+        raise ValueError(
+            f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the model's "
+            f"{limit} positions; lower it."
+        )
+    ids = tokenizer([str(r["prompt"]) for r in rows], add_special_tokens=False)["input_ids"]
+    bad = [(i, len(x)) for i, x in enumerate(ids) if len(x) + max_new_tokens > limit]
+    if bad:
+        first = ", ".join(f"row {i} ({n} tokens)" for i, n in bad[:3])
+        raise ValueError(
+            f"{where}: {len(bad)} of {len(rows)} prompts do not fit the model: prompt tokens + "
+            f"max_new_tokens ({max_new_tokens}) exceed its {limit} positions ({first}"
+            f"{', ...' if len(bad) > 3 else ''}). Drop them with --max-prompt-tokens "
+            f"{limit - max_new_tokens} (max_prompt_tokens=), or lower --max-new-tokens; nothing "
+            "was generated."
+        )
+
+
+def check_model_fits(
+    rows: Any, tokenizer: Any, model: Any, max_new_tokens: int, what: str = "train_dataset"
+) -> None:
+    """Refuse data the model cannot read, before any sampling: characters its tokenizer maps
+    to the unknown token (in ``prompt`` or a text ``answer``). Prompts too long for the model's
+    positions are refused by :func:`check_prompts_fit`.
+
+    Without it the embedded toy model (a 44-character vocabulary, 64 positions) would train
+    silently on V* = 0 and loss = 0 on, say, MATH prompts.
+
+    Raises:
+        ValueError: naming the first offending row, the characters and the fix.
+    """
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is not None and unk == getattr(tokenizer, "eos_token_id", None):
+        unk = None  # GPT-2 style: "unk" is the EOS text, never produced by ordinary text
+    if unk is None:
+        return
+    prompts = [r["prompt"] for r in rows]
+    ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    for i, (r, p_ids) in enumerate(zip(rows, ids, strict=True)):
+        for field, text, tok in (("prompt", r["prompt"], p_ids), ("answer", r.get("answer"), None)):
+            if not isinstance(text, str):
+                continue
+            tok = tok if tok is not None else tokenizer(text, add_special_tokens=False)["input_ids"]
+            if unk in tok:
+                bad = sorted(
+                    {c for c in text if unk in tokenizer(c, add_special_tokens=False)["input_ids"]}
+                )
+                raise ValueError(
+                    f"{what} row {i}: the tokenizer cannot encode the characters {''.join(bad)!r} "
+                    f"of its {field} ({text[:60]!r}); they would all become "
+                    f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
+                    "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
+                )

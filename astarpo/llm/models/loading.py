@@ -1,0 +1,130 @@
+"""Loading a causal LM and its tokenizer by name: the one place that calls ``from_pretrained``
+(the trainer, Stage 1, the command line, the toy SFT cache and the benchmark all load here).
+
+A local directory is read with ``local_files_only=True`` (nothing is downloaded). A string that
+names no existing directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and
+downloaded by ``transformers`` as usual: the hub is contacted only when the user names a remote
+model. A string that looks like a path (starts with ``/``, ``.`` or ``~``) but does not exist is
+an error, so a typo never turns into a download.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "TOKENIZER_FILES",
+    "is_model_name",
+    "load_causal_lm",
+    "load_pretrained_model",
+    "load_tokenizer",
+]
+
+
+def is_model_name(spec: Any) -> bool:
+    """Whether ``spec`` names a model to load (a path or hub id) rather than being a model."""
+    return isinstance(spec, (str, os.PathLike))
+
+
+def _resolve(spec: str | os.PathLike[str]) -> tuple[str, bool]:
+    """``(name, local)``; raises for a missing path-like spec or a directory without a model."""
+    text = os.fspath(spec)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return str(path), True
+    if isinstance(spec, os.PathLike) or text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        raise FileNotFoundError(
+            f"model {text!r}: no such directory. Give a directory saved with save_pretrained "
+            "or a hub id such as 'Qwen/Qwen2.5-1.5B' (downloaded only when named)."
+        )
+    return text, False
+
+
+# Files of which a saved tokenizer has at least one (fast, sentencepiece, BPE or WordPiece).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "spiece.model",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
+def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
+    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``.
+
+    Raises:
+        FileNotFoundError: a local directory holds none of :data:`TOKENIZER_FILES` (without
+            them ``transformers`` builds an empty tokenizer that turns every prompt into no
+            tokens).
+    """
+    from transformers import AutoTokenizer  # the llm extra
+
+    name, local = _resolve(spec)
+    if local and not any((Path(name) / f).is_file() for f in TOKENIZER_FILES):
+        raise FileNotFoundError(
+            f"model directory {name!r} has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+            "save it there with tokenizer.save_pretrained(DIR) (the tokenizer of the model it "
+            "came from); in Python, passing processing_class=tokenizer also works."
+        )
+    return AutoTokenizer.from_pretrained(name, local_files_only=local)
+
+
+def load_causal_lm(
+    spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of the directory ``spec`` (local only) or of the hub id ``spec``;
+    the tokenizer is ``None`` for a local directory without one (:data:`TOKENIZER_FILES`), so
+    a caller given its own tokenizer still works, and one that needs it gets the error of
+    :func:`load_tokenizer`.
+
+    Args:
+        spec: A directory written by ``save_pretrained`` or a hub id.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        device: Move the model there (default: leave it on the CPU).
+
+    Raises:
+        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
+            does not exist.
+    """
+    name, local = _resolve(spec)
+    model = load_pretrained_model(spec, dtype)
+    has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
+    tokenizer = load_tokenizer(name if local else spec) if has_tokenizer else None
+    return (model.to(device) if device else model), tokenizer
+
+
+def load_pretrained_model(
+    spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
+) -> Any:
+    """The causal LM of the directory ``spec`` (local only) or of the hub id ``spec``, without
+    its tokenizer (see :func:`load_causal_lm`).
+
+    Args:
+        spec: A directory written by ``save_pretrained`` or a hub id.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        device: Move the model there (default: leave it on the CPU).
+
+    Raises:
+        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
+            does not exist.
+    """
+    from transformers import AutoModelForCausalLM  # the llm extra
+
+    name, local = _resolve(spec)
+    if local and not (Path(name) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"model {name!r} is not a model directory (no config.json); save one with "
+            "model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR)."
+        )
+    kwargs: dict[str, Any] = {"local_files_only": local}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    return model.to(device) if device else model

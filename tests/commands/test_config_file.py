@@ -1,0 +1,327 @@
+"""``--config FILE`` on the verbs, the packaged paper preset, and the V* table's provenance
+checked by the Python API (model, rewards, sampling, the subset rule)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import FakeGenerator
+from toy_setup import make_tiny_model, quick_config
+
+from astarpo.cli import CONFIG_VERBS, VERBS
+from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
+from astarpo.llm import AStarPOTrainer
+from astarpo.llm.rewards.builtin import exact_match_reward
+from astarpo.llm.stage1.config import Stage1Config
+from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.stage1.rows import ValueTableError
+from astarpo.llm.stage1.table import MissingPromptError, ValueTable
+from astarpo.llm.toy.problems import addition_task
+
+ROOT = Path(__file__).parents[2]
+ROWS = addition_task(8, seed=0)
+
+
+def write_data(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def cli(*args, cwd):
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "astarpo", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
+    return out.returncode, out.stdout, out.stderr
+
+
+# ------------------------------------------------------------------------- the config file
+def test_the_paper_preset_is_packaged_and_holds_the_official_settings():
+    assert "paper" in presets()
+    train = config_values(PRESETS_DIR / "paper.yaml", "train")
+    value = config_values(PRESETS_DIR / "paper.yaml", "value")
+    assert value["n_samples"] == 8 and value["beta1"] == 0.5
+    assert train["beta2"] == 1e-3 and train["learning_rate"] == 1e-6
+    assert train["batch_size"] == 256 and train["minibatches"] == 2
+    assert train["entropy_coef"] == 1e-3 and train["max_grad_norm"] == 1.0
+    assert train["max_new_tokens"] == value["max_new_tokens"] == 1024
+    assert train["max_prompt_tokens"] == value["max_prompt_tokens"] == 256
+    assert train["temperature"] == value["temperature"] == 1.0
+
+
+def test_sections_name_only_verbs():
+    from astarpo.commands import config_file
+
+    assert set(config_file._VERBS) == set(VERBS)
+    assert set(CONFIG_VERBS) <= set(VERBS)
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    """A prompt file and a V* table made with the toy model (CLI Stage 1)."""
+    d = tmp_path_factory.mktemp("cfg")
+    rows = [{"problem": r["problem"], "answer": r["answer"]} for r in addition_task(4, seed=0)]
+    data = write_data(d / "p.jsonl", rows)
+    flags = ["--model", "toy", "--data", str(data), "--template", "none", "--device", "cpu"]
+    code, _, err = cli(
+        "value",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--out",
+        str(d / "v.jsonl"),
+        "--n-samples",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--no-progress",
+        cwd=d,
+    )
+    assert code == 0, err
+    return d, flags
+
+
+def test_paper_preset_trains_and_a_flag_overrides_the_file(toy_run):
+    d, flags = toy_run
+    # The toy model has 64 positions: its budget overrides the preset's 1024 tokens, and the
+    # batch the preset's 256 prompts (a flag wins over the file).
+    code, _, err = cli(
+        "train",
+        "--config",
+        "configs/paper.yaml",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--v-star",
+        str(d / "v.jsonl"),
+        "--out",
+        str(d / "run"),
+        "--max-steps",
+        "1",
+        "--max-new-tokens",
+        "3",
+        "--batch-size",
+        "2",
+        "--progress",
+        "false",
+        "--report-to",
+        "none",
+        cwd=d,
+    )
+    assert code == 0, err
+    cfg = json.loads((d / "run" / "run_config.json").read_text())["config"]
+    assert cfg["max_new_tokens"] == 3 and cfg["batch_size"] == 2  # the flags
+    assert cfg["learning_rate"] == 1e-6 and cfg["entropy_coef"] == 1e-3  # the file
+    assert cfg["minibatches"] == 2 and cfg["beta2"] == 1e-3
+    # run_config.json passed back as --config repeats the run's settings.
+    code, _, err = cli(
+        "train",
+        "--config",
+        str(d / "run" / "run_config.json"),
+        *flags,
+        "--v-star",
+        str(d / "v.jsonl"),
+        "--out",
+        str(d / "run2"),
+        cwd=d,
+    )
+    assert code == 0, err
+    again = json.loads((d / "run2" / "run_config.json").read_text())["config"]
+    assert {k: v for k, v in again.items() if k != "output_dir"} == {
+        k: v for k, v in cfg.items() if k != "output_dir"
+    }
+
+
+def test_an_unknown_key_is_refused_naming_it_and_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  learning_rate: 1.0e-5\n  learnig_rate: 1.0e-5\n")
+    code, _, err = cli("train", "--config", str(bad), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert code == 2
+    assert "unknown key 'learnig_rate'" in err and str(bad) in err
+    sect = tmp_path / "sect.yaml"
+    sect.write_text("trian:\n  beta2: 0.1\n")
+    code, _, err = cli("train", "--config", str(sect), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert code == 2 and "section 'trian' is not a verb" in err
+    code, _, err = cli("train", "--config", "nosuch", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert code == 2 and "not a packaged preset" in err
+
+
+def test_a_flag_of_another_algorithm_in_the_file_is_refused(tmp_path, toy_run):
+    d, flags = toy_run
+    f = tmp_path / "grpo.yaml"
+    f.write_text("train:\n  algo: astarpo\n  group_size: 4\n")
+    code, _, err = cli(
+        "train",
+        "--config",
+        str(f),
+        *flags,
+        "--v-star",
+        str(d / "v.jsonl"),
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert code == 2 and "--group-size does not apply to --algo astarpo" in err
+
+
+# --------------------------------------------------------------- provenance in the Trainer
+def _table(tmp_path, model_name, rows=ROWS, max_new_tokens=3):
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
+    return estimate_values(
+        gen,
+        rows,
+        [exact_match_reward],
+        Stage1Config(
+            n_samples=2,
+            beta1=0.5,
+            max_new_tokens=max_new_tokens,
+            prompts_per_call=2,
+            progress=False,
+        ),
+        out_path=tmp_path / "v.jsonl",
+        provenance={"model": model_name},
+    )
+
+
+def _train(tokenizer, tmp_path, model, table, rows=ROWS, **kw):
+    args = quick_config(tmp_path, max_steps=1, batch_size=4, max_new_tokens=3, **kw)
+    trainer = AStarPOTrainer(
+        model=model,
+        reward_funcs=exact_match_reward,
+        args=args,
+        train_dataset=rows,
+        v_star_table=table,
+        processing_class=tokenizer,
+    )
+    return trainer.train()
+
+
+@pytest.fixture
+def saved_model(tokenizer, tmp_path):
+    path = tmp_path / "base"
+    make_tiny_model(tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def test_the_python_api_refuses_a_table_of_another_model(tokenizer, tmp_path, saved_model):
+    # The README's TRL-style example, with a table made by another model.
+    table = _table(tmp_path, "models/other")
+    with pytest.raises(ValueTableError, match="model: table 'models/other'"):
+        _train(tokenizer, tmp_path / "a", saved_model, table)
+    history = _train(tokenizer, tmp_path / "b", saved_model, table, allow_v_star_mismatch=True)
+    assert history and "loss" in history[-1]
+    # A table of the same model (the directory, however it is spelled) passes.
+    same = _table(tmp_path / "s", str(Path(saved_model) / ".." / "base"))
+    _train(tokenizer, tmp_path / "c", saved_model, same)
+
+
+def test_other_sampling_settings_are_refused(tokenizer, tmp_path, saved_model):
+    table = _table(tmp_path, saved_model, max_new_tokens=5)
+    with pytest.raises(ValueTableError, match="sampling max_new_tokens: table 5, training 3"):
+        _train(tokenizer, tmp_path / "a", saved_model, table)
+
+
+def test_a_subset_of_the_table_needs_no_override_and_a_missing_prompt_is_named(
+    tokenizer, tmp_path, saved_model
+):
+    table = ValueTable.load(_table(tmp_path, saved_model).path)
+    kept = table.select(ROWS[:5])  # e.g. the all-wrong prompts left out
+    assert len(kept) == 5
+    history = _train(tokenizer, tmp_path / "a", saved_model, table, rows=kept)
+    assert history
+    extra = [*ROWS[:3], {"prompt": "98+99=", "answer": "197"}]
+    with pytest.raises(MissingPromptError, match="98\\+99="):
+        _train(tokenizer, tmp_path / "b", saved_model, table, rows=extra)
+    with pytest.raises(MissingPromptError, match="98\\+99="):  # not even with the override
+        _train(
+            tokenizer, tmp_path / "c", saved_model, table, rows=extra, allow_v_star_mismatch=True
+        )
+
+
+def test_run_config_records_the_algorithm_that_ran(tokenizer, tmp_path, saved_model):
+    from astarpo.llm.algorithms.astarpo import AStarPO
+
+    args = quick_config(tmp_path / "r", max_steps=1, batch_size=4, beta2=1e-3, max_new_tokens=3)
+    trainer = AStarPOTrainer(
+        model=saved_model,
+        reward_funcs=exact_match_reward,
+        args=args,
+        train_dataset=ROWS,
+        v_star_table={r["prompt"]: 0.5 for r in ROWS},
+        processing_class=tokenizer,
+        algorithm=AStarPO(beta2=0.25),
+    )
+    trainer.train()
+    record = json.loads((tmp_path / "r" / "run_config.json").read_text())
+    assert record["algorithm"] == "astarpo"
+    assert record["algorithm_settings"] == {"beta2": 0.25}  # not the args' 1e-3
+
+
+# ------------------------------------------------------------- V* tables interoperate
+def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
+    from datasets import load_from_disk
+
+    d, flags = toy_run
+    out = tmp_path / "exported"
+    code, _, err = cli(
+        "value",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--out",
+        str(d / "v.jsonl"),
+        "--n-samples",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--no-progress",
+        "--export",
+        str(out),
+        cwd=d,
+    )
+    assert code == 0, err
+    ds = load_from_disk(str(out))
+    table = ValueTable.load(d / "v.jsonl")
+    assert {"prompt", "answer", "v_star", "pass_rate", "rewards"} <= set(ds.column_names)
+    assert [r["v_star"] for r in ds] == [r.v_star for r in table]
+    back = ValueTable.load(out)
+    assert [r.to_json() for r in back] == [r.to_json() for r in table]
+    code, _, err = cli(
+        "train",
+        *flags,
+        "--reward",
+        "exact_match",
+        "--v-star",
+        str(out),
+        "--out",
+        str(tmp_path / "run"),
+        "--max-steps",
+        "1",
+        "--batch-size",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--progress",
+        "false",
+        "--report-to",
+        "none",
+        cwd=d,
+    )
+    assert code == 0, err
+    code, _, err = cli(
+        "value", *flags, "--out", str(tmp_path / "w.jsonl"), "--export", str(out), cwd=d
+    )
+    assert code == 2 and "exists" in err
+    with pytest.raises(ValueTableError, match="not a saved dataset"):
+        ValueTable.load(tmp_path)

@@ -1,0 +1,457 @@
+"""Interruptions: the watchdog, SIGTERM/SIGINT at a safe point, a killed merge, a full disk.
+
+The 2-process cases use the suite's spawn helper (gloo, CPU); the torchrun cases are in
+tests/llm/parallel/test_failures.py. A full disk is a 4 KiB tmpfs where this process may mount one
+(root), else an injected ``OSError(ENOSPC)`` after a byte budget.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from fakes import FakeGenerator
+from toy_setup import make_tiny_model, quick_config
+
+from astarpo.llm.data.files import append_bytes
+from astarpo.llm.parallel.signals import Interrupted, StopSignals
+from astarpo.llm.stage1.config import Stage1Config
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _join(rank: int, world: int, port: int) -> None:
+    os.environ.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
+    torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------- the watchdog
+
+
+def test_watchdog_stops_a_stalled_process_naming_rank_phase_and_step(tmp_path: Path) -> None:
+    code = (
+        "import time\n"
+        "from astarpo.llm.parallel.watchdog import Watchdog\n"
+        "w = Watchdog(0.5, rank=3, poll_s=0.05)\n"
+        "with w.phase('ref_logprobs', 2):\n"
+        "    pass\n"
+        "with w.phase('generate', 7):\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHELASTIC_ERROR_FILE": str(tmp_path / "e")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "error: rank 3 stalled: generate of step 7 has run for" in proc.stderr
+    assert "dist_timeout=0.5 s" in proc.stderr
+    assert 'rank 3 was here:\n  File "<string>", line 7' in proc.stderr  # its stack
+    error = json.loads((tmp_path / "e").read_text())["message"]  # torchrun's error file
+    assert error["message"].startswith("StallError: rank 3 stalled: generate of step 7")
+
+
+def test_dist_timeout_is_validated_and_disabled_in_one_process() -> None:
+    from astarpo.llm.algorithms.astarpo import AStarPOConfig
+    from astarpo.llm.parallel.watchdog import Watchdog
+
+    assert AStarPOConfig().dist_timeout == 900.0
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="dist_timeout"):
+            AStarPOConfig(dist_timeout=bad)
+    w = Watchdog(1e-3, rank=0, enabled=False)
+    with w.phase("generate", 1):
+        pass
+    assert w._thread is None  # one process: no thread, nothing timed
+
+
+# --------------------------------------------------------- SIGTERM / SIGINT at a safe point
+
+
+def test_stop_signals_record_the_first_signal_and_restore_handlers() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with StopSignals("the test") as s:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert s.received == signal.SIGTERM  # recorded, the process lives on
+        assert signal.getsignal(signal.SIGTERM) is before  # a second one acts at once
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert Interrupted(signal.SIGTERM, "x").exit_code == 143
+    assert Interrupted(signal.SIGINT, "x").exit_code == 130
+
+
+SENT: dict[str, int] = {}
+
+
+def sigint_at_step_2(completions: list[str], answer: list[str], **_: Any) -> list[float]:
+    """First digit matches; sends SIGINT to this process on its second call (once)."""
+    SENT["calls"] = SENT.get("calls", 0) + 1
+    if SENT["calls"] == 2 and not SENT.get("sent"):
+        SENT["sent"] = 1
+        os.kill(os.getpid(), signal.SIGINT)
+    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+
+def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
+    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm.training.trainers import AStarPOTrainer
+
+    rows = addition_task(8, seed=0)
+    cfg = {"max_steps": 3, "batch_size": 4, "max_new_tokens": 3}
+    cfg |= {"learning_rate": 1e-3, "save_steps": 0}
+    return AStarPOTrainer(
+        make_tiny_model(tokenizer),
+        None,
+        [sigint_at_step_2],
+        args=quick_config(out, **(cfg | kw)),
+        train_dataset=rows,
+        v_star_table={r["prompt"]: 0.1 for r in rows},
+        tokenizer=tokenizer,
+    )
+
+
+def _same_weights(a: Any, b: Any) -> None:
+    for (n, x), (_, y) in zip(
+        a.model.state_dict().items(), b.model.state_dict().items(), strict=True
+    ):
+        assert torch.equal(x, y), n
+
+
+def test_sigint_finishes_the_step_checkpoints_and_resume_is_exact(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    SENT.clear()
+    SENT["sent"] = 1  # the clean run: no signal
+    clean = _trainer(tokenizer, tmp_path / "clean")
+    clean.train()
+    SENT.clear()
+    tr = _trainer(tokenizer, tmp_path / "run")
+    with pytest.raises(Interrupted, match="SIGINT after step 2 of 3: checkpoint") as e:
+        tr.train()
+    assert e.value.exit_code == 130
+    assert (tmp_path / "run" / "checkpoint-2").is_dir()  # save_steps=0, yet saved
+    assert not (tmp_path / "run" / "final").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    resumed = _trainer(tokenizer, tmp_path / "run")
+    resumed.train(resume=True)
+    _same_weights(resumed, clean)
+
+
+def test_stage1_sigint_writes_the_finished_batches_and_a_rerun_completes(tmp_path: Path) -> None:
+    from astarpo.llm.stage1.estimate import estimate_values
+    from astarpo.llm.stage1.table import ValueTable
+
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(6)]
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
+
+    def run(out: Path) -> Any:
+        return estimate_values(
+            gen,
+            rows,
+            [sigint_at_step_2],
+            Stage1Config(n_samples=4, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=2),
+            out_path=out,
+        )
+
+    SENT.clear()
+    SENT["sent"] = 1
+    run(tmp_path / "clean.jsonl")
+    SENT.clear()
+    with pytest.raises(Interrupted, match="SIGINT in Stage 1 after 4 of 6 prompts") as e:
+        run(tmp_path / "v.jsonl")
+    assert e.value.exit_code == 130
+    assert len(ValueTable.load(tmp_path / "v.jsonl")) == 4  # batch 2 finished and written
+    run(tmp_path / "v.jsonl")
+    assert (tmp_path / "v.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+# ------------------------------------------------------------- an interrupted merge of shards
+
+
+ROWS = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(10)]
+
+
+def _boxed(prompts: list[str], completions: list[str], answer: list[str], **_: Any) -> list:
+    return [
+        1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in zip(completions, answer, strict=True)
+    ]
+
+
+def _stage1(out: Path, **kw: Any) -> Any:
+    from astarpo.llm.stage1.estimate import estimate_values_by_rank
+
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
+    return estimate_values_by_rank(
+        gen,
+        ROWS,
+        out_path=out,
+        reward_funcs=[_boxed],
+        config=Stage1Config(
+            n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+        ),
+        **kw,
+    )
+
+
+def _die(*_: Any, **__: Any) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _merge_worker(rank: int, world: int, port: int, out: str, kill_at_rename: bool) -> None:
+    from astarpo.llm.parallel.dist import cleanup_distributed
+
+    _join(rank, world, port)
+    if kill_at_rename and rank == 0:
+        os.replace = _die  # the merged table is written; killed before it is renamed
+    _stage1(Path(out))
+    cleanup_distributed()
+
+
+@pytest.mark.slow
+def test_a_merge_killed_on_rank_0_leaves_no_partial_table_and_a_rerun_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "v.jsonl"
+    with pytest.raises(mp.ProcessExitedException):  # rank 0 got SIGKILL inside the merge
+        mp.spawn(_merge_worker, args=(2, _free_port(), str(out), True), nprocs=2, join=True)
+    assert not out.exists()  # absent, never partial
+    mp.spawn(_merge_worker, args=(2, _free_port(), str(out), False), nprocs=2, join=True)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    _stage1(tmp_path / "one.jsonl")  # one process, same rows
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    want = [json.loads(x) for x in (tmp_path / "one.jsonl").read_text().splitlines()]
+    assert [(r["prompt"], r["v_star"]) for r in got] == [(r["prompt"], r["v_star"]) for r in want]
+
+
+def test_merge_command_killed_mid_write_leaves_no_partial_table(tmp_path: Path) -> None:
+    from astarpo.llm.stage1.estimate import estimate_values
+    from astarpo.llm.stage1.shards import part_path
+
+    for i in range(2):
+        gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
+        estimate_values(
+            gen,
+            ROWS,
+            [_boxed],
+            Stage1Config(
+                n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+            ),
+            out_path=tmp_path / "v.jsonl",
+            shard=(i, 2),
+        )
+    assert part_path(tmp_path / "v.jsonl", 1, 2).is_file()
+    code = (
+        "import os, signal, sys\n"
+        "from astarpo.llm.stage1 import rows\n"
+        "calls = []\n"
+        "real = rows.ValueRow.to_json\n"
+        "def to_json(self):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 5:\n"  # 4 of the 10 merged rows written
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(self)\n"
+        "rows.ValueRow.to_json = to_json\n"
+        "from astarpo.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    merge = ["value", "--merge", "2", "--out", str(tmp_path / "v.jsonl")]
+    proc = subprocess.run([sys.executable, "-c", code, *merge], env=env, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "v.jsonl").exists()
+    proc = subprocess.run([sys.executable, "-m", "astarpo", *merge], env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == 10
+
+
+# ---------------------------------------------------------------------------- a full disk
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[tuple[Path, bool]]:
+    """A directory on a 4 KiB tmpfs (one page; root only), else a plain one (inject ENOSPC)."""
+    d = tmp_path / "disk"
+    d.mkdir()
+    mounted = False
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("mount"):
+        cmd = ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(d)]
+        mounted = subprocess.run(cmd, capture_output=True).returncode == 0
+    try:
+        yield d, mounted
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(d)], check=True)
+
+
+def _fill_up(budget: int) -> None:
+    """Make this process's writes under a ``disk`` folder fail with ENOSPC past ``budget``
+    bytes, the last write partly done (as on a real full disk)."""
+    real = os.write
+    used = [0]
+
+    def write(fd: int, data: Any) -> int:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if "/disk/" not in target:
+            return real(fd, data)
+        room = budget - used[0]
+        if room <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = real(fd, bytes(data)[:room])
+        used[0] += n
+        return n
+
+    os.write = write
+
+
+def _disk_worker(rank: int, world: int, port: int, out: str, inject: bool) -> None:
+    from astarpo.llm.parallel.dist import cleanup_distributed
+
+    _join(rank, world, port)
+    if inject:
+        _fill_up(1000)
+    _stage1(Path(out))
+    cleanup_distributed()
+
+
+def test_append_bytes_undoes_a_partial_write_on_a_full_disk(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    path = disk / "t.jsonl"
+    append_bytes(path, b'{"a": 1}\n')
+    real = os.write
+    _fill_up(4)
+    try:
+        with pytest.raises(OSError, match=f"no space left on device while appending to {path}"):
+            append_bytes(path, b'{"b": 2}\n', then="do this.")
+    finally:
+        os.write = real
+    assert path.read_bytes() == b'{"a": 1}\n'  # the partial 4 bytes were cut off
+
+
+@pytest.mark.slow
+def test_stage1_by_rank_on_a_full_disk_names_the_file_keeps_the_rows_and_resumes(
+    small_disk: tuple[Path, bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from astarpo.llm.stage1.rows import read_table_rows
+    from astarpo.llm.stage1.shards import part_path
+
+    disk, mounted = small_disk
+    out = disk / "v.jsonl"
+    with pytest.raises(mp.ProcessRaisedException, match="no space left on device while appending"):
+        mp.spawn(_disk_worker, args=(2, _free_port(), str(out), not mounted), nprocs=2, join=True)
+    kept = 0
+    for i in range(2):
+        p = part_path(out, i, 2)
+        if p.exists():
+            rows, good = read_table_rows(p)
+            assert good == len(p.read_bytes())  # every byte in whole rows: no torn line
+            kept += len(rows)
+            shutil.copy(p, part_path(tmp_path / "v.jsonl", i, 2))
+    assert 0 < kept < len(ROWS)
+    # Space freed (the parts moved to a roomy disk): the same command resumes and completes.
+    mp.spawn(_disk_worker, args=(2, _free_port(), str(tmp_path / "v.jsonl"), False), nprocs=2)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    _stage1(tmp_path / "one.jsonl")
+    assert (tmp_path / "v.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+def test_metrics_on_a_full_disk_names_the_file_and_resume_continues(
+    tokenizer: Any, tmp_path: Path
+) -> None:
+    from astarpo.llm.training.metrics import read_metrics
+
+    SENT.clear()
+    SENT["sent"] = 1
+    clean = _trainer(tokenizer, tmp_path / "clean", save_steps=1)
+    clean.train()
+    out = tmp_path / "disk"
+    tr = _trainer(tokenizer, out, save_steps=1)
+    real = os.write
+    lines = []
+
+    def write(fd: int, data: Any) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("metrics.jsonl"):
+            lines.append(1)
+            if len(lines) == 3:  # step 3's record: half written, then the disk is full
+                real(fd, bytes(data)[:10])
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    os.write = write
+    try:
+        with pytest.raises(OSError, match=f"no space left on device while appending to {out}"):
+            tr.train()
+    finally:
+        os.write = real
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2]  # intact
+    resumed = _trainer(tokenizer, out, save_steps=1)
+    resumed.train(resume=True)
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]
+    _same_weights(resumed, clean)
+
+
+@pytest.mark.slow
+def test_cli_exits_143_after_sigterm_in_stage_1_and_in_stage_2(tmp_path: Path) -> None:
+    from astarpo.llm.toy.problems import addition_task
+
+    rows = addition_task(8, seed=0)
+    data = tmp_path / "p.jsonl"
+    data.write_text(
+        "".join(json.dumps({k: r[k] for k in ("problem", "answer")}) + "\n" for r in rows)
+    )
+    common = ["--model", "toy", "--data", str(data), "--template", "none", "--device", "cpu"]
+    common += ["--reward", "faults:exact_reward", "--max-new-tokens", "3"]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{Path(__file__).parents[1]}"}
+    env["OMP_NUM_THREADS"] = "1"
+
+    def astarpo(*args: str, fault: str = "") -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "astarpo", *args]
+        run_env = {**env, "ASTARPO_TEST_FAULT": fault}
+        return subprocess.run(cmd, env=run_env, capture_output=True, text=True, timeout=240)
+
+    value = [
+        "value",
+        *common,
+        "--n-samples",
+        "2",
+        "--prompts-per-call",
+        "2",
+        "--out",
+        str(tmp_path / "v.jsonl"),
+    ]
+    proc = astarpo(*value, "--no-progress", fault="sigterm:0:2")
+    assert proc.returncode == 143, proc.stderr
+    assert "stopped by SIGTERM in Stage 1 after 4 of 8 prompts: their rows are in" in proc.stderr
+    assert astarpo(*value, "--no-progress").returncode == 0  # resumed
+    train = ["train", *common, "--v-star", str(tmp_path / "v.jsonl"), "--max-steps", "3"]
+    train += ["--batch-size", "4", "--save-steps", "0", "--out", str(tmp_path / "run")]
+    proc = astarpo(*train, fault="sigterm:0:2")
+    assert proc.returncode == 143, proc.stderr
+    assert "received SIGTERM: finishing the current step and a checkpoint" in proc.stderr
+    assert "stopped by SIGTERM after step 2 of 3: checkpoint" in proc.stderr
+    assert (tmp_path / "run" / "checkpoint-2").is_dir()
