@@ -13,6 +13,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``astarpo demo``."""
     parser.add_argument("--out", default="runs/demo", help="output directory (runs/demo)")
     parser.add_argument("--quick", action="store_true", help="smaller run (about 3 min, 2 cores)")
+    parser.add_argument(
+        "--task",
+        default="addition",
+        choices=("addition", "scratchpad", "scratchpad2"),
+        help="embedded task: addition (answers of 4-5 tokens; default), scratchpad (a worked "
+        "solution of 70 tokens before the answer) or scratchpad2 (2-digit operands: 38 tokens)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of everything (0)")
     parser.add_argument(
         "--cache-dir", help="where the SFT reference is cached ($ASTARPO_CACHE or ~/.cache/astarpo)"
@@ -30,7 +37,13 @@ def run(args: argparse.Namespace) -> int:
     from astarpo.llm.toy.demo import run_demo
 
     run_demo(
-        args.out, args.quick, args.cache_dir, args.seed, not args.no_progress, threads=args.threads
+        args.out,
+        args.quick,
+        args.cache_dir,
+        args.seed,
+        not args.no_progress,
+        threads=args.threads,
+        task=args.task,
     )
     out = Path(args.out)
     print((out / "report.md").read_text())

@@ -1,10 +1,14 @@
 """The CPU demo, end to end: SFT reference -> Stage 1 -> A*-PO -> held-out evaluation -> report.
 
 Everything is embedded (no download): the character tokenizer and tiny Qwen2-style model of
-:mod:`astarpo.llm.models.toy`, and 2-digit addition problems. Steps:
+:mod:`astarpo.llm.models.toy`, and a task of :data:`~astarpo.llm.toy.tasks.TASKS`: 2-digit
+addition (``addition``, the default) or worked 4-digit addition (``scratchpad``, responses of
+70 tokens; ``scratchpad2``, 38 tokens). Steps:
 
 1. SFT the randomly initialized model into a reference that solves some problems
-   (:func:`astarpo.llm.toy.sft.cached_sft`; cached after the first run).
+   (:func:`astarpo.llm.toy.sft.cached_sft`; cached after the first run). On the scratchpad
+   tasks SFT stops when the reference's expected accuracy on 200 check problems reaches 0.35
+   (the benchmark's rule), so that there is something left to learn.
 2. Stage 1: ``N = 8`` reference samples per training prompt, ``V* = beta1 log mean exp(r/beta1)``
    (:func:`astarpo.llm.stage1.estimate.estimate_values`, ``beta1 = 0.5``).
 3. Stage 2: :class:`~astarpo.llm.training.trainer.AStarPOTrainer`, one sample per prompt.
@@ -28,19 +32,25 @@ from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import evaluate
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
+from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 
-__all__ = ["HELDOUT_POOL", "DemoConfig", "run_demo"]
+__all__ = ["HELDOUT_POOL", "REFERENCE_TARGET", "DemoConfig", "run_demo"]
 
 #: Problems reserved for held-out evaluation (``n_test`` of them are used).
 HELDOUT_POOL = 1000
+
+#: On the scratchpad tasks, SFT stops when the reference's expected sampled accuracy on the
+#: check problems reaches this (the benchmark's default ``reference_target``).
+REFERENCE_TARGET = 0.35
+
+#: Problems at the end of the held-out region that SFT's stopping check reads (with a target).
+CHECK = 200
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ class DemoConfig:
         eval_steps: Steps between held-out evaluations.
         eval_samples: Sampled responses per held-out problem (sampled pass@1 averages them).
         seed: Seed of the problems, Stage 1 and the evaluation.
+        model: ``Qwen2Config`` overrides of the toy model (the task's shape).
+        task: The embedded task (:data:`~astarpo.llm.toy.tasks.TASKS`): its problems, reward
+            and model shape. Default ``"addition"``.
     """
 
     n_train: int
@@ -72,47 +85,65 @@ class DemoConfig:
     eval_samples: int = 2
     seed: int = 0
     model: dict[str, Any] = field(default_factory=dict)
+    task: str = "addition"
 
     def __post_init__(self) -> None:
+        get_task(self.task)  # refuses an unknown task, listing the known ones
+        if self.sft.target_accuracy is not None and self.n_test > HELDOUT_POOL - CHECK:
+            raise ValueError(
+                f"n_test must be <= {HELDOUT_POOL - CHECK} when SFT stops at a target (the last "
+                f"{CHECK} held-out problems are its check), got {self.n_test}."
+            )
         if not 1 <= self.n_test <= HELDOUT_POOL:
             raise ValueError(f"n_test must be in [1, {HELDOUT_POOL}], got {self.n_test}.")
         if not 1 <= self.n_train <= self.n_sft:
             raise ValueError(f"n_train must be in [1, n_sft={self.n_sft}], got {self.n_train}.")
 
     @classmethod
-    def make(cls, quick: bool = False, out_dir: str = "runs/demo", seed: int = 0) -> DemoConfig:
-        """The quick (about 3 minutes on 2 cores) or full demo settings."""
+    def make(
+        cls, quick: bool = False, out_dir: str = "runs/demo", seed: int = 0, task: str = "addition"
+    ) -> DemoConfig:
+        """The quick (about 3 minutes on 2 cores) or full demo settings on ``task``."""
+        spec = get_task(task)
+        long = spec.response_tokens is not None  # the scratchpad tasks
         train = AStarPOConfig(
             output_dir=str(Path(out_dir) / "train"),
             overwrite_output_dir=True,  # the demo regenerates its whole output directory
             seed=seed,
             max_steps=60 if quick else 400,
-            batch_size=64,
+            batch_size=32 if long else 64,
             learning_rate=1e-4,
             beta2=1e-3,
-            max_new_tokens=5,
+            max_new_tokens=spec.max_new_tokens,
             save_steps=0,
             report_to="tensorboard",
         )
         return cls(
             n_train=512 if quick else 2048,
-            n_test=400 if quick else 1000,
+            n_test=400 if quick else (HELDOUT_POOL - CHECK if long else HELDOUT_POOL),
             n_sft=8000,
-            sft=SFTConfig(steps=1000, batch_size=64, learning_rate=2e-3),
+            sft=SFTConfig(
+                steps=2000 if long else 1000,
+                batch_size=64,
+                learning_rate=spec.sft_lr,
+                target_accuracy=REFERENCE_TARGET if long else None,
+            ),
             train=train,
             eval_steps=20 if quick else 50,
             eval_samples=2 if quick else 4,
             seed=seed,
+            model=dict(spec.model),
+            task=task,
         )
 
 
 def _heldout_eval(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: DemoConfig) -> Any:
     gen = HFGenerator(model, tokenizer, batch_size=512)
-    budget = cfg.train.max_new_tokens
-    sampled = evaluate(gen, rows, [exact_match_reward], k=cfg.eval_samples,
+    budget, reward = cfg.train.max_new_tokens, get_task(cfg.task).reward
+    sampled = evaluate(gen, rows, [reward], k=cfg.eval_samples,
                        sampling=SamplingConfig(budget, 1.0, 1.0), seed=cfg.seed + 1,
                        batch_size=256, progress=False)  # fmt: skip
-    greedy = evaluate(gen, rows, [exact_match_reward], k=1,
+    greedy = evaluate(gen, rows, [reward], k=1,
                       sampling=SamplingConfig(budget, 0.0, 1.0), batch_size=512,
                       progress=False)  # fmt: skip
     return {"sampled_pass@1": sampled["accuracy"], "greedy_pass@1": greedy["accuracy"]}
@@ -126,6 +157,7 @@ def run_demo(
     progress: bool = True,
     config: DemoConfig | None = None,
     threads: int = 1,
+    task: str = "addition",
 ) -> dict[str, Any]:
     """Run the demo and write the report; returns the report dict (also ``report.json``).
 
@@ -136,15 +168,18 @@ def run_demo(
             ``~/.cache/astarpo``).
         seed: Seed of everything.
         progress: Show progress bars.
-        config: Explicit settings (overrides ``quick`` and ``seed``).
+        config: Explicit settings (overrides ``quick``, ``seed`` and ``task``).
         threads: torch intra-op threads during the demo (restored after). Default 1: the tiny
             model runs fastest single-threaded (measured on a shared 2-core machine: 0.075 s
             per SFT step with 1 thread, 0.085 to 0.46 s with 2, depending on other jobs).
+        task: The embedded task (:data:`~astarpo.llm.toy.tasks.TASKS`). Default
+            ``"addition"``.
     """
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return _run_demo(out_dir, quick, cache_dir, seed, progress, config)
+        cfg = config or DemoConfig.make(quick, str(out_dir), seed, task=task)
+        return _run_demo(out_dir, quick and config is None, cache_dir, progress, cfg)
     finally:
         torch.set_num_threads(previous)
 
@@ -153,24 +188,27 @@ def _run_demo(
     out_dir: str | Path,
     quick: bool,
     cache_dir: str | Path | None,
-    seed: int,
     progress: bool,
-    config: DemoConfig | None,
+    cfg: DemoConfig,
 ) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = config or DemoConfig.make(quick, str(out), seed)
     t_start = time.perf_counter()
     tokenizer = make_char_tokenizer()
     # The first HELDOUT_POOL problems are reserved for evaluation whatever n_test is, so the
     # quick and full demos share the SFT data (and its cache).
-    problems = addition_task(HELDOUT_POOL + cfg.n_sft, seed=cfg.seed, zero_pad=True)
+    task = get_task(cfg.task)
+    problems = task.rows(HELDOUT_POOL + cfg.n_sft, cfg.seed)
     test, sft_rows = problems[: cfg.n_test], problems[HELDOUT_POOL:]
     train_rows = sft_rows[: cfg.n_train]
+    # SFT's stopping check (with a target): the last problems of the held-out region, never
+    # in the test set.
+    check = problems[HELDOUT_POOL - CHECK : HELDOUT_POOL] if cfg.sft.target_accuracy else None
 
     # 1. SFT reference (cached).
     model, sft_info = cached_sft(make_toy_model(tokenizer, seed=cfg.seed, **cfg.model),
-                                 tokenizer, sft_rows, cfg.sft, cache_dir, progress)  # fmt: skip
+                                 tokenizer, sft_rows, cfg.sft, cache_dir, progress,
+                                 check_rows=check)  # fmt: skip
     ref = model
     policy = copy.deepcopy(ref)
 
@@ -179,7 +217,7 @@ def _run_demo(
     table = estimate_values(
         HFGenerator(ref, tokenizer, batch_size=512),
         train_rows,
-        [exact_match_reward],
+        [task.reward],
         Stage1Config(
             n_samples=cfg.n_samples,
             beta1=cfg.beta1,
@@ -197,7 +235,7 @@ def _run_demo(
     trainer = AStarPOTrainer(
         policy,
         ref,
-        [exact_match_reward],
+        [task.reward],
         args=cfg.train.replace(progress=progress, eval_steps=cfg.eval_steps),  # type: ignore[arg-type]
         train_dataset=train_rows,
         v_star_table=table,
@@ -217,7 +255,9 @@ def _run_demo(
     ]
     steps = [r for r in history if "loss" in r]
     report = {
-        "command": "astarpo demo" + (" --quick" if quick and config is None else ""),
+        "command": "astarpo demo"
+        + (f" --task {cfg.task}" if cfg.task != "addition" else "")
+        + (" --quick" if quick else ""),
         "config": json.loads(json.dumps(asdict(cfg), default=str)),
         "sft": sft_info,
         "stage1": {"seconds": stage1_seconds, "v_star_mean": float(v_star.mean()),
@@ -231,12 +271,12 @@ def _run_demo(
         "total_seconds": time.perf_counter() - t_start,
     }  # fmt: skip
     (out / "report.json").write_text(json.dumps(standard_json(report), indent=2, allow_nan=False))
-    _plot(curve, out / "accuracy_vs_time.png")
+    _plot(curve, out / "accuracy_vs_time.png", cfg.task)
     (out / "report.md").write_text(_markdown(report))
     return report
 
 
-def _plot(curve: list[dict[str, Any]], path: Path) -> None:
+def _plot(curve: list[dict[str, Any]], path: Path, task: str) -> None:
     import matplotlib  # the theory/llm extra; only when a figure is drawn
 
     matplotlib.use("Agg")
@@ -248,7 +288,7 @@ def _plot(curve: list[dict[str, Any]], path: Path) -> None:
     ax.plot(t, [c["greedy_pass@1"] for c in curve], "s--", label="greedy pass@1")
     ax.set_xlabel("A*-PO training wall time (s)")
     ax.set_ylabel("held-out accuracy")
-    ax.set_title("Toy 2-digit addition: A*-PO from the SFT reference")
+    ax.set_title(f"Toy task {task}: A*-PO from the SFT reference")
     ax.grid(alpha=0.3)
     fig.legend(loc="outside lower center", ncol=2)  # outside the data
     fig.savefig(path, dpi=150)
