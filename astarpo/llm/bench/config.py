@@ -14,6 +14,7 @@ from typing import Any
 
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.toy.tasks import TASKS
 
 __all__ = [
@@ -224,6 +225,19 @@ class BenchConfig:
                 f"sweep_seed ({self.sweep_seed}) must not be one of the main seeds "
                 f"0..{self.seeds - 1}."
             )
+
+    def stage1_config(self, seed: int, filter_all_wrong: bool = False) -> Stage1Config:
+        """Stage 1's settings under this protocol: N, ``beta1`` and the token budget of the
+        runs, ``generation_batch_size`` sequences per ``generate`` call, no progress bar."""
+        return Stage1Config(
+            n_samples=self.n_samples,
+            beta1=self.beta1,
+            max_new_tokens=self.max_new_tokens,
+            seed=seed,
+            prompts_per_call=max(1, self.generation_batch_size // self.n_samples),
+            filter_all_wrong=filter_all_wrong,
+            progress=False,
+        )
 
     @property
     def sweep(self) -> bool:

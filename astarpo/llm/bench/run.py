@@ -224,6 +224,33 @@ def sweep(runner: Runner, val: list[dict[str, Any]], values: Path) -> dict[str, 
     return result
 
 
+def _seed_runs(
+    runner: Runner,
+    names: tuple[str, ...],
+    lrs: dict[str, Any],
+    held_out: list[dict[str, str]],
+    hard: list[bool],
+    prefix: str = "",
+) -> list[dict[str, Any]]:
+    """Every run of ``names`` for every seed (module doc, step 5), each at its chosen learning
+    rate with Stage 1 inside the budget; the order rotates per seed so that slow phases of a
+    shared machine hit every run."""
+    cfg, out = runner.cfg, []
+    for seed in range(cfg.seeds):
+        for arm in names[seed % len(names) :] + names[: seed % len(names)]:
+            spec = {
+                "arm": arm,
+                "seed": seed,
+                "lr": lrs[arm]["chosen"],
+                "seconds": cfg.max_train_seconds,
+                "stage1_inside": True,
+                "eval": held_out,
+                "hard": hard,
+            }
+            out.append(runner.run(f"{prefix}{arm}-seed{seed}", spec))
+    return out
+
+
 def _one_pass(
     cfg: BenchConfig,
     runs: list[dict[str, Any]],
@@ -240,20 +267,8 @@ def _one_pass(
     wide = replace(cfg, pool_size=sizing["pool_size"])
     say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
     runner = Runner(wide, reference, splits(wide)["pool"], say)
-    names = [a for a in ONE_PASS_ARMS if a in cfg.algos]
-    out = []
-    for seed in range(cfg.seeds):
-        for arm in names[seed % len(names) :] + names[: seed % len(names)]:
-            spec = {
-                "arm": arm,
-                "seed": seed,
-                "lr": lrs[arm]["chosen"],
-                "seconds": cfg.max_train_seconds,
-                "stage1_inside": True,
-                "eval": held_out,
-                "hard": hard,
-            }
-            out.append(runner.run(f"onepass-{arm}-seed{seed}", spec))
+    names = tuple(a for a in ONE_PASS_ARMS if a in cfg.algos)
+    out = _seed_runs(runner, names, lrs, held_out, hard, prefix="onepass-")
     return {"sizing": sizing, "config": {**asdict(wide), "algos": names}, "runs": out}
 
 
@@ -313,22 +328,7 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
     runner = Runner(cfg, ref_path, rows["pool"], say)
     lrs = sweep(runner, rows["val"], out / "values.jsonl")
     lrs["astarpo_drop"] = lrs["astarpo"]
-    runs = []
-    names = arms(cfg)
-    for seed in range(cfg.seeds):
-        # Rotate the order per seed so slow phases of a shared machine hit every run.
-        order = names[seed % len(names) :] + names[: seed % len(names)]
-        for arm in order:
-            spec = {
-                "arm": arm,
-                "seed": seed,
-                "lr": lrs[arm]["chosen"],
-                "seconds": cfg.max_train_seconds,
-                "stage1_inside": True,
-                "eval": rows["held_out"],
-                "hard": hard,
-            }
-            runs.append(runner.run(f"{arm}-seed{seed}", spec))
+    runs = _seed_runs(runner, arms(cfg), lrs, rows["held_out"], hard)
     one_pass = (
         _one_pass(cfg, runs, lrs, rows["held_out"], hard, ref_path, say) if cfg.one_pass else None
     )

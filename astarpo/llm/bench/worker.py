@@ -34,7 +34,6 @@ from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
@@ -87,15 +86,7 @@ def stage1(
         generator,
         rows,
         [get_task(cfg.task).reward],
-        Stage1Config(
-            n_samples=cfg.n_samples,
-            beta1=cfg.beta1,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=seed,
-            prompts_per_call=max(1, cfg.generation_batch_size // cfg.n_samples),
-            filter_all_wrong=drop,
-            progress=False,
-        ),
+        cfg.stage1_config(seed, filter_all_wrong=drop),
         out_path=path,
     )
     if device.type == "cuda":

@@ -27,7 +27,6 @@ from astarpo.llm.bench.zero_pass_run import gold_logprobs
 from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.rollout.hf import HFGenerator
-from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.shards import merge_shards
 from astarpo.llm.toy.problems import scratchpad_task
@@ -260,14 +259,7 @@ def pass_shard(spec: dict[str, Any]) -> None:
         HFGenerator(ref, make_char_tokenizer(), cfg.generation_batch_size),
         spec["rows"],
         [get_task(cfg.task).reward],
-        Stage1Config(
-            n_samples=cfg.n_samples,
-            beta1=cfg.beta1,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=HARD_SEED,
-            prompts_per_call=max(1, cfg.generation_batch_size // cfg.n_samples),
-            progress=False,
-        ),
+        cfg.stage1_config(HARD_SEED),
         out_path=spec["path"],
         shard=(int(spec["shard"][0]), int(spec["shard"][1])),
     )
