@@ -301,6 +301,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines += markdown_lines(s["mechanism"])
     if "one_pass" in result:
         lines += one_pass_lines(result["one_pass"], s)
+    if "one_pass_error" in result:
+        lines += ["", f"The one-pass setting failed: {result['one_pass_error']}"]
     if "wall_s" in result:
         lines += [
             "",

@@ -272,6 +272,13 @@ def _one_pass(
     return {"sizing": sizing, "config": {**asdict(wide), "algos": names}, "runs": out}
 
 
+def _finish(result: dict[str, Any], t_start: float, load_start: Any, out: Path) -> None:
+    """Stamp the wall time and load on ``result`` and write ``bench.json/md/png``."""
+    result["wall_s"] = time.perf_counter() - t_start
+    result["load"] = {"start": load_start, "end": _load()}
+    report.write(result, out)
+
+
 def _load() -> list[float] | None:
     """The 1/5/15-minute load averages (timings on a shared machine depend on them)."""
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
@@ -329,9 +336,6 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
     lrs = sweep(runner, rows["val"], out / "values.jsonl")
     lrs["astarpo_drop"] = lrs["astarpo"]
     runs = _seed_runs(runner, arms(cfg), lrs, rows["held_out"], hard)
-    one_pass = (
-        _one_pass(cfg, runs, lrs, rows["held_out"], hard, ref_path, say) if cfg.one_pass else None
-    )
     result: dict[str, Any] = {
         "config": asdict(cfg),
         "reference": {**ref_eval, "sft": sft_info},
@@ -342,12 +346,19 @@ def run_bench(cfg: BenchConfig, progress: bool = True, overwrite: bool = False) 
         "peers": {p: peer_info(cfg) for p in cfg.peers},
     }
     result["summary"] = report.summarize(result)
-    if one_pass is not None:
-        mini = {**result, "config": one_pass["config"], "runs": one_pass["runs"]}
-        one_pass["summary"] = report.summarize(mini, targets=result["summary"]["targets"])
-        result["one_pass"] = one_pass
-    result["wall_s"] = time.perf_counter() - t_start
-    result["load"] = {"start": load_start, "end": _load()}
-    report.write(result, out)
+    _finish(result, t_start, load_start, out)
+    if cfg.one_pass:
+        # The main runs' report is on disk first: a failed one-pass run loses none of it.
+        say(f"[bench] main runs written to {out / 'bench.json'}; now the one-pass setting")
+        try:
+            one_pass = _one_pass(cfg, runs, lrs, rows["held_out"], hard, ref_path, say)
+        except RuntimeError as e:
+            say(f"[bench] the one-pass setting failed; the main runs' report stands: {e}")
+            result["one_pass_error"] = str(e)
+        else:
+            mini = {**result, "config": one_pass["config"], "runs": one_pass["runs"]}
+            one_pass["summary"] = report.summarize(mini, targets=result["summary"]["targets"])
+            result["one_pass"] = one_pass
+        _finish(result, t_start, load_start, out)
     say(f"[bench] wrote {out / 'bench.md'}, {out / 'bench.json'}, {out / 'bench.png'}")
     return result

@@ -160,3 +160,28 @@ def test_one_pass_runs_on_a_pool_sized_from_the_main_runs(tmp_path):
     assert one["summary"]["targets"] == res["summary"]["targets"]
     assert "One pass: no prompt seen twice" in (tmp_path / "b" / "bench.md").read_text()
     assert json.loads((tmp_path / "b" / "bench.json").read_text())["one_pass"]["sizing"]
+
+
+@pytest.mark.slow
+def test_a_failed_one_pass_run_keeps_the_main_report(tmp_path, monkeypatch):
+    """The main runs' bench.json is written before the one-pass setting starts; a one-pass run
+    that fails (e.g. Stage 1 longer than the budget) is reported, and nothing is lost."""
+    import json
+
+    from toy_setup import TINY
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("astarpo: Stage 1 took 61.0 s of a 60 s budget")
+
+    monkeypatch.setattr(run_mod, "_one_pass", failing)
+    cfg = BenchConfig(
+        out_dir=str(tmp_path / "b"), algos=("astarpo", "grpo"), drop_all_wrong=False,
+        seeds=1, max_train_seconds=2.0, eval_every_seconds=1.0, lr_grid=(1e-3,), batch_size=2,
+        pool_size=4, eval_size=4, val_size=4, n_samples=2, group_size=2, sft_steps=1,
+        model_overrides=TINY, cache_dir=str(tmp_path / "cache"), one_pass=True,
+    )  # fmt: skip
+    res = run_mod.run_bench(cfg, progress=False)
+    saved = json.loads((tmp_path / "b" / "bench.json").read_text())
+    assert "Stage 1 took 61.0 s" in saved["one_pass_error"] and "one_pass" not in saved
+    assert len(saved["runs"]) == 2 == len(res["runs"])
+    assert "The one-pass setting failed" in (tmp_path / "b" / "bench.md").read_text()

@@ -148,7 +148,7 @@ def test_sweep_covers_the_peer_runs(tmp_path):
     """The learning-rate sweep runs every peer like an algorithm (Stage 1 table reused)."""
     from astarpo.llm.bench.run import sweep
 
-    cfg = BenchConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",))
+    cfg = BenchConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",), grid_extensions=0)
     started = []
 
     class FakeRunner:
