@@ -22,7 +22,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size"]
+from astarpo.llm.bench.stats import paired_ratio
+
+__all__ = ["ONE_PASS_ARMS", "REUSED", "markdown_lines", "one_pass_pool_size"]
+
+#: The name of the A*-PO runs read without their Stage 1 time (as in the report).
+REUSED = "astarpo (Stage 1 reused)"
 
 #: The algorithms run again in the one-pass setting (those of the benchmark's ``algos``).
 ONE_PASS_ARMS = ("astarpo", "grpo")
@@ -95,6 +100,16 @@ def _ratio(x: dict[str, Any]) -> str:
     return f"{x['ratio']:.2f}{ci}"
 
 
+def _reused_ratios(summary: dict[str, Any], labels: list[str]) -> dict[str, str]:
+    """A*-PO read without its Stage 1 time over GRPO, per target (empty without both)."""
+    arms = summary["arms"]
+    if REUSED not in arms or "grpo" not in arms:
+        return {}
+    times = {k: (arms[REUSED]["time_to_target"][k]["times"],
+                 arms["grpo"]["time_to_target"][k]["times"]) for k in labels}  # fmt: skip
+    return {k: _ratio(paired_ratio(*times[k])) for k in labels}
+
+
 def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> list[str]:
     """The report's one-pass section: the pool and why, then per run its passes over the pool,
     Stage 1 time, final expected accuracy beside the main runs', and A*-PO's time-to-target
@@ -123,12 +138,14 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
         "|---|---|---|---|---|",
     ]
     for name, a in s["arms"].items():
+        if name not in passes:  # A*-PO read without its Stage 1: the ratios below
+            continue
         fin, main = a["final"]["expected_accuracy"], main_summary["arms"].get(name)
-        rv = passes.get(name, {})
+        rv = passes[name]
         cell = f"{main['final']['expected_accuracy']['mean']:.3f}" if main is not None else "n/a"
         lines.append(
-            f"| {name} | {rv.get('passes', float('nan')):.2f} "
-            f"({rv.get('max_passes', float('nan')):.2f}) | {a['stage1_s']['mean']:.1f} | "
+            f"| {name} | {rv['passes']:.2f} ({rv['max_passes']:.2f}) | "
+            f"{a['stage1_s']['mean']:.1f} | "
             f"{fin['mean']:.3f} [{fin['low']:.3f}, {fin['high']:.3f}] | {cell} |"
         )
     if "grpo" in s["ratios"] and "grpo" in main_summary["ratios"]:
@@ -143,5 +160,17 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
             + " | ".join(_ratio(main_summary["ratios"]["grpo"][k]) for k in labels)
             + " |",
             "| one pass | " + " | ".join(_ratio(s["ratios"]["grpo"][k]) for k in labels) + " |",
+        ]
+        for setting, summary in (("main", main_summary), ("one pass", s)):
+            reused = _reused_ratios(summary, labels)
+            if reused:
+                lines.append(
+                    f"| {setting}, Stage 1 reused | " + " | ".join(reused[k] for k in labels) + " |"
+                )
+        lines += [
+            "",
+            "Time to target is read on the evaluations (every `eval_every_seconds` of "
+            "training): a target reached before the first one is read on the straight line "
+            "from the reference to it.",
         ]
     return lines

@@ -23,14 +23,13 @@ from typing import Any
 from astarpo.llm.bench import figures
 from astarpo.llm.bench.config import ARM_LABELS
 from astarpo.llm.bench.mechanism import markdown_lines, summarize_mechanism
+from astarpo.llm.bench.one_pass import REUSED
 from astarpo.llm.bench.one_pass import markdown_lines as one_pass_lines
 from astarpo.llm.bench.stats import paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
 __all__ = ["PAPER", "REUSED", "edge_note", "summarize", "to_markdown", "write"]
 
-#: The name of the A*-PO runs read without their Stage 1 time.
-REUSED = "astarpo (Stage 1 reused)"
 
 #: Figures of the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).
 PAPER: dict[str, Any] = {
@@ -345,6 +344,10 @@ def _main(argv: list[str]) -> int:
     (out,) = argv
     result = json.loads((Path(out) / "bench.json").read_text())
     result["summary"] = summarize(result)
+    if "one_pass" in result:
+        one = result["one_pass"]
+        mini = {**result, "config": one["config"], "runs": one["runs"]}
+        one["summary"] = summarize(mini, targets=result["summary"]["targets"])
     write(result, out)
     return 0
 
