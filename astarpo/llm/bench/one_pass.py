@@ -54,9 +54,9 @@ def one_pass_pool_size(
             ``capped`` is set.
 
     Returns:
-        ``{"pool_size", "need": {arm: largest bound over its seeds}, "rate": {arm: prompts per
-        Stage 2 second, largest over seeds}, "stage1_s_per_prompt": {arm: s1}, "margin",
-        "capped"}``.
+        A dict: ``pool_size``; ``need``, ``rate`` and ``stage1_s_per_prompt`` per arm (the
+        largest bound over its seeds, and that seed's prompts per Stage 2 second and Stage 1
+        seconds per pool prompt); ``margin``; ``capped``.
 
     Raises:
         ValueError: no run of :data:`ONE_PASS_ARMS`, a run without Stage 2 time, or

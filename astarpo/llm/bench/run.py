@@ -16,9 +16,9 @@
    :mod:`astarpo.llm.bench.peers` included), one training run in a fresh process
    (:mod:`astarpo.llm.bench.worker`) with the same wall-clock budget, A*-PO's Stage 1 (and
    TRL A2PO's) inside it;
-5b. with ``one_pass``, A*-PO and GRPO again on a pool that no run goes through twice
-   (:mod:`astarpo.llm.bench.one_pass`);
-6. the summary (:mod:`astarpo.llm.bench.report`): ``bench.json``, ``bench.md``, ``bench.png``.
+6. with ``one_pass``, A*-PO and GRPO again on a pool that no run goes through twice
+   (:mod:`astarpo.llm.bench.one_pass`), after the main runs' report is written;
+7. the summary (:mod:`astarpo.llm.bench.report`): ``bench.json``, ``bench.md``, ``bench.png``.
 """
 
 from __future__ import annotations
