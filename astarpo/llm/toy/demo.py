@@ -184,6 +184,16 @@ def run_demo(
         torch.set_num_threads(previous)
 
 
+def _splits(cfg: DemoConfig) -> tuple[list[dict[str, str]], list[dict[str, str]], Any]:
+    """``(test, sft, check)`` problems of the task. The first :data:`HELDOUT_POOL` problems
+    are reserved for evaluation whatever ``n_test`` is, so the quick and full demos share the
+    SFT data (and its cache); with an SFT target, its check is the last :data:`CHECK` of them,
+    never in the test set (None without a target)."""
+    problems = get_task(cfg.task).rows(HELDOUT_POOL + cfg.n_sft, cfg.seed)
+    check = problems[HELDOUT_POOL - CHECK : HELDOUT_POOL] if cfg.sft.target_accuracy else None
+    return problems[: cfg.n_test], problems[HELDOUT_POOL:], check
+
+
 def _run_demo(
     out_dir: str | Path,
     quick: bool,
@@ -195,15 +205,9 @@ def _run_demo(
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     tokenizer = make_char_tokenizer()
-    # The first HELDOUT_POOL problems are reserved for evaluation whatever n_test is, so the
-    # quick and full demos share the SFT data (and its cache).
     task = get_task(cfg.task)
-    problems = task.rows(HELDOUT_POOL + cfg.n_sft, cfg.seed)
-    test, sft_rows = problems[: cfg.n_test], problems[HELDOUT_POOL:]
+    test, sft_rows, check = _splits(cfg)
     train_rows = sft_rows[: cfg.n_train]
-    # SFT's stopping check (with a target): the last problems of the held-out region, never
-    # in the test set.
-    check = problems[HELDOUT_POOL - CHECK : HELDOUT_POOL] if cfg.sft.target_accuracy else None
 
     # 1. SFT reference (cached).
     model, sft_info = cached_sft(make_toy_model(tokenizer, seed=cfg.seed, **cfg.model),

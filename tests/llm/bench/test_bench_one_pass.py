@@ -7,6 +7,7 @@ import math
 import pytest
 
 from astarpo.llm.bench import run as run_mod
+from astarpo.llm.bench import runner as runner_mod
 from astarpo.llm.bench.config import BenchConfig
 from astarpo.llm.bench.one_pass import one_pass_pool_size
 from astarpo.llm.bench.report import edge_note
@@ -37,13 +38,13 @@ def test_sweep_extends_a_grid_whose_choice_is_an_edge(
         tried.append(lr)
         return -((math.log10(lr) + 5.0) ** 2)
 
-    monkeypatch.setattr(run_mod, "_sweep_score", fake_score)
+    monkeypatch.setattr(runner_mod, "sweep_score", fake_score)
     cfg = BenchConfig(
         out_dir=str(tmp_path), algos=("astarpo",), lr_grid=(1e-4, 3e-4, 1e-3),
         grid_extensions=extensions,
     )  # fmt: skip
-    runner = run_mod.Runner(cfg, tmp_path, [], lambda *a: None)
-    result = run_mod.sweep(runner, [], tmp_path / "values.jsonl")["astarpo"]
+    runner = runner_mod.Runner(cfg, tmp_path, [], lambda *a: None)
+    result = runner_mod.sweep(runner, [], tmp_path / "values.jsonl")["astarpo"]
     assert result["extended"] == pytest.approx(added)
     assert len(tried) == 3 + len(added)
     assert result["chosen"] == pytest.approx(min([1e-4, *added]) if still_edge else 1.11e-5)

@@ -146,7 +146,7 @@ def test_bench_cli_peers_flag(monkeypatch, tmp_path):
 
 def test_sweep_covers_the_peer_runs(tmp_path):
     """The learning-rate sweep runs every peer like an algorithm (Stage 1 table reused)."""
-    from astarpo.llm.bench.run import sweep
+    from astarpo.llm.bench.runner import sweep
 
     cfg = BenchConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",), grid_extensions=0)
     started = []
