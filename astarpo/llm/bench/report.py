@@ -76,7 +76,7 @@ def _groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], 
     return out
 
 
-#: Bounds of a time or a count: their intervals are clipped at 0.
+#: Bounds of a time, a count or a KL divergence: their intervals are clipped at 0.
 POSITIVE = (0.0, math.inf)
 
 #: Metrics that are accuracies: their intervals are clipped to [0, 1].
@@ -115,7 +115,7 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
             vals = [
                 _value_at(*_curve(r, key), budget) if _curve(r, key)[0] else None for r, _ in rs
             ]
-            final[key] = _ci(vals, (0.0, 1.0) if key in ACCURACIES else None)
+            final[key] = _ci(vals, (0.0, 1.0) if key in ACCURACIES else POSITIVE)
         arms[name] = {
             "seeds": len(rs),
             "lr": rs[0][0]["lr"],

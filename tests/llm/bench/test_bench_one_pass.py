@@ -186,3 +186,28 @@ def test_a_failed_one_pass_run_keeps_the_main_report(tmp_path, monkeypatch):
     assert "Stage 1 took 61.0 s" in saved["one_pass_error"] and "one_pass" not in saved
     assert len(saved["runs"]) == 2 == len(res["runs"])
     assert "The one-pass setting failed" in (tmp_path / "b" / "bench.md").read_text()
+
+
+def test_kl_interval_stays_at_or_above_zero():
+    """Two seeds whose final KL is 0.0 and 1.2: Student-t over 2 seeds (t = 12.7) would reach
+    far below 0; a KL is never negative, so the band is clipped there."""
+    from astarpo.llm.bench.report import summarize
+
+    def run(seed, kl):
+        evals = [
+            {"time": t, "stage2_time": t, "expected_accuracy": a, "accuracy": a,
+             "sampled_accuracy": a, "kl": k}
+            for t, a, k in ((0.0, 0.2, 0.0), (10.0, 0.5, kl))
+        ]  # fmt: skip
+        return {"arm": "astarpo", "seed": seed, "lr": 1e-3, "evals": evals, "stage1_s": 0.0,
+                "train_s": 10.0, "clock_s": 10.0, "steps": 5, "pool": 10, "prompts": 10,
+                "samples_per_prompt": 1, "phases": {"stage1": 0.0, "generate": 1.0},
+                "memory": {"rss_peak_mb": 2.0, "rss_before_train_mb": 1.0}}  # fmt: skip
+
+    result = {
+        "config": {**BenchConfig().__dict__, "max_train_seconds": 10.0, "seeds": 2},
+        "reference": {"expected_accuracy": 0.2},
+        "runs": [run(0, 0.0), run(1, 1.2)],
+    }
+    kl = summarize(result)["arms"]["astarpo"]["final"]["kl"]
+    assert kl["mean"] == pytest.approx(0.6) and kl["low"] == 0.0 and kl["high"] > 1.2
