@@ -148,23 +148,10 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if self.backend not in ("hf", "vllm"):
             raise ValueError(f"backend must be 'hf' or 'vllm', got {self.backend!r}.")
-        if (
-            isinstance(self.micro_batch_size, bool)
-            or not isinstance(self.micro_batch_size, int)
-            or self.micro_batch_size < 0
-        ):
-            raise ValueError(
-                f"micro_batch_size must be an integer >= 0 (0: whole batch), got "
-                f"{self.micro_batch_size!r}."
-            )
-        if (
-            isinstance(self.grid_extensions, bool)
-            or not isinstance(self.grid_extensions, int)
-            or self.grid_extensions < 0
-        ):
-            raise ValueError(
-                f"grid_extensions must be an integer >= 0, got {self.grid_extensions!r}."
-            )
+        for name, note in (("micro_batch_size", " (0: whole batch)"), ("grid_extensions", "")):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0{note}, got {v!r}.")
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}.")
         if self.peers and self.task != "addition":
