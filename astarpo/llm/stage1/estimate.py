@@ -213,14 +213,14 @@ def estimate_values(
                 append_bytes(path, jsonl_bytes(new.values()), f, "rerun the same command.")
             done.update(new)
             bar.update(len(new))
-            if signals.received:  # the rows made durable, then Interrupted
-                if f is not None:
-                    os.fsync(f.fileno())
-                where = f": their rows are in {path}; rerun the same command to resume" if f else ""
-                signals.stop(f"in Stage 1 after {len(done)} of {len(todo)} prompts{where}.")
+            if signals.received:
+                break
         if f is not None:
             os.fsync(f.fileno())  # once, not per batch: durable against power loss at the end
     bar.close()
+    if signals.received:  # checked out here too: a signal after the last batch's check counts
+        where = f": their rows are in {path}; rerun the same command to resume" if path else ""
+        signals.stop(f"in Stage 1 after {len(done)} of {len(todo)} prompts{where}.")
     if any(counts.values()):
         logger.warning("Stage 1 unscored responses: %s", counts)
     keep = [done[k] for k, _ in todo if k in done]
@@ -243,6 +243,11 @@ def estimate_values_by_rank(
     rank 0 merges the parts into ``out_path`` (checking every prompt is there), and every rank
     returns the merged table.
 
+    A SIGTERM/SIGINT (``torchrun`` forwards one to every rank) stops each rank at a safe point
+    with its rows kept: a rank in a batch after the batch, a rank at a barrier when a peer
+    stopped (exit 143/130, and no merged table); one that comes once every part is whole lets
+    the merge finish.
+
     Args:
         generator: Each rank's generator (on its own device).
         rows: The full dataset (every rank passes all rows; sharding is by prompt key).
@@ -258,20 +263,30 @@ def estimate_values_by_rank(
     info = init_distributed()
     if not info.distributed:
         return estimate_values(generator, rows, out_path=out_path, **kwargs)
-    estimate_values(
-        generator, rows, out_path=out_path, shard=(info.rank, info.world_size), **kwargs
-    )
-    # A rank done with its shard waits here; a SIGTERM/SIGINT then ends the wait as one on a
-    # batch does (exit 143/130, rows kept), not by the default action (a torn gloo pair).
-    with StopSignals("waiting for the other ranks' shards") as signals:
-        try:
-            barrier()
-        except Exception:
-            if signals.received:
-                signals.stop("in Stage 1 while waiting for the other ranks: rerun to resume.")
-            raise
-    if info.is_main:
-        merge_shards(out_path, info.world_size, rows)
-    barrier()
+    # One context over the shard, the waits and the merge: a SIGTERM/SIGINT between them is
+    # recorded, not the default action (a rank gone without a word, a torn gloo pair).
+    with StopSignals("the wait for the other ranks' shards and the merge") as signals:
+        estimate_values(
+            generator, rows, out_path=out_path, shard=(info.rank, info.world_size), **kwargs
+        )  # stops by itself (rows kept) on a signal during its batches
+        _barrier_or_stop(signals)
+        if info.is_main:
+            merge_shards(out_path, info.world_size, rows)
+        _barrier_or_stop(signals)
     config = kwargs.get("config")
     return ValueTable.load(out_path, drop_all_wrong=bool(config and config.filter_all_wrong))
+
+
+def _barrier_or_stop(signals: StopSignals) -> None:
+    """Wait for every rank; a peer that stopped on a signal stops this rank the same way.
+
+    A peer gone during the wait fails the collective here. If this rank has (or, within 5 s,
+    gets) a SIGTERM/SIGINT too, the peer stopped on the preemption both received: this rank
+    stops as at a batch (exit 143/130, its rows kept). Otherwise the failure is re-raised.
+    """
+    try:
+        barrier()
+    except Exception:
+        if signals.wait(5.0):
+            signals.stop("in Stage 1 while waiting for the other ranks: rerun to resume.")
+        raise

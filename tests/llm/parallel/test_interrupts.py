@@ -102,6 +102,58 @@ def test_stop_signals_record_the_first_signal_and_restore_handlers() -> None:
     assert Interrupted(signal.SIGINT, "x").exit_code == 130
 
 
+def test_nested_stop_signals_record_in_every_context_and_a_second_signal_acts_at_once() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with StopSignals("outer") as outer:
+        with StopSignals("inner") as inner:
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert inner.received == outer.received == signal.SIGTERM
+            assert signal.getsignal(signal.SIGTERM) is before  # not the outer's handler
+        assert signal.getsignal(signal.SIGTERM) is before
+    assert signal.getsignal(signal.SIGTERM) is before
+    with StopSignals("outer") as outer:
+        with StopSignals("inner") as inner:
+            pass
+        assert signal.getsignal(signal.SIGTERM) == outer._handle  # back to the outer's
+        os.kill(os.getpid(), signal.SIGINT)  # between inner contexts: the outer records it
+        assert (inner.received, outer.received) == (None, signal.SIGINT)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_stop_signals_wait_returns_a_signal_sent_meanwhile_or_none_after_the_timeout() -> None:
+    import threading
+    import time
+
+    with StopSignals("the test") as s:
+        assert s.wait(0.05) is None
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        t0 = time.monotonic()
+        assert s.wait(10.0) == signal.SIGTERM
+        assert time.monotonic() - t0 < 5.0  # returned when it came, not at the timeout
+
+
+def test_stage1_signal_after_the_last_batchs_check_still_stops_with_every_row_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from astarpo.llm.stage1.estimate import estimate_values
+    from astarpo.llm.stage1.table import ValueTable
+
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(4)]
+    gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
+    real_fsync = os.fsync
+
+    def fsync_then_sigterm(fd: int) -> None:  # after the loop: its checks are all behind
+        real_fsync(fd)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "fsync", fsync_then_sigterm)
+    cfg = Stage1Config(n_samples=2, beta1=0.5, max_new_tokens=8, prompts_per_call=2, progress=False)
+    with pytest.raises(Interrupted, match="SIGTERM in Stage 1 after 4 of 4 prompts") as e:
+        estimate_values(gen, rows, [_boxed], cfg, out_path=tmp_path / "v.jsonl")
+    assert e.value.exit_code == 143
+    assert len(ValueTable.load(tmp_path / "v.jsonl")) == 4
+
+
 SENT: dict[str, int] = {}
 
 
@@ -243,6 +295,51 @@ def test_a_merge_killed_on_rank_0_leaves_no_partial_table_and_a_rerun_completes(
     got = [json.loads(x) for x in out.read_text().splitlines()]
     want = [json.loads(x) for x in (tmp_path / "one.jsonl").read_text().splitlines()]
     assert [(r["prompt"], r["v_star"]) for r in got] == [(r["prompt"], r["v_star"]) for r in want]
+
+
+def _late_sigterm_worker(rank: int, world: int, port: int, out: str, tmp: str) -> None:
+    """Rank 1 sends SIGTERM to both ranks once its last batch's check is behind it (during
+    the final fsync), while rank 0, done with its shard, waits at the barrier."""
+    from astarpo.llm.parallel.dist import cleanup_distributed
+
+    _join(rank, world, port)
+    Path(tmp, f"pid-{rank}").write_text(str(os.getpid()))
+    if rank == 1:
+        real_fsync = os.fsync
+
+        def fsync_then_sigterm(fd: int) -> None:
+            real_fsync(fd)
+            os.kill(int(Path(tmp, "pid-0").read_text()), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        os.fsync = fsync_then_sigterm  # type: ignore[assignment]
+    try:
+        _stage1(Path(out))
+        outcome = "finished"
+    except Interrupted as e:
+        outcome = f"{e.exit_code} {e}"
+    Path(tmp, f"outcome-{rank}").write_text(outcome)
+    cleanup_distributed()
+
+
+@pytest.mark.slow
+def test_stage1_by_rank_sigterm_after_the_last_check_stops_every_rank_with_the_rows_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from astarpo.llm.stage1.shards import part_path
+
+    out = tmp_path / "v.jsonl"
+    mp.spawn(
+        _late_sigterm_worker, args=(2, _free_port(), str(out), str(tmp_path)), nprocs=2, join=True
+    )
+    got = {r: (tmp_path / f"outcome-{r}").read_text() for r in range(2)}
+    assert got[1].startswith("143 SIGTERM in Stage 1 after"), got  # the late signal counted
+    assert got[0].startswith("143 SIGTERM in Stage 1"), got  # "while waiting" (or a batch)
+    assert not out.exists() and part_path(out, 1, 2).exists()
+    mp.spawn(_merge_worker, args=(2, _free_port(), str(out), False), nprocs=2, join=True)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    _stage1(tmp_path / "one.jsonl")  # one process, same rows
+    assert out.read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
 def test_merge_command_killed_mid_write_leaves_no_partial_table(tmp_path: Path) -> None:
