@@ -28,7 +28,7 @@ from astarpo.llm.bench.one_pass import markdown_lines as one_pass_lines
 from astarpo.llm.bench.stats import paired_ratio, t_interval, target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
-__all__ = ["PAPER", "REUSED", "edge_note", "summarize", "to_markdown", "write"]
+__all__ = ["PAPER", "edge_note", "summarize", "to_markdown", "write"]
 
 
 #: Figures of the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).

@@ -14,7 +14,8 @@ import pytest
 from astarpo.llm.bench import worker
 from astarpo.llm.bench.config import BenchConfig, algorithm_config, arms
 from astarpo.llm.bench.measure import PeakRSS
-from astarpo.llm.bench.report import REUSED, summarize, to_markdown, write
+from astarpo.llm.bench.one_pass import REUSED
+from astarpo.llm.bench.report import summarize, to_markdown, write
 from astarpo.llm.bench.stats import (
     band,
     curve_area,
