@@ -140,9 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # torchrun's summary names the cause
-            from astarpo.llm.parallel.watchdog import record_for_launcher
+            from astarpo.llm.parallel.watchdog import outlive_failed_peer, record_for_launcher
 
             record_for_launcher(e)
+            print(one_line(f"error: {error_text(e)}"), file=sys.stderr, flush=True)
+            outlive_failed_peer(e)  # so that the peer, not this consequence, is the root cause
+            return 1
         print(one_line(f"error: {error_text(e)}"), file=sys.stderr)
         return 1
 

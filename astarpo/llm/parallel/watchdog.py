@@ -27,7 +27,14 @@ import time
 import traceback
 from collections.abc import Iterator
 
-__all__ = ["STALL_EXIT_CODE", "StallError", "Watchdog", "record_for_launcher"]
+__all__ = [
+    "STALL_EXIT_CODE",
+    "StallError",
+    "Watchdog",
+    "is_peer_failure",
+    "outlive_failed_peer",
+    "record_for_launcher",
+]
 
 STALL_EXIT_CODE = 1
 """Exit code of a rank stopped by its watchdog (that of any runtime error of the CLI)."""
@@ -50,6 +57,39 @@ def record_for_launcher(error: BaseException) -> None:
 
     with contextlib.suppress(OSError):
         get_error_handler().record_exception(error)
+
+
+#: Phrases of a collective that failed because another rank's process is gone (gloo, NCCL).
+_PEER_GONE = (
+    "closed by peer",
+    "reset by peer",
+    "Broken pipe",
+    "remote process exited",
+    "communicator was aborted",
+)
+
+
+def is_peer_failure(error: BaseException) -> bool:
+    """True when ``error`` is a collective that failed because another rank exited.
+
+    Such a failure is the consequence of the other rank's, not a root cause: gloo says
+    ``Connection closed by peer`` or ``Connection reset by peer``, NCCL that the remote
+    process exited or the communicator was aborted.
+    """
+    return isinstance(error, RuntimeError) and any(p in str(error) for p in _PEER_GONE)
+
+
+def outlive_failed_peer(error: BaseException, seconds: float = 10.0) -> None:
+    """Under ``torchrun``, after a peer failure, wait up to ``seconds`` for the launcher.
+
+    ``torchrun`` names as root cause the failure with the smallest timestamp, in whole seconds,
+    and on a tie the one it saw first (it polls every 0.1 s). A rank that exits at once on its
+    peer's exit often lands in the same poll and second as the peer, and is then named instead
+    of it. Waiting lets ``torchrun`` see the peer's failure first and stop this rank (SIGTERM).
+    Does nothing outside ``torchrun`` or for any other error (see :func:`is_peer_failure`).
+    """
+    if os.environ.get("TORCHELASTIC_ERROR_FILE") and is_peer_failure(error):
+        time.sleep(seconds)
 
 
 class Watchdog:

@@ -88,6 +88,28 @@ def test_dist_timeout_is_validated_and_disabled_in_one_process() -> None:
     assert w._thread is None  # one process: no thread, nothing timed
 
 
+def test_a_rank_failed_by_its_peer_waits_for_torchrun_and_no_other_error_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from astarpo.llm.parallel import watchdog
+
+    gloo = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:22957."
+    peer = [RuntimeError(gloo), RuntimeError("Read error: Connection reset by peer")]
+    own = [RuntimeError("planted failure on rank 1"), ValueError("closed by peer"), OSError()]
+    assert all(map(watchdog.is_peer_failure, peer))
+    assert not any(map(watchdog.is_peer_failure, own))
+    slept: list[float] = []
+    monkeypatch.setattr(watchdog.time, "sleep", slept.append)
+    monkeypatch.delenv("TORCHELASTIC_ERROR_FILE", raising=False)
+    watchdog.outlive_failed_peer(peer[0])  # not under torchrun: nothing to wait for
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", "/nonexistent/error.json")
+    for e in own:
+        watchdog.outlive_failed_peer(e)
+    assert slept == []
+    watchdog.outlive_failed_peer(peer[1], seconds=3.0)
+    assert slept == [3.0]
+
+
 # --------------------------------------------------------- SIGTERM / SIGINT at a safe point
 
 
