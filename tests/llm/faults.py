@@ -6,8 +6,10 @@ does not exist and creates it, so that rerunning the same command runs clean. Ki
 
 * in the reward :func:`exact_reward` (used as ``--reward faults:exact_reward``): ``kill``
   (SIGKILL to this process), ``raise``, ``hang`` (sleeps), ``sigterm_parent`` (SIGTERM to the
-  parent: ``torchrun``'s agent, which forwards it to every worker), ``sigterm`` and ``sigint``
-  (to itself);
+  parent: ``torchrun``'s agent, which forwards it to every worker; the reward then returns 1 s
+  later, so that the forwarded signal lands while this batch or step is running, as the tests
+  mean it to: a signal after the last check is tested in tests/llm/parallel/test_interrupts.py),
+  ``sigterm`` and ``sigint`` (to itself);
 * in ``generate`` (installed by running ``python tests/llm/fault_main.py ...``): ``stall``.
 
 The reward itself is an exact match of the completion with the answer, so a run with a fault
@@ -55,6 +57,7 @@ def fire(kind: str) -> None:
         time.sleep(10_000)
     elif kind == "sigterm_parent":
         os.kill(os.getppid(), signal.SIGTERM)
+        time.sleep(1.0)  # the forwarded signal arrives before this call returns
     elif kind == "sigterm":
         os.kill(os.getpid(), signal.SIGTERM)
     elif kind == "sigint":
