@@ -1,11 +1,27 @@
-# The two commands of the README: `make demo` (the CPU demo) and `make test` (everything CI runs).
-# Both create .venv and install what they need; the CPU build of torch is pinned first so that
-# pip never resolves the multi-GB CUDA build on a CPU machine.
+# The README's two commands: `make demo` (the CPU demo) and `make test` (everything CI runs).
+# Both create .venv and install what they need from the committed lock (requirements/dev.lock:
+# exact versions, resolved from pyproject's `dev` extra by `make lock`); the CPU build of torch
+# is pinned first so that pip never resolves the multi-GB CUDA build on a CPU machine.
+# `make test-latest` runs the suite in a fresh .venv-latest with the newest releases pyproject
+# allows, so that a new release that breaks us is seen the day it appears.
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 TORCH   ?= torch==2.13.0
+LOCK    ?= requirements/dev.lock
 STAMP   := $(VENV)/.installed
+
+# The newest releases pyproject allows (torch stays at $(TORCH): a newer one is a CUDA build).
+LATEST_VENV := .venv-latest
+LATEST_BIN  := $(LATEST_VENV)/bin
+
+# `make lock`: uv (in its own small venv) resolves pyproject's dev extra for this Python.
+# Where the lock finds torch's CPU wheel (its dependencies are those of the CPU build): a folder,
+# or e.g. https://download.pytorch.org/whl/cpu/torch on a machine that reaches it.
+LOCK_VENV       ?= .venv-lock
+LOCK_PYVER      ?= 3.11
+LOCK_FIND_LINKS ?= /opt/wheels
+TRL_LOCK        ?= requirements/trl.lock
 
 # The real vLLM engine (CPU build) lives in its own venv: `make test-vllm` (see the target).
 VLLM_VENV  ?= .venv-vllm
@@ -18,14 +34,44 @@ TRL_VENV  ?= .venv-trl
 TRL_BIN   := $(TRL_VENV)/bin
 TRL_STAMP := $(TRL_VENV)/.installed
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest
 
-$(STAMP): pyproject.toml
+# The lock holds every package but torch (installed first, from $(TORCH)); the package itself
+# is installed without resolving anything more (--no-deps), so .venv is exactly the lock.
+$(STAMP): pyproject.toml $(LOCK)
+	@$(PY) -c "import sys; v = '%d.%d' % sys.version_info[:2]; sys.exit(0 if v == '$(LOCK_PYVER)' else \
+	'error: $(LOCK) is resolved for Python $(LOCK_PYVER), and $(PY) is Python ' + v + '. Run \
+	make PY=python$(LOCK_PYVER) ..., or make LOCK_PYVER=' + v + ' lock first.')"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
+
+# Regenerate the lock from pyproject's ranges (the newest releases they allow today).
+lock:
+	test -x $(LOCK_VENV)/bin/uv || { $(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install -q uv; }
+	mkdir -p $(dir $(LOCK))
+	for pair in "$(LOCK):--extra dev" "$(TRL_LOCK):--extra bench-trl --extra test"; do \
+	  $(LOCK_VENV)/bin/uv pip compile -q pyproject.toml $${pair#*:} --python-version $(LOCK_PYVER) \
+	    --no-emit-package torch --no-emit-package astarpo --override requirements/torch-cpu.txt \
+	    --find-links $(LOCK_FIND_LINKS) --custom-compile-command "make lock" -o $${pair%%:*} || exit 1; \
+	done
+
+# The suite (all but the tests marked slow) in a fresh venv with the newest releases pyproject
+# allows; rebuilt every time, so it always sees today's releases.
+test-latest:
+	rm -rf $(LATEST_VENV)
+	$(PY) -m venv $(LATEST_VENV)
+	$(LATEST_BIN)/python -m pip install -q --upgrade pip
+	$(LATEST_BIN)/python -m pip install -q "$(TORCH)"
+	$(LATEST_BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	$(LATEST_BIN)/python -m pip freeze --exclude-editable > $(LATEST_VENV)/versions.txt
+	@echo "test-latest: versions that differ from $(LOCK):"; \
+	  grep -v -x -i -F -f $(LOCK) $(LATEST_VENV)/versions.txt | grep -v '^torch==' || echo "  (none)"
+	$(LATEST_BIN)/python -m pytest -q -m "not slow and not vllm and not trl" -p no:cacheprovider
 
 install: $(STAMP)
 
@@ -82,13 +128,14 @@ test-vllm:
 	  test "$(REQUIRE_VLLM)" != 1; \
 	fi
 
-# .venv-trl: torch's CPU wheel first (pip then keeps it), then astarpo with the bench-trl extra
-# (the pinned TRL) and pytest; the check fails if pip replaced the CPU torch.
-$(TRL_STAMP): pyproject.toml Makefile
+# .venv-trl: torch's CPU wheel first (pip then keeps it), then the lock of the bench-trl and test
+# extras (the TRL version tested) and astarpo; the check fails if pip replaced the CPU torch.
+$(TRL_STAMP): pyproject.toml Makefile $(TRL_LOCK)
 	test -x $(TRL_BIN)/python || $(PY) -m venv $(TRL_VENV)
 	$(TRL_BIN)/python -m pip install -q --upgrade pip
 	$(TRL_BIN)/python -m pip install -q "$(TORCH)"
-	$(TRL_BIN)/python -m pip install -q -e ".[bench-trl]" "pytest>=8" "pytest-timeout>=2.2" "hypothesis>=6.100"
+	$(TRL_BIN)/python -m pip install -q -r $(TRL_LOCK)
+	$(TRL_BIN)/python -m pip install -q --no-deps -e .
 	$(TRL_BIN)/python -c "import torch, trl; \
 	assert torch.__version__.split('+')[0] == '$(TORCH)'.split('==')[1], torch.__version__; \
 	print('trl', trl.__version__, 'torch', torch.__version__)"

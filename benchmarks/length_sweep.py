@@ -139,6 +139,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from astarpo.analysis.figures import errorbars
+
     plt.rcParams.update({"font.size": 10, "legend.fontsize": 10})
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
     pts = result["points"]
@@ -147,18 +149,17 @@ def plot(result: dict[str, Any], path: Path) -> None:
     shift = {"grpo": -1.2, "ppo": 0.0, "rebel": 1.2}  # stars side by side at one length
     for algo, (marker, color) in styles.items():
         ys = [p["ratio"][algo]["ratio"] for p in pts]
-        lo = [y - p["ratio"][algo]["low"] for y, p in zip(ys, pts, strict=True)]
-        hi = [p["ratio"][algo]["high"] - y for y, p in zip(ys, pts, strict=True)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, color=color, capsize=3,
-                    label=f"step, vs {algo}")  # fmt: skip
+        lo = [p["ratio"][algo]["low"] for p in pts]
+        hi = [p["ratio"][algo]["high"] for p in pts]
+        errorbars(ax, xs, ys, lo, hi, fmt="-", marker=marker, color=color,
+                  label=f"step, vs {algo}")  # fmt: skip
     ax.plot(xs, [p["predicted_ratio_grpo"] for p in pts], "k--", label="cost model, vs grpo")
     for algo, (_, color) in styles.items():
         bs = [b for b in result["bench"] if b.get("vs", "grpo") == algo]
         for b in bs:
-            ax.errorbar(
-                [b["length"] + shift[algo]], [b["ratio"]],
-                yerr=[[b["ratio"] - b["low"]], [b["high"] - b["ratio"]]],
-                marker="*", ms=13, color=color, mec="black", capsize=3, ls="none",
+            errorbars(
+                ax, [b["length"] + shift[algo]], [b["ratio"]], [b["low"]], [b["high"]],
+                fmt="*", ms=13, color=color, mec="black",
             )  # fmt: skip
         if bs:
             ax.plot([], [], "*", color=color, mec="black", ms=13,

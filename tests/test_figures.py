@@ -3,7 +3,7 @@
 The docs theme shows a figure at its natural size up to the content width (about 736 CSS px,
 96 px per inch). A figure of ``px`` pixels at ``dpi`` whose smallest text is ``FONT`` pt shows
 that text at ``FONT * dpi * min(px, 736) / (96 * px)`` pt, which must be at least 9 pt. The
-theory figures hold their text at >= ``FONT`` pt by construction (``astarpo.theory.plots``
+theory figures hold their text at >= ``FONT`` pt by construction (``astarpo.analysis.figures``
 checks every text before it saves); this test checks the committed PNGs' size and dpi.
 """
 

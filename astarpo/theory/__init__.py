@@ -12,7 +12,7 @@
 * :mod:`astarpo.theory.fisher` -- the Fisher-information floor (Assumption 4).
 * :mod:`astarpo.theory.stats` -- intervals over seeds, slopes, local slopes, additive fits.
 * :mod:`astarpo.theory.experiments` -- the experiments (plain dicts) and their figures.
-* :mod:`astarpo.theory.plots` -- figure helpers (matplotlib, imported lazily).
+* :mod:`astarpo.analysis.figures` -- figure helpers (matplotlib, imported lazily).
 """
 
 from astarpo.theory.bandit import LogLinearBandit

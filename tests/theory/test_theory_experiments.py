@@ -131,3 +131,11 @@ def test_fit_slope_and_mean_ci() -> None:
 
 def test_cli_rejects_one_seed(tmp_path: Path) -> None:
     assert main(["theory", "horizon", "--quick", "--seeds", "1", "--out", str(tmp_path)]) == 2
+
+
+def test_quick_update_intervals_contain_their_points(quick_all: Path) -> None:
+    res = json.loads((quick_all / "update" / "results.json").read_text())
+    for name, v in res["variants"].items():
+        for s, div in zip(v["shift"], v["diverged_fraction"], strict=True):
+            if div == 0 and s["gap"] > 0:
+                assert s["lo"] <= s["gap"] <= s["hi"], (name, s)

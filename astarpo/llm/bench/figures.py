@@ -154,10 +154,10 @@ def summary(s: dict[str, Any], path: Path, title: str) -> None:
 
 def _hbars(ax: Any, y: Sequence[float], cis: list[dict[str, float]], color: str, **kw: Any) -> None:
     """Means as dots with their interval as a horizontal error bar (none where it is NaN)."""
-    m = [c["mean"] for c in cis]
-    lo = [0.0 if math.isnan(c["low"]) else c["mean"] - c["low"] for c in cis]
-    hi = [0.0 if math.isnan(c["high"]) else c["high"] - c["mean"] for c in cis]
-    ax.errorbar(m, y, xerr=[lo, hi], fmt="o", color=color, capsize=3, ms=4, **kw)
+    from astarpo.analysis.figures import errorbars
+
+    m, lo, hi = ([c[k] for c in cis] for k in ("mean", "low", "high"))
+    errorbars(ax, m, y, lo, hi, horizontal=True, color=color, ms=4, **kw)
 
 
 def _main(argv: list[str]) -> int:

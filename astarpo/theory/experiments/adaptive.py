@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values, estimate_values_adaptive
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -124,7 +124,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, legend_below, save
+    from astarpo.analysis.figures import errorbars, figure, legend_below, save
 
     fig, axes = figure(3, 1, height=3.6)
     rows = res["rows"]
@@ -136,9 +136,9 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         )
         for ax, key in ((axes[1], "gap"), (axes[2], "gap_hard")):
             ci = [r[f"{key}_{name}"] for r in rows]
-            g = np.array([c["gmean"][0] for c in ci])
-            err = np.array([[g[i] - c["glo"][0], c["ghi"][0] - g[i]] for i, c in enumerate(ci)]).T
-            ax.errorbar(g, y + off, xerr=err, fmt="o", color=f"C{k}", capsize=3)
+            g = [c["gmean"][0] for c in ci]
+            lo, hi = [c["glo"][0] for c in ci], [c["ghi"][0] for c in ci]
+            errorbars(ax, g, y + off, lo, hi, horizontal=True, color=f"C{k}")
     titles = (r"MSE of $\hat V^*$, hard", "gap, all contexts", "gap, hard contexts")
     for ax, title in zip(axes, titles, strict=True):
         ax.set_yticks(y, labels if ax is axes[0] else [""] * len(y))

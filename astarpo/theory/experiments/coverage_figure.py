@@ -1,6 +1,6 @@
 """The ``coverage`` figures: hard-context gaps, their course, the zero-mass instances, c and MSE.
 
-Four figures of two panels each, under the rules of :mod:`astarpo.theory.plots` (7.5 in wide,
+Four figures of two panels each, under the rules of :mod:`astarpo.analysis.figures` (7.5 in wide,
 150 dpi, text >= 10 pt, legends outside the data with at most eight entries, one colour per
 curve within a panel, 95% bands): ``coverage.png`` (final hard-context gap against
 :math:`v_{ref}`), ``coverage-time.png`` (its course against :math:`t\\,v_{ref}`),
@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.theory.plots import band, figure, legend_below, log_y_labels, mark_zeros, save, styled
+from astarpo.analysis.figures import (
+    band,
+    figure,
+    legend_below,
+    log_y_labels,
+    mark_zeros,
+    save,
+    styled,
+)
 
 __all__ = ["FILES", "draw"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.fisher import fisher_floor
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -98,7 +98,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import band, figure, legend_below, save
+    from astarpo.analysis.figures import band, figure, legend_below, save
 
     fig, axes = figure(2, 1, height=3.6)
     steps = np.array(res["steps"])

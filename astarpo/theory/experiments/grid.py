@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, config, header
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import fit_additive, fit_slope, mean_ci
@@ -114,7 +114,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     """
     from matplotlib.lines import Line2D
 
-    from astarpo.theory.plots import band, figure, fit_window, legend_below, save
+    from astarpo.analysis.figures import band, figure, fit_window, legend_below, save
 
     fig, axes = figure(2, 1, height=3.9)
     steps = np.array(res["steps"], dtype=float)

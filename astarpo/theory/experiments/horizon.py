@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import (
     INSTANCE,
@@ -27,7 +28,6 @@ from astarpo.theory.experiments.common import (
     progress,
 )
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stats import fit_slope, mean_ci
 from astarpo.theory.streams import STAGE1, generators
@@ -206,7 +206,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import GAP, band, figure, fit_window, legend_below, save
+    from astarpo.analysis.figures import GAP, band, figure, fit_window, legend_below, save
 
     fig, axes = figure(2, 2, height=2.6)
     steps = np.array(res["steps"])

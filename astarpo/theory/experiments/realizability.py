@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import regression_gradient, run_stage2
 from astarpo.theory.stats import fit_slope, mean_ci
@@ -139,7 +139,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import band, figure, fit_window, legend_below, save
+    from astarpo.analysis.figures import band, errorbars, figure, fit_window, legend_below, save
 
     fig, axes = figure(2, 2, height=2.7)
     for ax, fam in zip(axes[:3], FAMILIES, strict=True):
@@ -153,20 +153,24 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         rows = res["families"][fam]["instances"]
         for k, r in enumerate(rows):
             s = r["slope_last"]
-            ax.errorbar(
+            errorbars(
+                ax,
                 [i + (k - 2) * 0.09],
                 [s["slope"]],
-                yerr=[[s["slope"] - s["lo"]], [s["hi"] - s["slope"]]],
+                [s["lo"]],
+                [s["hi"]],
                 fmt="o",
                 ms=4,
                 color=f"C{k}",
                 capsize=2,
             )
         a = res["families"][fam]["across_instances"]["slope_last"]
-        ax.errorbar(
+        errorbars(
+            ax,
             [i + 0.36],
             a["mean"],
-            yerr=[[a["mean"][0] - a["lo"][0]], [a["hi"][0] - a["mean"][0]]],
+            a["lo"],
+            a["hi"],
             fmt="s",
             ms=6,
             color="k",

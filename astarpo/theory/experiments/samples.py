@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values, value_estimate_error
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import fit_slope, local_slopes, mean_ci
@@ -124,7 +124,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     """
     from matplotlib.lines import Line2D
 
-    from astarpo.theory.plots import band, figure, fit_window, save
+    from astarpo.analysis.figures import band, figure, fit_window, save
 
     fig, axes = figure(2, 2, height=2.7)
     ns = np.array(res["config"]["n_samples"])

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, header, progress
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import Stage2Config, run_stage2
 from astarpo.theory.stats import fit_slope, mean_ci
@@ -124,7 +124,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import band, figure, legend_below, mark_zeros, save
+    from astarpo.analysis.figures import band, figure, legend_below, mark_zeros, save
 
     fig, axes = figure(2, 2, height=2.6)
     steps = np.array(res["steps"])

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.figures import styled
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance, radius_for
-from astarpo.theory.plots import styled
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
 from astarpo.theory.stats import mean_ci
@@ -164,7 +164,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, legend_below, save
+    from astarpo.analysis.figures import errorbars, figure, legend_below, save
 
     fig, axes = figure(1, 4, height=2.05)
     b1s, b2s = res["config"]["beta1"], res["config"]["beta2"]
@@ -195,18 +195,9 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
             continue
         f = np.array([v["formula_exact"] for v in pts])
         m = np.array([v["measured_exact"]["mean"][0] for v in pts])
-        err = np.array(
-            [
-                [
-                    v["measured_exact"]["mean"][0] - v["measured_exact"]["lo"][0],
-                    v["measured_exact"]["hi"][0] - v["measured_exact"]["mean"][0],
-                ]
-                for v in pts
-            ]
-        ).T
-        ax.errorbar(
-            f, m / f, yerr=err / f, fmt="o", color=f"C{k}", capsize=3, label=rf"$\beta_2 = {b2:g}$"
-        )
+        lo = np.array([v["measured_exact"]["lo"][0] for v in pts])
+        hi = np.array([v["measured_exact"]["hi"][0] for v in pts])
+        errorbars(ax, f, m / f, lo / f, hi / f, color=f"C{k}", label=rf"$\beta_2 = {b2:g}$")
     ax.axhline(1.0, color="0.45", ls="--", lw=1.0)
     ax.set(
         xscale="log",

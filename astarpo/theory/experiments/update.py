@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from astarpo import optimal_policy
+from astarpo.analysis.figures import styled
+from astarpo.analysis.stats import log_bootstrap_interval
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import make_instance
-from astarpo.theory.plots import styled
 from astarpo.theory.stage2 import regression_gradient, run_stage2
 
 
@@ -46,16 +47,21 @@ def _variants(clip_active: float) -> dict[str, dict[str, Any]]:
 
 
 def _shift(bandit: Any, theta_avg: np.ndarray, beta: float, seed: int) -> dict[str, Any]:
-    """Gap of pi at the seed-mean average parameter, with a bootstrap interval over seeds."""
+    """Gap of pi at the seed-mean average parameter, with a bootstrap interval over seeds.
+
+    The gap is convex in the parameter, so the gaps of resampled means lie mostly above the gap
+    of the mean: their percentiles need not contain it. The interval is the basic bootstrap
+    interval on the log scale (:func:`~astarpo.analysis.stats.log_bootstrap_interval`), which
+    contains its point.
+    """
     rng = np.random.default_rng(seed)
     gap = float(bandit.suboptimality(bandit.policy(theta_avg.mean(0)), beta))
     idx = rng.integers(0, len(theta_avg), (200, len(theta_avg)))
     boots = bandit.suboptimality(bandit.policy(theta_avg[idx].mean(1)), beta)
-    return {
-        "gap": gap,
-        "lo": float(np.percentile(boots, 2.5)),
-        "hi": float(np.percentile(boots, 97.5)),
-    }
+    if not (np.isfinite(gap) and gap > 0 and np.all(np.isfinite(boots) & (boots > 0))):
+        return {"gap": gap, "lo": None, "hi": None}  # diverged, or exactly 0: no interval
+    lo, hi = log_bootstrap_interval(gap, boots)
+    return {"gap": gap, "lo": lo, "hi": hi}
 
 
 def _entropy_fixed_points(bandit: Any, t_max: int) -> dict[str, Any]:
@@ -176,7 +182,7 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
-    from astarpo.theory.plots import figure, legend_below, mark_zeros, save
+    from astarpo.analysis.figures import errorbars, figure, legend_below, mark_zeros, save
 
     fig, axes = figure(2, 1, height=4.2, gridspec_kw={"width_ratios": [2.2, 1.0]})
     d = np.array(res["config"]["delta"])
@@ -191,11 +197,12 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         lo = np.array([s["lo"] for s in v["shift"]], dtype=float)
         hi = np.array([s["hi"] for s in v["shift"]], dtype=float)
         ok = ~bad & (gap > 0)
-        err = np.array([gap - lo, hi - gap])[:, ok]
-        axes[0].errorbar(
+        errorbars(
+            axes[0],
             d[ok] + off,
             gap[ok],
-            yerr=err,
+            lo[ok],
+            hi[ok],
             fmt=markers[k] + "-",
             ms=4,
             capsize=2,

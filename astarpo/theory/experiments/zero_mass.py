@@ -170,7 +170,7 @@ def plot_instance(ax: Any, res: dict[str, Any], name: str) -> None:
         res: The dict of :func:`run_zero_mass`.
         name: A key of ``INSTANCES``.
     """
-    from astarpo.theory.plots import band, log_y_labels, mark_zeros
+    from astarpo.analysis.figures import band, log_y_labels, mark_zeros
 
     inst = res["instances"][name]
     n, g = res["n_samples"], res["pg_group_size"]

@@ -1,4 +1,4 @@
-"""The figure rules of astarpo.theory.plots: every theory figure readable on the page."""
+"""The figure rules of astarpo.analysis.figures: every theory figure readable on the page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from astarpo.theory import plots
+from astarpo.analysis import figures as plots
 from astarpo.theory.experiments import EXPERIMENTS
 
 STATIC = Path(__file__).resolve().parents[2] / "docs" / "_static" / "theory"
@@ -68,3 +68,29 @@ def test_coverage_redraws_its_four_figures_under_the_rules(tmp_path: Path) -> No
         assert (STATIC / f"coverage{suffix}.png").exists()  # committed next to coverage.json
         with Image.open(tmp_path / f"coverage{suffix}.png") as im:
             assert im.size[0] == round(plots.WIDTH * plots.DPI)
+
+
+def test_check_interval_refuses_an_interval_without_its_point() -> None:
+    from astarpo.analysis.figures import check_interval
+
+    check_interval([1.0, 2.0], [0.5, 2.0], [1.5, 3.0])  # inclusive bounds
+    check_interval([1.0], [float("nan")], [float("nan")])  # no interval: nothing to check
+    with pytest.raises(ValueError, match=r"interval 1: \[2.1, 3\] does not contain its point 2"):
+        check_interval([1.0, 2.0], [0.5, 2.1], [1.5, 3.0])
+    with pytest.raises(ValueError, match="does not contain"):
+        check_interval(0.2, 0.3, 0.47)  # the zero-pass slip: a geometric mean 0.2 < 0.3
+
+
+def test_errorbars_draws_valid_intervals_and_refuses_others() -> None:
+    from astarpo.analysis.figures import errorbars, figure
+
+    _, (ax,) = figure()
+    bars = errorbars(ax, [1, 2], [1.0, 2.0], [0.5, float("nan")], [1.5, float("nan")])
+    (seg,) = bars.lines[2]
+    ys = [tuple(np.round(s[:, 1], 6)) for s in seg.get_segments()]
+    assert ys[0] == (0.5, 1.5) and ys[1] == (2.0, 2.0)  # NaN bounds: a bar of length 0
+    errorbars(ax, [1.0], [0.0], [0.9], [1.1], horizontal=True)
+    with pytest.raises(ValueError, match="does not contain"):
+        errorbars(ax, [1.0], [1.0], [1.2], [1.5])
+    with pytest.raises(ValueError, match="does not contain"):
+        errorbars(ax, [1.0], [0.0], [1.2], [1.5], horizontal=True)

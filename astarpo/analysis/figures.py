@@ -1,11 +1,14 @@
-r"""Figure helpers shared by the experiments (Agg canvas, no global backend or rcParams change).
+r"""Figure helpers shared by the theory experiments and the studies (Agg canvas, no global
+backend or rcParams change).
 
 Every figure is :data:`WIDTH` inches wide, drawn at :data:`DPI` with every text at
 :data:`FONT` pt or more, so that on the docs page (about 736 CSS px of content width) its text
 shows at 9.8 pt or more. Legends sit outside the data (below the panel or the figure) with at
 most :data:`MAX_LEGEND` entries; exact zeros on a log axis are marked and labelled, not drawn
-at a tiny value. Means over seeds come with their 95% intervals (shaded bands or error bars).
-Each experiment module has its own ``plot(result, path)``, decorated with :func:`styled`.
+at a tiny value. Means over seeds come with their 95% intervals (shaded bands or error bars);
+a point and its interval are drawn by :func:`errorbars`, which refuses an interval that does not
+contain its point (:func:`check_interval`). Each experiment module has its own
+``plot(result, path)``, decorated with :func:`styled`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ __all__ = [
     "WIDTH",
     "band",
     "check_figure",
+    "check_interval",
+    "errorbars",
     "figure",
     "fit_window",
     "legend_below",
@@ -106,6 +111,62 @@ def band(ax: Any, x: Any, ci: dict[str, Any], label: str | None, **kw: Any) -> A
         np.asarray(x)[pos], lo[pos], hi[pos], color=line.get_color(), alpha=0.2, linewidth=0
     )
     return line
+
+
+def check_interval(point: Any, low: Any, high: Any, what: str = "interval") -> None:
+    """Raise ``ValueError`` unless every ``low <= point <= high`` (NaN bounds allowed: no interval).
+
+    An interval that does not contain its point is a defect of the computation behind it (an
+    arithmetic-mean interval drawn around a geometric mean, a percentile interval of a biased
+    statistic): it is refused here, where it would otherwise be drawn, not clipped.
+
+    Args:
+        point: Points ``[K]`` (or a scalar).
+        low: Lower bounds, same shape.
+        high: Upper bounds, same shape.
+        what: Named in the error.
+
+    Raises:
+        ValueError: naming the first point outside its interval.
+    """
+    p, lo, hi = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (point, low, high))
+    p, lo, hi = np.broadcast_arrays(p, lo, hi)
+    bad = ((lo > p) | (hi < p)) & ~np.isnan(lo) & ~np.isnan(hi)
+    bad |= np.isnan(p) & ~(np.isnan(lo) & np.isnan(hi))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{what} {i}: [{lo[i]:.6g}, {hi[i]:.6g}] does not contain its point {p[i]:.6g}; "
+            "compute the interval for the quantity drawn (e.g. a geometric mean's interval on "
+            "the log scale), not for another one."
+        )
+
+
+def errorbars(
+    ax: Any, x: Any, y: Any, low: Any, high: Any, horizontal: bool = False, **kw: Any
+) -> Any:
+    """Points with their intervals as error bars, after :func:`check_interval`.
+
+    Args:
+        ax: The axes.
+        x: Positions ``[K]`` (the values, when ``horizontal``).
+        y: Values ``[K]`` (the positions, when ``horizontal``).
+        low: Lower bounds of the values ``[K]``; NaN: no bar.
+        high: Upper bounds of the values ``[K]``; NaN: no bar.
+        horizontal: Values on the x axis (a forest plot).
+        **kw: Passed to ``Axes.errorbar`` (default ``fmt="o"``, ``capsize=3``).
+
+    Returns:
+        Matplotlib's ``ErrorbarContainer``.
+    """
+    value = np.asarray(x if horizontal else y, dtype=float)
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    check_interval(value, lo, hi)
+    err = np.nan_to_num(np.array([value - lo, hi - value]), nan=0.0)
+    kw = {"fmt": "o", "capsize": 3, **kw}
+    if horizontal:
+        return ax.errorbar(value, y, xerr=err, **kw)
+    return ax.errorbar(x, value, yerr=err, **kw)
 
 
 def mark_zeros(ax: Any, x: Any, y: Any, color: Any, offset: float = 0.0) -> bool:
