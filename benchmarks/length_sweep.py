@@ -34,8 +34,8 @@ from typing import Any
 
 import torch
 
+from astarpo.analysis.stats import paired_ratio
 from astarpo.llm.bench.config import BenchConfig, algorithm_config
-from astarpo.llm.bench.stats import paired_ratio
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.tasks import get_task

@@ -10,7 +10,7 @@
 * :mod:`astarpo.theory.tracking` -- what a run records (four gap curves, norms, Fisher floor).
 * :mod:`astarpo.theory.baseline` -- a GRPO-like policy-gradient baseline.
 * :mod:`astarpo.theory.fisher` -- the Fisher-information floor (Assumption 4).
-* :mod:`astarpo.theory.stats` -- intervals over seeds, slopes, local slopes, additive fits.
+* :mod:`astarpo.theory.fits` -- intervals over seeds, slopes, local slopes, additive fits.
 * :mod:`astarpo.theory.experiments` -- the experiments (plain dicts) and their figures.
 * :mod:`astarpo.analysis.figures` -- figure helpers (matplotlib, imported lazily).
 """

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.stage2 import regression_gradient
-from astarpo.theory.stats import mean_ci
 
 __all__ = ["gradient_variance_formula", "gradient_variance_measured"]
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from astarpo import __version__
+from astarpo.analysis.stats import mean_ci
 from astarpo.cli import main
 from astarpo.commands.theory import NAMES
-from astarpo.theory.stats import fit_slope, mean_ci
+from astarpo.theory.fits import fit_slope
 
 # The band stated in docs/theory.md for the quick c/sqrt(t) last-iterate slope (4 seeds,
 # t from 10 to 1000): theory for a strongly convex loss gives -1/2; the quick fit still contains

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from astarpo.llm.bench.stats import paired_ratio, t_interval
+from astarpo.analysis.stats import paired_ratio, t_interval
 
 __all__ = [
     "STEP_PHASES",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.llm.bench.stats import paired_ratio
+from astarpo.analysis.stats import paired_ratio
 
 __all__ = ["ONE_PASS_ARMS", "REUSED", "markdown_lines", "one_pass_pool_size"]
 

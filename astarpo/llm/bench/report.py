@@ -20,12 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from astarpo.analysis.stats import paired_ratio, t_interval
 from astarpo.llm.bench import figures
 from astarpo.llm.bench.config import ARM_LABELS
 from astarpo.llm.bench.mechanism import markdown_lines, summarize_mechanism
 from astarpo.llm.bench.one_pass import REUSED
 from astarpo.llm.bench.one_pass import markdown_lines as one_pass_lines
-from astarpo.llm.bench.stats import paired_ratio, t_interval, target_levels, time_to_target
+from astarpo.llm.bench.stats import target_levels, time_to_target
 from astarpo.llm.bench.stats import value_at as _value_at
 
 __all__ = ["PAPER", "edge_note", "summarize", "to_markdown", "write"]

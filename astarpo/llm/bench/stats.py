@@ -3,11 +3,8 @@
 Pure functions on plain lists (no torch), so the summary of a run can be checked on synthetic
 curves with known answers:
 
-* :func:`t_interval`: mean and two-sided Student-t interval over seeds;
 * :func:`time_to_target`: first time a curve reaches a target, linearly interpolated between the
   two evaluations that bracket the crossing (``None``: not reached);
-* :func:`paired_ratio`: the geometric mean over seeds of ``a_s / b_s`` with a t-interval on the
-  log scale (seeds share the data order, so runs of the same seed are paired);
 * :func:`band`: mean and interval of several curves on a common time grid;
 * :func:`curve_area`: the time-average of a curve over ``[0, horizon]`` (the LR rule's score);
 * :func:`select_lr`: the one learning-rate rule of the benchmark.
@@ -19,51 +16,18 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _scipy_stats
+
+from astarpo.analysis.stats import NAN, t_interval
 
 __all__ = [
     "band",
     "curve_area",
     "extend_grid",
-    "paired_ratio",
     "select_lr",
-    "t_interval",
     "target_levels",
     "time_to_target",
     "value_at",
 ]
-
-NAN = float("nan")
-
-
-def t_interval(
-    xs: Sequence[float | None],
-    level: float = 0.95,
-    bounds: tuple[float, float] | None = None,
-) -> tuple[float, float, float]:
-    """``(mean, low, high)`` of ``xs`` with a two-sided Student-t interval
-    (``scipy.stats.t.interval`` at ``level``, ``n - 1`` degrees of freedom, scale the standard
-    error ``s / sqrt(n)``).
-
-    ``None`` and NaN values are left out. With fewer than two values the interval is
-    ``(nan, nan)``; with none the mean is nan too. ``bounds=(lo, hi)`` clips the interval to
-    the range the quantity can take (an accuracy: ``(0, 1)``), so a band over few seeds never
-    leaves it.
-    """
-    vals = np.array([float(x) for x in xs if x is not None and not math.isnan(float(x))])
-    if not vals.size:
-        return NAN, NAN, NAN
-    mean = float(vals.mean())
-    if vals.size < 2:
-        return mean, NAN, NAN
-    sem = float(vals.std(ddof=1)) / math.sqrt(vals.size)
-    if sem == 0.0:
-        low = high = mean
-    else:
-        low, high = (float(x) for x in _scipy_stats.t.interval(level, vals.size - 1, mean, sem))
-    if bounds is not None:
-        low, high = min(max(low, bounds[0]), bounds[1]), min(max(high, bounds[0]), bounds[1])
-    return mean, low, high
 
 
 def time_to_target(times: Sequence[float], values: Sequence[float], target: float) -> float | None:
@@ -100,34 +64,6 @@ def curve_area(times: Sequence[float], values: Sequence[float], horizon: float) 
     grid = np.array(sorted({0.0, horizon, *[float(t) for t in times if 0.0 < t < horizon]}))
     ys = np.array([value_at(times, values, float(t)) for t in grid])
     return float(np.trapezoid(ys, grid)) / horizon
-
-
-def paired_ratio(
-    a: Sequence[float | None], b: Sequence[float | None], level: float = 0.95
-) -> dict[str, float | int]:
-    """Ratio ``a / b`` over paired seeds: geometric mean and t-interval of the log ratios.
-
-    Pairs where either value is ``None`` (e.g. target not reached) are left out and counted.
-
-    Returns:
-        ``{"ratio", "low", "high", "pairs", "missing"}`` (nan without a usable pair; the
-        interval needs two pairs).
-    """
-    if len(a) != len(b):
-        raise ValueError(f"a ({len(a)}) and b ({len(b)}) must be paired (same length).")
-    logs = [
-        math.log(x / y)
-        for x, y in zip(a, b, strict=True)
-        if x is not None and y is not None and x > 0 and y > 0
-    ]
-    mean, low, high = t_interval(logs, level)
-    return {
-        "ratio": math.exp(mean) if logs else NAN,
-        "low": math.exp(low) if not math.isnan(low) else NAN,
-        "high": math.exp(high) if not math.isnan(high) else NAN,
-        "pairs": len(logs),
-        "missing": len(a) - len(logs),
-    }
 
 
 def band(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.llm.bench.stats import t_interval
+from astarpo.analysis.stats import t_interval
 
 __all__ = ["BASELINES", "MIN_GAIN", "RULE", "cell", "plot", "summarize", "verdict"]
 

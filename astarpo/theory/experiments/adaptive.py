@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from astarpo.analysis.figures import styled
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values, estimate_values_adaptive
 from astarpo.theory.stage2 import run_stage2
-from astarpo.theory.stats import mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 SETTINGS = (("shared", 0.01), ("shared", 1e-3), ("tabular", 0.01), ("tabular", 1e-3))

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.stage2 import Stage2Config
-from astarpo.theory.stats import mean_ci
 from astarpo.theory.tracking import Stage2Result
 
 __all__ = [

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
@@ -35,10 +36,10 @@ from astarpo.theory.experiments.tuning import (
     seed_slice,
 )
 from astarpo.theory.experiments.zero_mass import run_zero_mass
+from astarpo.theory.fits import local_slopes
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values, value_estimate_error
 from astarpo.theory.stage2 import run_stage2
-from astarpo.theory.stats import local_slopes, mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 FAMILIES = ("shared", "tabular")

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from astarpo.analysis.figures import styled
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
 from astarpo.theory.fisher import fisher_floor
 from astarpo.theory.instances import make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values
 from astarpo.theory.stage2 import run_stage2
-from astarpo.theory.stats import mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 CASES = {

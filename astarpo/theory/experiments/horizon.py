@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from astarpo.analysis.figures import styled
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import (
     INSTANCE,
@@ -27,9 +28,9 @@ from astarpo.theory.experiments.common import (
     header,
     progress,
 )
+from astarpo.theory.fits import fit_slope
 from astarpo.theory.instances import make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values
-from astarpo.theory.stats import fit_slope, mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 KINDS = ("last", "average", "mixture", "mean_gap")

@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from astarpo.analysis.figures import styled
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.experiments.common import INSTANCE, STEP_C, config, header, progress
+from astarpo.theory.fits import fit_slope, local_slopes
 from astarpo.theory.instances import make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values, value_estimate_error
 from astarpo.theory.stage2 import run_stage2
-from astarpo.theory.stats import fit_slope, local_slopes, mean_ci
 from astarpo.theory.streams import STAGE1, generators
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.baseline import policy_gradient_baseline
 from astarpo.theory.experiments.common import config
 from astarpo.theory.stage2 import run_stage2
-from astarpo.theory.stats import mean_ci
 from astarpo.theory.tracking import Stage2Result
 
 __all__ = ["astarpo_runs", "best_c", "final_by_c", "pg_runs", "seed_slice"]

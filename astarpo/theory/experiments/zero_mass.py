@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.analysis.stats import mean_ci
 from astarpo.theory.bandit import LogLinearBandit
 from astarpo.theory.experiments.common import INSTANCE
 from astarpo.theory.experiments.tuning import astarpo_runs, best_c, final_by_c, pg_runs
 from astarpo.theory.instances import hard_contexts, make_instance, radius_for
 from astarpo.theory.stage1 import estimate_values
-from astarpo.theory.stats import mean_ci
 from astarpo.theory.streams import STAGE1, generators
 from astarpo.theory.tracking import Stage2Result
 

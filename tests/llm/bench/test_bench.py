@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from astarpo.analysis.stats import paired_ratio, t_interval
 from astarpo.llm.bench import worker
 from astarpo.llm.bench.config import BenchConfig, algorithm_config, arms
 from astarpo.llm.bench.measure import PeakRSS
@@ -19,9 +20,7 @@ from astarpo.llm.bench.report import summarize, to_markdown, write
 from astarpo.llm.bench.stats import (
     band,
     curve_area,
-    paired_ratio,
     select_lr,
-    t_interval,
     target_levels,
     time_to_target,
     value_at,

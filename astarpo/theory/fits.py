@@ -1,5 +1,6 @@
-"""Summaries over seeds: means with 95% intervals, fitted log-log slopes, local slopes, and
-the additive rate model ``gap ~ a T^-p + b N^-q + c`` with bootstrap intervals."""
+"""Rates fitted to the experiments' gaps: log-log slopes over seeds, local slopes, and the
+additive rate model ``gap ~ a T^-p + b N^-q + c`` with bootstrap intervals (the intervals
+themselves come from :mod:`astarpo.analysis.stats`)."""
 
 from __future__ import annotations
 
@@ -8,49 +9,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fit_additive", "fit_slope", "local_slopes", "mean_ci"]
+from astarpo.analysis.stats import mean_ci
 
-
-def _t_interval(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over axis 0 and the half-width of its 95% Student-t interval (0 with one row)."""
-    from scipy.stats import t as student_t
-
-    n = v.shape[0]
-    mean = v.mean(0)
-    if n < 2:
-        return mean, np.zeros_like(mean)
-    sem = v.std(0, ddof=1) / math.sqrt(n)
-    with np.errstate(invalid="ignore"):
-        lo, _ = student_t.interval(0.95, n - 1, loc=mean, scale=sem)
-    return mean, np.where(sem > 0, mean - lo, 0.0)
-
-
-def mean_ci(values: np.ndarray) -> dict[str, list[float] | float]:
-    """Means over the seeds (axis 0) with 95% Student-t intervals.
-
-    Returns:
-        ``mean``/``lo``/``hi`` (arithmetic) and, for log-scale plots, ``gmean``/``glo``/``ghi``:
-        the geometric mean and the interval of the mean of ``log10`` (values floored at 1e-300).
-    """
-    v = np.asarray(values, dtype=np.float64)
-    mean, half = _t_interval(v)
-    lmean, lhalf = _t_interval(np.log10(np.maximum(v, 1e-300)))
-
-    def exp10(z: np.ndarray) -> list[float] | float:
-        return _list(10 ** np.clip(z, -300, 300))
-
-    return {
-        "mean": _list(mean),
-        "lo": _list(mean - half),
-        "hi": _list(mean + half),
-        "gmean": exp10(lmean),
-        "glo": exp10(lmean - lhalf),
-        "ghi": exp10(lmean + lhalf),
-    }
-
-
-def _list(x: np.ndarray | float) -> list[float] | float:
-    return np.asarray(x, dtype=float).tolist()  # type: ignore[no-any-return]
+__all__ = ["fit_additive", "fit_slope", "local_slopes"]
 
 
 def fit_slope(

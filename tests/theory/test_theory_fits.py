@@ -8,8 +8,8 @@ import pytest
 
 from astarpo.theory import LogLinearBandit
 from astarpo.theory.fisher import fisher_floor, fisher_information, identifiable_basis
+from astarpo.theory.fits import fit_additive, fit_slope, local_slopes
 from astarpo.theory.instances import make_instance
-from astarpo.theory.stats import fit_additive, fit_slope, local_slopes
 
 
 def test_fit_additive_recovers_known_exponents() -> None:
