@@ -34,10 +34,18 @@ __all__ = [
     "config_values",
     "presets",
     "resolve_config_path",
+    "shown",
 ]
 
 #: The folder of the packaged presets (``paper.yaml``).
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+#: The most values (mapping entries and list items, counted as YAML aliases expand them) a
+#: config file may hold, and how deeply they may nest. Nested aliases multiply what they name (a
+#: "billion laughs" of a few hundred bytes expands to 10**9 items), so the expansion is counted,
+#: stopping at the budget, before any value is read.
+MAX_VALUES = 10_000
+MAX_DEPTH = 10
 
 # Fields of run_config.json's ``config`` that the train verb sets under another flag's name.
 _RENAMED = {"output_dir": "out", "overwrite_output_dir": "overwrite"}
@@ -100,6 +108,7 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
             data = yaml.safe_load(text)
     except Exception as e:
         raise SystemExit(f"error: --config {path}: not valid YAML/JSON ({e}).") from e
+    check_size(data, path)
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -118,24 +127,100 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
         foreign = [k for k in sections if k not in _VERBS]
         if foreign:
             raise SystemExit(
-                f"error: --config {path}: section {foreign[0]!r} is not a verb "
+                f"error: --config {path}: section {shown(foreign[0])} is not a verb "
                 f"({', '.join(_VERBS)})."
             )
         flat = [k for k in data if k not in sections]
         if flat:
             raise SystemExit(
-                f"error: --config {path}: key {flat[0]!r} stands outside the verb sections; "
+                f"error: --config {path}: key {shown(flat[0])} stands outside the verb sections; "
                 "put it under the verb it belongs to (e.g. train:)."
             )
         data = data.get(verb) or {}
     return {str(k).replace("-", "_"): v for k, v in data.items()}
 
 
+def check_size(data: Any, path: Path) -> None:
+    """Refuse the values ``data`` of the file ``path`` when they expand to more than
+    :data:`MAX_VALUES` items or nest deeper than :data:`MAX_DEPTH` levels.
+
+    The count stops at the budget, so an alias bomb costs no more than a small file.
+
+    Raises:
+        SystemExit: an ``error:`` line naming the file and the limit.
+    """
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    count = 1
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, Mapping):
+            children = list(node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if children and depth >= MAX_DEPTH:
+            raise SystemExit(
+                f"error: --config {path}: its values nest deeper than {MAX_DEPTH} levels; a "
+                "config file holds one value (or one list of values) per option."
+            )
+        count += len(children)
+        if count > MAX_VALUES:
+            raise SystemExit(
+                f"error: --config {path}: its values expand to more than {MAX_VALUES} items "
+                "(YAML aliases repeat what they name, and nested aliases multiply it); a config "
+                "file holds one value per option: write the values out instead."
+            )
+        todo.extend((child, depth + 1) for child in children)
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to at most ``limit`` characters (``...`` marks
+    a cut).
+
+    Only as much of a list or mapping is visited as is shown, so a huge structure (or one that
+    YAML aliases share exponentially) costs no more than a small one.
+    """
+    out: list[str] = []
+    room = limit + 1  # one more than shown: a longer text is cut
+
+    def emit(text: str) -> bool:
+        nonlocal room
+        out.append(text[: max(room, 0)])
+        room -= len(text)
+        return room > 0
+
+    def render(v: Any) -> bool:  # False once the room is spent
+        if isinstance(v, Mapping):
+            if not emit("{"):
+                return False
+            for i, (k, x) in enumerate(v.items()):
+                if (i and not emit(", ")) or not render(k) or not emit(": ") or not render(x):
+                    return False
+            return emit("}")
+        if isinstance(v, (list, tuple)):
+            if not emit("[" if isinstance(v, list) else "("):
+                return False
+            for i, x in enumerate(v):
+                if (i and not emit(", ")) or not render(x):
+                    return False
+            return emit("]" if isinstance(v, list) else ")")
+        if isinstance(v, (str, bytes)):
+            return emit(repr(v[: max(room, 0)]))  # never the repr of a long text
+        return emit(repr(v))
+
+    render(value)
+    text = "".join(out)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
     """``value`` as the option's type (YAML reads ``1e-6`` as a string; flags' types apply)."""
     if isinstance(action, argparse._StoreConstAction):  # store_true / store_false
         if not isinstance(value, bool):
-            raise SystemExit(f"error: --config {path}: {key} must be true or false, got {value!r}.")
+            raise SystemExit(
+                f"error: --config {path}: {key} must be true or false, got {shown(value)}."
+            )
         return value
     if isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
@@ -150,11 +235,13 @@ def _convert_one(action: argparse.Action, key: str, value: Any, path: Path) -> A
         convert: Any = action.type
         out = convert(value if isinstance(value, str) else str(value))
     except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
-        raise SystemExit(f"error: --config {path}: {key}: {value!r} is not valid ({e}).") from e
+        raise SystemExit(
+            f"error: --config {path}: {key}: {shown(value)} is not valid ({shown(str(e))})."
+        ) from e
     if action.choices is not None and out not in action.choices:
         raise SystemExit(
             f"error: --config {path}: {key} must be one of {', '.join(map(str, action.choices))}, "
-            f"got {value!r}."
+            f"got {shown(value)}."
         )
     return out
 
@@ -177,12 +264,13 @@ def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> 
         action = actions.get(key)
         if action is None:
             raise SystemExit(
-                f"error: --config {path}: unknown key {key!r}: not an option of `astarpo {verb}` "
-                f"(see astarpo {verb} --help)."
+                f"error: --config {path}: unknown key {shown(key)}: not an option of "
+                f"`astarpo {verb}` (see astarpo {verb} --help)."
             )
         if isinstance(action, NotAnOption):  # a field of another algorithm than --algo
             raise SystemExit(
-                f"error: --config {path}: key {key!r}: {action.option_strings[0]} {action.reason}."
+                f"error: --config {path}: key {shown(key)}: {action.option_strings[0]} "
+                f"{action.reason}."
             )
         defaults[key] = _convert(action, key, value, path)
         action.required = False

@@ -3,18 +3,27 @@ checked by the Python API (model, rewards, sampling, the subset rule)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from fakes import FakeGenerator
 from toy_setup import make_tiny_model, quick_config
 
-from astarpo.cli import CONFIG_VERBS, VERBS
-from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
+from astarpo.cli import CONFIG_VERBS, VERBS, build_parser, main
+from astarpo.commands.config_file import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    PRESETS_DIR,
+    config_values,
+    presets,
+    shown,
+)
 from astarpo.llm import AStarPOTrainer
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.config import Stage1Config
@@ -172,6 +181,60 @@ def test_a_flag_of_another_algorithm_in_the_file_is_refused(tmp_path, toy_run):
         cwd=tmp_path,
     )
     assert code == 2 and "--group-size does not apply to --algo astarpo" in err
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _alias_bomb(levels: int) -> str:
+    """A YAML "billion laughs": each level a list of 9 aliases of the level before."""
+    names = [chr(ord("a") + i) for i in range(levels)]
+    parts = [f"&{names[0]} [{', '.join(['lol'] * 9)}]"]
+    parts += [f"&{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in itertools.pairwise(names)]
+    return f"train:\n  seed: [{', '.join(parts)}]\n"
+
+
+@pytest.mark.parametrize(
+    ("levels", "says"),
+    [
+        (5, f"expand to more than {MAX_VALUES} items"),  # 9**5 items within the depth
+        (MAX_DEPTH + 2, f"nest deeper than {MAX_DEPTH} levels"),  # 9**12 items
+    ],
+)
+def test_a_yaml_alias_bomb_is_refused_at_once_with_a_short_message(levels, says, tmp_path, capsys):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb(levels))
+    assert len(bomb.read_bytes()) < 600
+    build_parser(["train"])  # the modules are imported before the clock starts
+    start = time.perf_counter()
+    code = main(["train", "--config", str(bomb), "--out", str(tmp_path / "r")])
+    elapsed = time.perf_counter() - start
+    err = _one_error_line(capsys)
+    assert code == 2 and elapsed < 2.0, (code, elapsed)
+    assert says in err and str(bomb) in err and len(err) < 400, err
+
+
+def test_an_error_shows_a_bounded_part_of_a_long_value(tmp_path, capsys):
+    f = tmp_path / "long.yaml"
+    f.write_text("train:\n  seed: [" + ", ".join(["12345"] * 2000) + "]\n")
+    code = main(["train", "--config", str(f), "--out", str(tmp_path / "r")])
+    err = _one_error_line(capsys)
+    assert code == 2 and "seed" in err and "12345, 12345" in err and len(err) < 400, err
+
+
+def test_shown_never_walks_more_of_a_value_than_it_shows():
+    shared: list = ["lol"] * 9
+    for _ in range(40):  # 9**41 items if walked
+        shared = [shared] * 9
+    start = time.perf_counter()
+    text = shown(shared)
+    assert time.perf_counter() - start < 0.1
+    assert len(text) == 80 and text.startswith("[[[[") and text.endswith("...")
+    assert shown("x" * 10**6) == repr("x" * 76)[:77] + "..."
+    assert shown({"a": [1, 2]}) == "{'a': [1, 2]}"  # a short value whole, as repr writes it
 
 
 # --------------------------------------------------------------- provenance in the Trainer
