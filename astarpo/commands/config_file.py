@@ -1,10 +1,13 @@
 """``--config FILE``: a verb's options read from a YAML (or JSON) file, TRL style.
 
 Every key of the file is the name of one of the verb's options, with underscores or dashes
-(``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``). Options given on the command line
-override the file. A file may hold one section per verb (``value:``, ``train:``, ...): each verb
-then reads its own section and ignores the others, so one file describes a whole pipeline (the
-packaged ``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
+(``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``), and its value is checked as the flag's
+would be: the option's type, its choices (an error lists them), one value or a list for a
+repeatable option, ``true``/``false`` for a switch (``overwrite: true``); ``null`` only for an
+option without a default. Options given on the command line override the file. A file may
+hold one section per verb (``value:``, ``train:``, ...): each verb then reads its own section
+and ignores the others, so one file describes a whole pipeline (the packaged
+``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
 is not a verb, is an error naming the key and the file; so is a field of another algorithm than
 the file's (or the command line's) ``algo`` in a ``train`` section.
 
@@ -215,35 +218,63 @@ def shown(value: Any, limit: int = 80) -> str:
 
 
 def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
-    """``value`` as the option's type (YAML reads ``1e-6`` as a string; flags' types apply)."""
-    if isinstance(action, argparse._StoreConstAction):  # store_true / store_false
-        if not isinstance(value, bool):
-            raise SystemExit(
-                f"error: --config {path}: {key} must be true or false, got {shown(value)}."
-            )
-        return value
-    if isinstance(action, argparse._AppendAction):
-        items = value if isinstance(value, list) else [value]
-        return [_convert_one(action, key, v, path) for v in items]
-    return _convert_one(action, key, value, path)
-
-
-def _convert_one(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
-    if value is None or action.type is None:
-        return value
-    try:
-        convert: Any = action.type
-        out = convert(value if isinstance(value, str) else str(value))
-    except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
+    """``value`` checked and converted as the flag's text would be: the option's type (YAML
+    reads ``1e-6`` as a string), its choices and its number of values."""
+    where = f"--config {path}: {key}"
+    if value is None:
+        if action.default is None and not action.required:
+            return None  # the option not given
+        fix = (
+            f"give {action.option_strings[0]} on the command line"
+            if action.required
+            else f"the default is {shown(action.default)}"
+        )
         raise SystemExit(
-            f"error: --config {path}: {key}: {shown(value)} is not valid ({shown(str(e))})."
-        ) from e
+            f"error: {where} has no value (null); give one or leave the key out ({fix})."
+        )
+    if action.nargs == 0:  # store_true, store_false, --x/--no-x: the key holds the value
+        if not isinstance(value, bool):
+            raise SystemExit(f"error: {where} must be true or false, got {shown(value)}.")
+        return value
+    nargs = action.nargs
+    if isinstance(action, argparse._AppendAction) or nargs in ("*", "+") or isinstance(nargs, int):
+        items = value if isinstance(value, list) else [value]
+        if (nargs == "+" and not items) or (isinstance(nargs, int) and len(items) != nargs):
+            count = "at least one value" if nargs == "+" else f"{nargs} values"
+            raise SystemExit(f"error: {where} takes {count}, got {shown(value)}.")
+        return [_convert_one(action, where, v) for v in items]
+    return _convert_one(action, where, value)
+
+
+def _convert_one(action: argparse.Action, where: str, value: Any) -> Any:
+    if isinstance(value, (list, Mapping)):
+        kind = "a list" if isinstance(value, list) else "a mapping"
+        raise SystemExit(f"error: {where} takes one value, got {kind}: {shown(value)}.")
+    if isinstance(value, bool):
+        text = "true" if value else "false"  # the YAML spelling, which parse_bool reads
+    else:
+        text = value if isinstance(value, str) else str(value)
+    out: Any = text
+    if action.type is not None:
+        convert: Any = action.type
+        try:
+            out = convert(text)
+        except argparse.ArgumentTypeError as e:
+            raise SystemExit(f"error: {where}: {_clip(str(e))}.") from e
+        except (TypeError, ValueError) as e:
+            name = getattr(convert, "__name__", repr(convert))
+            raise SystemExit(f"error: {where}: invalid {name} value: {shown(text)}.") from e
     if action.choices is not None and out not in action.choices:
         raise SystemExit(
-            f"error: --config {path}: {key} must be one of {', '.join(map(str, action.choices))}, "
-            f"got {shown(value)}."
+            f"error: {where}: invalid choice: {shown(out)} (choose from "
+            f"{', '.join(map(repr, action.choices))})."
         )
     return out
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` cut to at most ``limit`` characters (``...`` marks a cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> None:

@@ -3,6 +3,7 @@ checked by the Python API (model, rewards, sampling, the subset rule)."""
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ from astarpo.commands.config_file import (
     MAX_DEPTH,
     MAX_VALUES,
     PRESETS_DIR,
+    apply_config_file,
     config_values,
     presets,
     shown,
@@ -235,6 +237,73 @@ def test_shown_never_walks_more_of_a_value_than_it_shows():
     assert len(text) == 80 and text.startswith("[[[[") and text.endswith("...")
     assert shown("x" * 10**6) == repr("x" * 76)[:77] + "..."
     assert shown({"a": [1, 2]}) == "{'a': [1, 2]}"  # a short value whole, as repr writes it
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fail the test if a verb reached its run() (a model would be loaded, a bench run)."""
+
+    def refuse(args):
+        raise AssertionError("run() was reached: the file's value was not refused")
+
+    for verb in CONFIG_VERBS:
+        module = __import__(f"astarpo.commands.{verb}", fromlist=["run"])
+        monkeypatch.setattr(module, "run", refuse)
+
+
+ALGOS = "(choose from 'astarpo', 'grpo', 'rloo', 'ppo', 'rebel')"
+
+
+@pytest.mark.parametrize(
+    ("verb", "line", "says"),
+    [
+        ("train", "dtype: float64", "dtype: invalid choice: 'float64' (choose from 'auto', "),
+        ("bench", "task: scratchpad3", "task: invalid choice: 'scratchpad3' (choose from 'add"),
+        ("value", "backend: vlm", "backend: invalid choice: 'vlm' (choose from 'auto', 'hf'"),
+        ("train", "algo: grpoo", f"algo: invalid choice: 'grpoo' {ALGOS}"),
+        ("train", "learning_rate: true", "learning_rate: invalid float value: 'true'"),
+        ("bench", "seeds: 2.5", "seeds: invalid int value: '2.5'"),
+        ("train", "progress: maybe", "progress: expected true or false, got 'maybe'"),
+        ("bench", "one_pass: 'yes'", "one_pass must be true or false, got 'yes'"),
+        ("train", "batch_size: [1, 2]", "batch_size takes one value, got a list: [1, 2]"),
+        ("train", "batch_size: null", "batch_size has no value (null); give one or leave"),
+        ("train", "out: null", "out has no value (null); give one or leave the key out (give "),
+    ],
+)
+def test_a_file_value_is_checked_as_the_flag_is(verb, line, says, tmp_path, capsys, nothing_runs):
+    f = tmp_path / "c.yaml"
+    f.write_text(f"{verb}:\n  {line}\n")
+    code = main([verb, "--config", str(f), "--out", str(tmp_path / "out")])
+    err = _one_error_line(capsys)
+    assert code == 2 and f"error: --config {f}: {says}" in err, err
+
+
+def test_an_unknown_algo_is_named_before_the_fields_of_another_algorithm(
+    tmp_path, capsys, nothing_runs
+):
+    # group_size is a field of grpo: without the check first, it would be refused as not an
+    # option of the default algorithm, and the misspelt algo never named.
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  group_size: 4\n  algo: grpoo\n")
+    assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+    assert f"algo: invalid choice: 'grpoo' {ALGOS}" in _one_error_line(capsys)
+    assert main(["train", "--group-size", "4", "--algo", "grpoo", "--out", str(tmp_path)]) == 2
+    assert f"error: argument --algo: invalid choice: 'grpoo' {ALGOS}" in _one_error_line(capsys)
+
+
+def test_file_values_become_the_flags_values(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "train:\n  learning_rate: 1.0e-5\n  progress: no\n  reward: exact_match\n"
+        "  chat_template: true\n  system_prompt: null\n  limit: 3\n"
+    )
+    parser = build_parser(["train"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices["train"], "train", str(f))
+    args = parser.parse_args(["train", "--out", str(tmp_path / "r"), "--limit", "5"])
+    assert args.learning_rate == 1e-5 and args.progress is False and args.chat_template is True
+    assert args.reward == ["exact_match"] and args.system_prompt is None
+    assert args.limit == 5  # the flag wins
 
 
 # --------------------------------------------------------------- provenance in the Trainer
