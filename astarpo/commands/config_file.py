@@ -15,9 +15,10 @@ the file's (or the command line's) ``algo`` in a ``train`` section.
 config fields become ``--algo`` and the field flags, so ``astarpo train --config
 runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run.
 
-A ``--config`` value that is not an existing file is looked up among the presets shipped in the
-package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and ``--config
-configs/paper.yaml`` all name the paper's settings, from any directory.
+A ``--config`` value that is a bare name and not an existing file is looked up among the presets
+shipped in the package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and
+``--config configs/paper.yaml`` all name the paper's settings, from any directory. Any other
+path must be an existing file (``/elsewhere/paper.yaml`` never falls back to the preset).
 """
 
 from __future__ import annotations
@@ -74,20 +75,38 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_config_path(spec: str) -> Path:
-    """The file that ``--config spec`` names: an existing path, else a packaged preset.
+    """The file that ``--config spec`` names: an existing file, else the packaged preset that a
+    bare name (``paper``, ``paper.yaml``) or ``configs/NAME.yaml`` names.
+
+    Any other path must exist: a missing file in another folder is never taken for a preset of
+    the same name.
 
     Raises:
-        SystemExit: with an ``error:`` line when neither exists.
+        SystemExit: with an ``error:`` line naming ``spec``: a directory, a missing file, or a
+            bare name that is not a preset.
     """
     path = Path(spec)
     if path.is_file():
         return path
-    preset = PRESETS_DIR / (path.name if path.suffix else f"{path.name}.yaml")
-    if preset.is_file():
-        return preset
+    names = ", ".join(presets()) or "none"
+    if path.is_dir():
+        raise SystemExit(
+            f"error: --config {spec!r} is a directory; give a YAML/JSON file (or a run's "
+            f"run_config.json), or a packaged preset by name ({names})."
+        )
+    if path.exists():
+        raise SystemExit(f"error: --config {spec!r} is not a regular file; give a YAML/JSON file.")
+    if len(path.parts) == 1 or (len(path.parts) == 2 and path.parts[0] == "configs"):
+        preset = PRESETS_DIR / (path.name if path.suffix else f"{path.name}.yaml")
+        if preset.is_file():
+            return preset
+        raise SystemExit(
+            f"error: --config {spec!r}: no such file, and not a packaged preset ({names})."
+        )
+    folder = "" if path.parent.is_dir() else f" (nor its folder {str(path.parent)!r})"
     raise SystemExit(
-        f"error: --config {spec!r}: no such file, and not a packaged preset "
-        f"({', '.join(presets()) or 'none'})."
+        f"error: --config {spec!r}: no such file{folder}; give an existing YAML/JSON file, or "
+        f"a packaged preset by name ({names})."
     )
 
 

@@ -24,6 +24,7 @@ from astarpo.commands.config_file import (
     apply_config_file,
     config_values,
     presets,
+    resolve_config_path,
     shown,
 )
 from astarpo.llm import AStarPOTrainer
@@ -237,6 +238,33 @@ def test_shown_never_walks_more_of_a_value_than_it_shows():
     assert len(text) == 80 and text.startswith("[[[[") and text.endswith("...")
     assert shown("x" * 10**6) == repr("x" * 76)[:77] + "..."
     assert shown({"a": [1, 2]}) == "{'a': [1, 2]}"  # a short value whole, as repr writes it
+
+
+def test_a_bare_name_or_configs_name_is_a_preset_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for spec in ("paper", "paper.yaml", "configs/paper.yaml"):
+        assert resolve_config_path(spec) == PRESETS_DIR / "paper.yaml", spec
+    mine = tmp_path / "configs" / "paper.yaml"  # an existing file wins over the preset
+    mine.parent.mkdir()
+    mine.write_text("train:\n  beta2: 0.5\n")
+    assert resolve_config_path("configs/paper.yaml") == Path("configs/paper.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("/no/such/dir/paper.yaml", "no such file (nor its folder '/no/such/dir')"),
+        ("{tmp}/paper.yaml", "no such file; give an existing YAML/JSON file, or a packaged"),
+        ("sub/paper", "no such file (nor its folder 'sub')"),
+        ("{tmp}", "is a directory; give a YAML/JSON file"),
+        ("nosuch", "no such file, and not a packaged preset (paper)"),
+    ],
+)
+def test_a_path_that_names_no_file_is_an_error_naming_it(spec, says, tmp_path, capsys):
+    spec = spec.format(tmp=tmp_path)
+    code = main(["train", "--config", spec, "--out", str(tmp_path / "r")])
+    err = _one_error_line(capsys)
+    assert code == 2 and f"error: --config {spec!r}" in err and says in err, err
 
 
 @pytest.fixture
