@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from astarpo.commands.fields import NotAnOption
+from astarpo.commands.fields import CommaList, NotAnOption
 
 __all__ = [
     "PRESETS_DIR",
@@ -262,17 +262,23 @@ def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
             count = "at least one value" if nargs == "+" else f"{nargs} values"
             raise SystemExit(f"error: {where} takes {count}, got {shown(value)}.")
         return [_convert_one(action, where, v) for v in items]
+    if isinstance(action.type, CommaList) and isinstance(value, list):  # the flag's a,b
+        value = ",".join(_text(where, v) for v in value)
     return _convert_one(action, where, value)
 
 
-def _convert_one(action: argparse.Action, where: str, value: Any) -> Any:
+def _text(where: str, value: Any) -> str:
+    """The flag's text of one value (a list or mapping is not one)."""
     if isinstance(value, (list, Mapping)):
         kind = "a list" if isinstance(value, list) else "a mapping"
         raise SystemExit(f"error: {where} takes one value, got {kind}: {shown(value)}.")
     if isinstance(value, bool):
-        text = "true" if value else "false"  # the YAML spelling, which parse_bool reads
-    else:
-        text = value if isinstance(value, str) else str(value)
+        return "true" if value else "false"  # the YAML spelling, which parse_bool reads
+    return value if isinstance(value, str) else str(value)
+
+
+def _convert_one(action: argparse.Action, where: str, value: Any) -> Any:
+    text = _text(where, value)
     out: Any = text
     if action.type is not None:
         convert: Any = action.type

@@ -27,7 +27,7 @@ from astarpo.commands.config_file import (
     resolve_config_path,
     shown,
 )
-from astarpo.llm import AStarPOTrainer
+from astarpo.llm import AStarPOConfig, AStarPOTrainer
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
@@ -332,6 +332,55 @@ def test_file_values_become_the_flags_values(tmp_path):
     assert args.learning_rate == 1e-5 and args.progress is False and args.chat_template is True
     assert args.reward == ["exact_match"] and args.system_prompt is None
     assert args.limit == 5  # the flag wins
+
+
+def _parsed(verb, text, tmp_path, *flags):
+    """The namespace of ``astarpo VERB --config FILE FLAGS`` where FILE holds ``text``."""
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    parser = build_parser([verb])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices[verb], verb, str(f))
+    return parser.parse_args([verb, *flags])
+
+
+def test_a_yaml_list_is_the_flags_comma_separated_list(tmp_path):
+    out = ["--out", str(tmp_path / "r")]
+    args = _parsed("train", "train:\n  report_to: [tensorboard]\n", tmp_path, *out)
+    assert args.report_to == "tensorboard"
+    args = _parsed("train", "train:\n  report_to: [tensorboard, wandb]\n", tmp_path, *out)
+    assert AStarPOConfig(report_to=args.report_to).reporters == ("tensorboard", "wandb")
+    text = "bench:\n  lr_grid: [1.0e-4, 3.0e-4]\n  algos: [astarpo, grpo]\n  peers: [trl]\n"
+    args = _parsed("bench", text, tmp_path)
+    assert args.lr_grid == (1e-4, 3e-4) and args.algos == "astarpo,grpo" and args.peers == "trl"
+    args = _parsed("eval", "eval:\n  benchmarks: [math500, amc2023]\n", tmp_path)
+    assert args.benchmarks == "math500,amc2023"
+    assert _parsed("bench", "bench:\n  lr_grid: 3.0e-4\n", tmp_path).lr_grid == (3e-4,)
+
+
+def test_a_bad_list_is_an_error_naming_the_option(tmp_path, capsys, nothing_runs):
+    f = tmp_path / "c.yaml"
+    f.write_text("bench:\n  lr_grid: [1.0e-4, fast]\n")
+    assert main(["bench", "--config", str(f)]) == 2
+    err = _one_error_line(capsys)
+    assert f"--config {f}: lr_grid: expected comma-separated numbers (e.g. 1e-4,3e-4)" in err
+    with pytest.raises(SystemExit) as stop:  # argparse's usage error: exit code 2
+        main(["bench", "--lr-grid", "1e-4,fast"])
+    err = _one_error_line(capsys)
+    assert stop.value.code == 2
+    assert "argument --lr-grid: expected comma-separated numbers" in err and "fast" in err
+
+
+@pytest.mark.parametrize("where", ["flag", "file"])
+def test_an_empty_report_to_is_an_error_and_none_the_way_to_say_no_tracker(where, tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  report_to: []\n")
+    given = ["--report-to", ""] if where == "flag" else ["--config", str(f)]
+    code = main(["train", "--model", "toy", "--out", str(tmp_path / "r"), *given])
+    err = _one_error_line(capsys)
+    assert code == 2 and "report_to is empty" in err and "give 'none' for no tracker" in err, err
+    assert "tensorboard, trackio, wandb" in err
+    assert not (tmp_path / "r").exists()
 
 
 # --------------------------------------------------------------- provenance in the Trainer
