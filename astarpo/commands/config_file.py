@@ -13,7 +13,9 @@ the file's (or the command line's) ``algo`` in a ``train`` section.
 
 ``run_config.json``, written by every training run, is accepted as well: its algorithm and
 config fields become ``--algo`` and the field flags, so ``astarpo train --config
-runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run.
+runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run. The old run's
+``output_dir`` and ``overwrite_output_dir`` are never taken: ``--out`` stays required, and
+``--overwrite`` must be given on the command line, so a repeated run cannot delete the old one.
 
 A ``--config`` value that is a bare name and not an existing file is looked up among the presets
 shipped in the package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and
@@ -51,8 +53,9 @@ PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_VALUES = 10_000
 MAX_DEPTH = 10
 
-# Fields of run_config.json's ``config`` that the train verb sets under another flag's name.
-_RENAMED = {"output_dir": "out", "overwrite_output_dir": "overwrite"}
+# Fields of run_config.json's ``config`` that a repeated run never takes: the old run's
+# directory, and whether it may be deleted (--out stays required, --overwrite a flag).
+_NOT_REPEATED = ("output_dir", "overwrite_output_dir")
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
 _VERBS = ("theory", "value", "train", "eval", "demo", "bench")
 
@@ -139,8 +142,9 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
             f"got {type(data).__name__}."
         )
     if "config_class" in data and isinstance(data.get("config"), Mapping):  # run_config.json
-        values = {_RENAMED.get(k, k): v for k, v in data["config"].items()}
-        values["algo"] = data.get("algorithm")
+        values = {k: v for k, v in data["config"].items() if k not in _NOT_REPEATED}
+        if data.get("algorithm") is not None:
+            values["algo"] = data["algorithm"]
         if data.get("rewards"):
             values["reward"] = list(data["rewards"])
         return {k.replace("-", "_"): v for k, v in values.items()}

@@ -383,6 +383,38 @@ def test_an_empty_report_to_is_an_error_and_none_the_way_to_say_no_tracker(where
     assert not (tmp_path / "r").exists()
 
 
+def _an_overwritten_run(tmp_path):
+    """A run directory whose run_config.json records --overwrite, and the user's files in it."""
+    run = tmp_path / "a"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    (run / "notes.txt").write_text("mine\n")
+    record = {
+        "config_class": "AStarPOConfig",
+        "algorithm": "astarpo",
+        "config": {"output_dir": str(run), "overwrite_output_dir": True, "beta2": 0.25},
+        "rewards": ["exact_match"],
+    }
+    (run / "run_config.json").write_text(json.dumps(record))
+    return run
+
+
+def test_a_repeated_run_config_takes_neither_the_old_out_nor_overwrite(tmp_path, capsys):
+    run = _an_overwritten_run(tmp_path)
+    rc = str(run / "run_config.json")
+    with pytest.raises(SystemExit) as stop:  # argparse: --out is required
+        main(["train", "--config", rc, "--model", "toy", "--data", str(tmp_path / "d.jsonl")])
+    assert stop.value.code == 2
+    assert "the following arguments are required: --out" in _one_error_line(capsys)
+    assert {p.name for p in run.iterdir()} == {"metrics.jsonl", "notes.txt", "run_config.json"}
+    parser = build_parser(["train"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices["train"], "train", rc)
+    args = parser.parse_args(["train", "--out", str(tmp_path / "b")])
+    assert args.out == str(tmp_path / "b") and args.overwrite is False
+    assert args.beta2 == 0.25 and args.algo == "astarpo" and args.reward == ["exact_match"]
+
+
 # --------------------------------------------------------------- provenance in the Trainer
 def _table(tmp_path, model_name, rows=ROWS, max_new_tokens=3):
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
