@@ -148,7 +148,16 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
         if data.get("rewards"):
             values["reward"] = list(data["rewards"])
         return {k.replace("-", "_"): v for k, v in values.items()}
-    sections = [k for k, v in data.items() if isinstance(v, Mapping)]
+    # A verb's name is always a section (no option has one): ``train:`` with nothing under it
+    # is an empty section, ``train: 5`` a mistake.
+    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in _VERBS]
+    for k in sections:
+        if not isinstance(data[k], Mapping) and data[k] is not None:
+            raise SystemExit(
+                f"error: --config {path}: section {shown(k)} must hold the verb's options "
+                f"(a mapping of option names to values), got {type(data[k]).__name__}: "
+                f"{shown(data[k])}."
+            )
     if sections:
         foreign = [k for k in sections if k not in _VERBS]
         if foreign:

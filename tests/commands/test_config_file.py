@@ -334,6 +334,22 @@ def test_file_values_become_the_flags_values(tmp_path):
     assert args.limit == 5  # the flag wins
 
 
+def test_a_verb_name_is_always_a_section(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("value:\n  n_samples: 2\ntrain:\n")  # train's options all commented out
+    assert config_values(f, "train") == {} and config_values(f, "value") == {"n_samples": 2}
+    for text, kind in [("value:\n  n_samples: 2\ntrain: 5\n", "int: 5"), ("train: [1]\n", "list")]:
+        f.write_text(text)
+        assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+        err = _one_error_line(capsys)
+        assert f"--config {f}: section 'train' must hold the verb's options" in err, err
+        assert f"got {kind}" in err
+    parser = build_parser()  # so no option may be named after a verb
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    dests = {a.dest for verb in CONFIG_VERBS for a in sub.choices[verb]._actions}
+    assert not dests & set(VERBS)
+
+
 def _parsed(verb, text, tmp_path, *flags):
     """The namespace of ``astarpo VERB --config FILE FLAGS`` where FILE holds ``text``."""
     f = tmp_path / "c.yaml"
