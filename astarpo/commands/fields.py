@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 __all__ = [
     "CommaList",
     "NotAnOption",
+    "Repeatable",
     "add_field_arguments",
     "field_values",
     "flag_of",
@@ -97,6 +98,18 @@ class CommaList:
     def __call__(self, text: str) -> Any:
         """The option's value of ``text`` (a usage error when ``parse`` refuses it)."""
         return text if self.parse is None else self.parse(text)
+
+
+class Repeatable(argparse._AppendAction):
+    """``action="append"`` whose values on the command line replace the option's default
+    instead of extending it: with ``reward: [gsm8k]`` in a ``--config`` file (the default),
+    ``--reward exact_match`` means exact_match alone, as a flag wins over the file."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        """Append ``values`` to the ones this command line gave (none yet: a new list)."""
+        items = getattr(namespace, self.dest, None)
+        given = [] if items is None or items is self.default else list(items)
+        setattr(namespace, self.dest, [*given, values])
 
 
 class NotAnOption(argparse.Action):

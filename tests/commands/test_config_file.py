@@ -374,6 +374,18 @@ def test_a_yaml_list_is_the_flags_comma_separated_list(tmp_path):
     assert _parsed("bench", "bench:\n  lr_grid: 3.0e-4\n", tmp_path).lr_grid == (3e-4,)
 
 
+def test_a_repeated_flag_replaces_the_files_list(tmp_path):
+    text = "train:\n  reward: [gsm8k, math_verify]\n"
+    out = ["--out", str(tmp_path / "r")]
+    assert _parsed("train", text, tmp_path, *out).reward == ["gsm8k", "math_verify"]
+    args = _parsed("train", text, tmp_path, *out, "--reward", "exact_match")
+    assert args.reward == ["exact_match"]  # not the file's two plus this one
+    args = _parsed("train", text, tmp_path, *out, "--reward", "a:f", "--reward", "b:g")
+    assert args.reward == ["a:f", "b:g"]
+    args = _parsed("eval", "eval:\n  data: [a.jsonl]\n", tmp_path, "--data", "b.jsonl")
+    assert args.data == ["b.jsonl"]
+
+
 def test_a_bad_list_is_an_error_naming_the_option(tmp_path, capsys, nothing_runs):
     f = tmp_path / "c.yaml"
     f.write_text("bench:\n  lr_grid: [1.0e-4, fast]\n")
