@@ -13,7 +13,7 @@ import collections.abc
 import dataclasses
 import re
 import typing
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NoReturn
 
 __all__ = [
@@ -73,11 +73,13 @@ def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 
-def name_flags(message: str, cls: type) -> str:
+def name_flags(message: str, cls: type, flags: Mapping[str, str] | None = None) -> str:
     """``message`` (a config's ``ValueError``) with each field name of ``cls`` written as its
-    flag: ``"n_samples must be ..."`` -> ``"--n-samples must be ..."``."""
+    flag: ``"n_samples must be ..."`` -> ``"--n-samples must be ..."``; ``flags`` gives the
+    flag of a field that a verb sets under another name (``{"output_dir": "--out"}``)."""
     for f in dataclasses.fields(cls):
-        message = re.sub(rf"(?<![\w.'-]){f.name}(?![\w'])", flag_of(f.name), message)
+        flag = (flags or {}).get(f.name, flag_of(f.name))
+        message = re.sub(rf"(?<![\w.'-]){f.name}(?![\w'])", flag, message)
     return message
 
 

@@ -399,6 +399,15 @@ def test_a_bad_list_is_an_error_naming_the_option(tmp_path, capsys, nothing_runs
     assert "argument --lr-grid: expected comma-separated numbers" in err and "fast" in err
 
 
+def test_a_train_config_error_names_the_flags(tmp_path, capsys):
+    base = ["train", "--model", "toy", "--out", str(tmp_path / "r")]
+    assert main([*base, "--batch-size", "3", "--minibatches", "2"]) == 2
+    err = _one_error_line(capsys)
+    assert "error: --batch-size (3) must be divisible by --minibatches (2)" in err, err
+    assert main([*base, "--device", "tpu"]) == 2
+    assert "error: --device must be 'auto', 'cpu', 'cuda' or 'cuda:N'" in _one_error_line(capsys)
+
+
 @pytest.mark.parametrize("where", ["flag", "file"])
 def test_an_empty_report_to_is_an_error_and_none_the_way_to_say_no_tracker(where, tmp_path, capsys):
     f = tmp_path / "c.yaml"
@@ -406,7 +415,8 @@ def test_an_empty_report_to_is_an_error_and_none_the_way_to_say_no_tracker(where
     given = ["--report-to", ""] if where == "flag" else ["--config", str(f)]
     code = main(["train", "--model", "toy", "--out", str(tmp_path / "r"), *given])
     err = _one_error_line(capsys)
-    assert code == 2 and "report_to is empty" in err and "give 'none' for no tracker" in err, err
+    assert code == 2 and "error: --report-to is empty" in err, err
+    assert "give 'none' for no tracker" in err
     assert "tensorboard, trackio, wandb" in err
     assert not (tmp_path / "r").exists()
 
