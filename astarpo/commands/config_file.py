@@ -172,7 +172,16 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
                 "put it under the verb it belongs to (e.g. train:)."
             )
         data = data.get(verb) or {}
-    return {str(k).replace("-", "_"): v for k, v in data.items()}
+    options: dict[str, Any] = {}
+    for k, v in data.items():
+        key = str(k).replace("-", "_")
+        if key in options:  # learning_rate and learning-rate: which one was meant?
+            raise SystemExit(
+                f"error: --config {path}: key {shown(k)} sets the option {shown(key)} a second "
+                "time; keep one of the two."
+            )
+        options[key] = v
+    return options
 
 
 def check_size(data: Any, path: Path) -> None:

@@ -350,6 +350,14 @@ def test_a_verb_name_is_always_a_section(tmp_path, capsys):
     assert not dests & set(VERBS)
 
 
+def test_an_option_set_twice_under_its_two_spellings_is_an_error(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  learning_rate: 1.0e-5\n  learning-rate: 1.0e-6\n")
+    assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+    err = _one_error_line(capsys)
+    assert f"--config {f}: key 'learning-rate' sets the option 'learning_rate' a second" in err
+
+
 def _parsed(verb, text, tmp_path, *flags):
     """The namespace of ``astarpo VERB --config FILE FLAGS`` where FILE holds ``text``."""
     f = tmp_path / "c.yaml"
