@@ -28,6 +28,7 @@ from astarpo.commands.config_file import (
     apply_config_file,
     config_values,
     resolve_config_path,
+    shown,
 )
 
 VERBS: dict[str, str] = {
@@ -97,11 +98,29 @@ class _Prescan(argparse.ArgumentParser):
 
 
 def chosen_algo(argv: Sequence[str], spec: str | None) -> str | None:
-    """The ``--algo`` of a ``train`` command line, else the ``algo`` of its ``--config`` file."""
+    """The ``--algo`` of a ``train`` command line, else the ``algo`` of its ``--config`` file.
+
+    Raises:
+        SystemExit: an ``error:`` line listing the algorithms when the one chosen is not one
+            (checked before the parser is built from its config: a name of a field of another
+            algorithm would otherwise be refused first).
+    """
     algo = prescan(argv).algo
+    source = "argument --algo"
     if algo is None and spec is not None:
-        algo = config_values(resolve_config_path(spec), "train").get("algo")
-    return None if algo is None else str(algo)
+        path = resolve_config_path(spec)
+        algo = config_values(path, "train").get("algo")
+        source = f"--config {path}: algo"
+    if algo is None:
+        return None
+    from astarpo.llm.algorithms.registry import ALGORITHMS
+
+    if not isinstance(algo, str) or algo not in ALGORITHMS:
+        raise SystemExit(
+            f"error: {source}: invalid choice: {shown(algo)} (choose from "
+            f"{', '.join(map(repr, ALGORITHMS))})."
+        )
+    return algo
 
 
 def main(argv: Sequence[str] | None = None) -> int:

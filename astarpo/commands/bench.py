@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from astarpo.commands.fields import CommaList
+
 ALGOS = ("astarpo", "grpo", "rloo", "ppo", "rebel")
 
 #: ``--quick``: a smoke run of every code path but the sweep (well under 3 minutes on CPU).
@@ -74,7 +76,12 @@ QUICK_TASK: dict[str, dict[str, object]] = {
 
 
 def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in text.split(",") if x.strip())
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers (e.g. 1e-4,3e-4), got {text!r}"
+        ) from None
 
 
 def _add_protocol_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,6 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--algos",
+        type=CommaList(),
         default=None,
         help=f"comma-separated algorithms, must include astarpo (default {','.join(ALGOS)}; "
         "astarpo,grpo with --task scratchpad2 and with --quick on a scratchpad task)",
@@ -136,7 +144,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-every-seconds", type=float, default=None, help="evaluation period (training s)"
     )
-    parser.add_argument("--lr-grid", type=_floats, default=None, help="sweep, e.g. 1e-4,3e-4")
+    parser.add_argument(
+        "--lr-grid", type=CommaList(_floats), default=None, help="sweep, e.g. 1e-4,3e-4"
+    )
     parser.add_argument("--sweep-seconds", type=float, default=None, help="budget of a sweep run")
     parser.add_argument("--batch-size", type=int, default=None, help="prompts per step")
     parser.add_argument("--pool-size", type=int, default=None, help="training prompts")
@@ -165,6 +175,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, help="SFT cache (default ~/.cache/astarpo)")
     parser.add_argument(
         "--peers",
+        type=CommaList(),
         default="",
         help="comma-separated other libraries run under the same protocol: trl (TRL's "
         "GRPOTrainer and experimental A2POTrainer; needs the bench-trl extra: torch==2.13.0 "

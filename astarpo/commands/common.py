@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from astarpo.commands.fields import Repeatable
 from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.models.loading import load_pretrained_model
@@ -123,7 +124,7 @@ def add_reward_arguments(
     ``train`` and ``value`` have it as a config field) ``--reward-timeout``."""
     p.add_argument(
         "--reward",
-        action="append",
+        action=Repeatable,
         help="reward function: math_verify, gsm8k, exact_match, scratchpad or "
         "package.module:function; "
         f"repeat to sum several (default {default}). A dotted path imports and runs that code.",

@@ -1,20 +1,26 @@
 """``--config FILE``: a verb's options read from a YAML (or JSON) file, TRL style.
 
 Every key of the file is the name of one of the verb's options, with underscores or dashes
-(``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``). Options given on the command line
-override the file. A file may hold one section per verb (``value:``, ``train:``, ...): each verb
-then reads its own section and ignores the others, so one file describes a whole pipeline (the
-packaged ``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
+(``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``), and its value is checked as the flag's
+would be: the option's type, its choices (an error lists them), one value or a list for a
+repeatable option, ``true``/``false`` for a switch (``overwrite: true``); ``null`` only for an
+option without a default. Options given on the command line override the file. A file may
+hold one section per verb (``value:``, ``train:``, ...): each verb then reads its own section
+and ignores the others, so one file describes a whole pipeline (the packaged
+``configs/paper.yaml`` does). A key that is not an option of the verb, or a section that
 is not a verb, is an error naming the key and the file; so is a field of another algorithm than
 the file's (or the command line's) ``algo`` in a ``train`` section.
 
 ``run_config.json``, written by every training run, is accepted as well: its algorithm and
 config fields become ``--algo`` and the field flags, so ``astarpo train --config
-runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run.
+runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run. The old run's
+``output_dir`` and ``overwrite_output_dir`` are never taken: ``--out`` stays required, and
+``--overwrite`` must be given on the command line, so a repeated run cannot delete the old one.
 
-A ``--config`` value that is not an existing file is looked up among the presets shipped in the
-package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and ``--config
-configs/paper.yaml`` all name the paper's settings, from any directory.
+A ``--config`` value that is a bare name and not an existing file is looked up among the presets
+shipped in the package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and
+``--config configs/paper.yaml`` all name the paper's settings, from any directory. Any other
+path must be an existing file (``/elsewhere/paper.yaml`` never falls back to the preset).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from astarpo.commands.fields import NotAnOption
+from astarpo.commands.fields import CommaList, NotAnOption
 
 __all__ = [
     "PRESETS_DIR",
@@ -34,13 +40,22 @@ __all__ = [
     "config_values",
     "presets",
     "resolve_config_path",
+    "shown",
 ]
 
 #: The folder of the packaged presets (``paper.yaml``).
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
 
-# Fields of run_config.json's ``config`` that the train verb sets under another flag's name.
-_RENAMED = {"output_dir": "out", "overwrite_output_dir": "overwrite"}
+#: The most values (mapping entries and list items, counted as YAML aliases expand them) a
+#: config file may hold, and how deeply they may nest. Nested aliases multiply what they name (a
+#: "billion laughs" of a few hundred bytes expands to 10**9 items), so the expansion is counted,
+#: stopping at the budget, before any value is read.
+MAX_VALUES = 10_000
+MAX_DEPTH = 10
+
+# Fields of run_config.json's ``config`` that a repeated run never takes: the old run's
+# directory, and whether it may be deleted (--out stays required, --overwrite a flag).
+_NOT_REPEATED = ("output_dir", "overwrite_output_dir")
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
 _VERBS = ("theory", "value", "train", "eval", "demo", "bench")
 
@@ -63,20 +78,38 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_config_path(spec: str) -> Path:
-    """The file that ``--config spec`` names: an existing path, else a packaged preset.
+    """The file that ``--config spec`` names: an existing file, else the packaged preset that a
+    bare name (``paper``, ``paper.yaml``) or ``configs/NAME.yaml`` names.
+
+    Any other path must exist: a missing file in another folder is never taken for a preset of
+    the same name.
 
     Raises:
-        SystemExit: with an ``error:`` line when neither exists.
+        SystemExit: with an ``error:`` line naming ``spec``: a directory, a missing file, or a
+            bare name that is not a preset.
     """
     path = Path(spec)
     if path.is_file():
         return path
-    preset = PRESETS_DIR / (path.name if path.suffix else f"{path.name}.yaml")
-    if preset.is_file():
-        return preset
+    names = ", ".join(presets()) or "none"
+    if path.is_dir():
+        raise SystemExit(
+            f"error: --config {spec!r} is a directory; give a YAML/JSON file (or a run's "
+            f"run_config.json), or a packaged preset by name ({names})."
+        )
+    if path.exists():
+        raise SystemExit(f"error: --config {spec!r} is not a regular file; give a YAML/JSON file.")
+    if len(path.parts) == 1 or (len(path.parts) == 2 and path.parts[0] == "configs"):
+        preset = PRESETS_DIR / (path.name if path.suffix else f"{path.name}.yaml")
+        if preset.is_file():
+            return preset
+        raise SystemExit(
+            f"error: --config {spec!r}: no such file, and not a packaged preset ({names})."
+        )
+    folder = "" if path.parent.is_dir() else f" (nor its folder {str(path.parent)!r})"
     raise SystemExit(
-        f"error: --config {spec!r}: no such file, and not a packaged preset "
-        f"({', '.join(presets()) or 'none'})."
+        f"error: --config {spec!r}: no such file{folder}; give an existing YAML/JSON file, or "
+        f"a packaged preset by name ({names})."
     )
 
 
@@ -100,6 +133,7 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
             data = yaml.safe_load(text)
     except Exception as e:
         raise SystemExit(f"error: --config {path}: not valid YAML/JSON ({e}).") from e
+    check_size(data, path)
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -108,55 +142,186 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
             f"got {type(data).__name__}."
         )
     if "config_class" in data and isinstance(data.get("config"), Mapping):  # run_config.json
-        values = {_RENAMED.get(k, k): v for k, v in data["config"].items()}
-        values["algo"] = data.get("algorithm")
+        values = {k: v for k, v in data["config"].items() if k not in _NOT_REPEATED}
+        if data.get("algorithm") is not None:
+            values["algo"] = data["algorithm"]
         if data.get("rewards"):
             values["reward"] = list(data["rewards"])
         return {k.replace("-", "_"): v for k, v in values.items()}
-    sections = [k for k, v in data.items() if isinstance(v, Mapping)]
+    # A verb's name is always a section (no option has one): ``train:`` with nothing under it
+    # is an empty section, ``train: 5`` a mistake.
+    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in _VERBS]
+    for k in sections:
+        if not isinstance(data[k], Mapping) and data[k] is not None:
+            raise SystemExit(
+                f"error: --config {path}: section {shown(k)} must hold the verb's options "
+                f"(a mapping of option names to values), got {type(data[k]).__name__}: "
+                f"{shown(data[k])}."
+            )
     if sections:
         foreign = [k for k in sections if k not in _VERBS]
         if foreign:
             raise SystemExit(
-                f"error: --config {path}: section {foreign[0]!r} is not a verb "
+                f"error: --config {path}: section {shown(foreign[0])} is not a verb "
                 f"({', '.join(_VERBS)})."
             )
         flat = [k for k in data if k not in sections]
         if flat:
             raise SystemExit(
-                f"error: --config {path}: key {flat[0]!r} stands outside the verb sections; "
+                f"error: --config {path}: key {shown(flat[0])} stands outside the verb sections; "
                 "put it under the verb it belongs to (e.g. train:)."
             )
         data = data.get(verb) or {}
-    return {str(k).replace("-", "_"): v for k, v in data.items()}
+    options: dict[str, Any] = {}
+    for k, v in data.items():
+        key = str(k).replace("-", "_")
+        if key in options:  # learning_rate and learning-rate: which one was meant?
+            raise SystemExit(
+                f"error: --config {path}: key {shown(k)} sets the option {shown(key)} a second "
+                "time; keep one of the two."
+            )
+        options[key] = v
+    return options
+
+
+def check_size(data: Any, path: Path) -> None:
+    """Refuse the values ``data`` of the file ``path`` when they expand to more than
+    :data:`MAX_VALUES` items or nest deeper than :data:`MAX_DEPTH` levels.
+
+    The count stops at the budget, so an alias bomb costs no more than a small file.
+
+    Raises:
+        SystemExit: an ``error:`` line naming the file and the limit.
+    """
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    count = 1
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, Mapping):
+            children = list(node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if children and depth >= MAX_DEPTH:
+            raise SystemExit(
+                f"error: --config {path}: its values nest deeper than {MAX_DEPTH} levels; a "
+                "config file holds one value (or one list of values) per option."
+            )
+        count += len(children)
+        if count > MAX_VALUES:
+            raise SystemExit(
+                f"error: --config {path}: its values expand to more than {MAX_VALUES} items "
+                "(YAML aliases repeat what they name, and nested aliases multiply it); a config "
+                "file holds one value per option: write the values out instead."
+            )
+        todo.extend((child, depth + 1) for child in children)
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to at most ``limit`` characters (``...`` marks
+    a cut).
+
+    Only as much of a list or mapping is visited as is shown, so a huge structure (or one that
+    YAML aliases share exponentially) costs no more than a small one.
+    """
+    out: list[str] = []
+    room = limit + 1  # one more than shown: a longer text is cut
+
+    def emit(text: str) -> bool:
+        nonlocal room
+        out.append(text[: max(room, 0)])
+        room -= len(text)
+        return room > 0
+
+    def render(v: Any) -> bool:  # False once the room is spent
+        if isinstance(v, Mapping):
+            if not emit("{"):
+                return False
+            for i, (k, x) in enumerate(v.items()):
+                if (i and not emit(", ")) or not render(k) or not emit(": ") or not render(x):
+                    return False
+            return emit("}")
+        if isinstance(v, (list, tuple)):
+            if not emit("[" if isinstance(v, list) else "("):
+                return False
+            for i, x in enumerate(v):
+                if (i and not emit(", ")) or not render(x):
+                    return False
+            return emit("]" if isinstance(v, list) else ")")
+        if isinstance(v, (str, bytes)):
+            return emit(repr(v[: max(room, 0)]))  # never the repr of a long text
+        return emit(repr(v))
+
+    render(value)
+    text = "".join(out)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
-    """``value`` as the option's type (YAML reads ``1e-6`` as a string; flags' types apply)."""
-    if isinstance(action, argparse._StoreConstAction):  # store_true / store_false
+    """``value`` checked and converted as the flag's text would be: the option's type (YAML
+    reads ``1e-6`` as a string), its choices and its number of values."""
+    where = f"--config {path}: {key}"
+    if value is None:
+        if action.default is None and not action.required:
+            return None  # the option not given
+        fix = (
+            f"give {action.option_strings[0]} on the command line"
+            if action.required
+            else f"the default is {shown(action.default)}"
+        )
+        raise SystemExit(
+            f"error: {where} has no value (null); give one or leave the key out ({fix})."
+        )
+    if action.nargs == 0:  # store_true, store_false, --x/--no-x: the key holds the value
         if not isinstance(value, bool):
-            raise SystemExit(f"error: --config {path}: {key} must be true or false, got {value!r}.")
+            raise SystemExit(f"error: {where} must be true or false, got {shown(value)}.")
         return value
-    if isinstance(action, argparse._AppendAction):
+    nargs = action.nargs
+    if isinstance(action, argparse._AppendAction) or nargs in ("*", "+") or isinstance(nargs, int):
         items = value if isinstance(value, list) else [value]
-        return [_convert_one(action, key, v, path) for v in items]
-    return _convert_one(action, key, value, path)
+        if (nargs == "+" and not items) or (isinstance(nargs, int) and len(items) != nargs):
+            count = "at least one value" if nargs == "+" else f"{nargs} values"
+            raise SystemExit(f"error: {where} takes {count}, got {shown(value)}.")
+        return [_convert_one(action, where, v) for v in items]
+    if isinstance(action.type, CommaList) and isinstance(value, list):  # the flag's a,b
+        value = ",".join(_text(where, v) for v in value)
+    return _convert_one(action, where, value)
 
 
-def _convert_one(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
-    if value is None or action.type is None:
-        return value
-    try:
+def _text(where: str, value: Any) -> str:
+    """The flag's text of one value (a list or mapping is not one)."""
+    if isinstance(value, (list, Mapping)):
+        kind = "a list" if isinstance(value, list) else "a mapping"
+        raise SystemExit(f"error: {where} takes one value, got {kind}: {shown(value)}.")
+    if isinstance(value, bool):
+        return "true" if value else "false"  # the YAML spelling, which parse_bool reads
+    return value if isinstance(value, str) else str(value)
+
+
+def _convert_one(action: argparse.Action, where: str, value: Any) -> Any:
+    text = _text(where, value)
+    out: Any = text
+    if action.type is not None:
         convert: Any = action.type
-        out = convert(value if isinstance(value, str) else str(value))
-    except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
-        raise SystemExit(f"error: --config {path}: {key}: {value!r} is not valid ({e}).") from e
+        try:
+            out = convert(text)
+        except argparse.ArgumentTypeError as e:
+            raise SystemExit(f"error: {where}: {_clip(str(e))}.") from e
+        except (TypeError, ValueError) as e:
+            name = getattr(convert, "__name__", repr(convert))
+            raise SystemExit(f"error: {where}: invalid {name} value: {shown(text)}.") from e
     if action.choices is not None and out not in action.choices:
         raise SystemExit(
-            f"error: --config {path}: {key} must be one of {', '.join(map(str, action.choices))}, "
-            f"got {value!r}."
+            f"error: {where}: invalid choice: {shown(out)} (choose from "
+            f"{', '.join(map(repr, action.choices))})."
         )
     return out
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` cut to at most ``limit`` characters (``...`` marks a cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> None:
@@ -177,12 +342,13 @@ def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> 
         action = actions.get(key)
         if action is None:
             raise SystemExit(
-                f"error: --config {path}: unknown key {key!r}: not an option of `astarpo {verb}` "
-                f"(see astarpo {verb} --help)."
+                f"error: --config {path}: unknown key {shown(key)}: not an option of "
+                f"`astarpo {verb}` (see astarpo {verb} --help)."
             )
         if isinstance(action, NotAnOption):  # a field of another algorithm than --algo
             raise SystemExit(
-                f"error: --config {path}: key {key!r}: {action.option_strings[0]} {action.reason}."
+                f"error: --config {path}: key {shown(key)}: {action.option_strings[0]} "
+                f"{action.reason}."
             )
         defaults[key] = _convert(action, key, value, path)
         action.required = False

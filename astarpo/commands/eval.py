@@ -25,6 +25,7 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.commands.console import format_table
+from astarpo.commands.fields import CommaList, Repeatable
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import (
     PROMPTS_PER_CALL,
@@ -41,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_generation_arguments(parser, gpu_memory_utilization=0.9)  # evaluation runs alone
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--data", action="append", help="a prompt file to evaluate (repeatable)")
+    src.add_argument("--data", action=Repeatable, help="a prompt file to evaluate (repeatable)")
     src.add_argument(
         "--benchmarks",
+        type=CommaList(),
         help="comma-separated benchmarks shipped with the package: math500, minerva, "
         "olympiadbench, amc2023, aime24, aime25, hmmt25_feb, hmmt25_nov, or 'all'",
     )

@@ -9,13 +9,17 @@ and help text, so that each default is written once, in the dataclass.
 from __future__ import annotations
 
 import argparse
+import collections.abc
 import dataclasses
 import re
-from collections.abc import Collection
+import typing
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NoReturn
 
 __all__ = [
+    "CommaList",
     "NotAnOption",
+    "Repeatable",
     "add_field_arguments",
     "field_values",
     "flag_of",
@@ -43,7 +47,9 @@ def add_field_arguments(
 ) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to ``parser`` (or an
     argument group): its type is the type of the field's default (a bool reads true/false), its
-    default the field's default and its help the field's ``help`` metadata."""
+    default the field's default and its help the field's ``help`` metadata. A field that may
+    hold a sequence (``report_to: str | Sequence[str]``) takes a :class:`CommaList`."""
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -52,6 +58,11 @@ def add_field_arguments(
             parser.add_argument(
                 flag_of(f.name), type=parse_bool, default=f.default, metavar="BOOL", help=text
             )
+        elif any(
+            typing.get_origin(arg) is collections.abc.Sequence
+            for arg in typing.get_args(hints[f.name])
+        ):
+            parser.add_argument(flag_of(f.name), type=CommaList(), default=f.default, help=text)
         else:
             parser.add_argument(flag_of(f.name), type=type(f.default), default=f.default, help=text)
 
@@ -62,12 +73,45 @@ def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 
-def name_flags(message: str, cls: type) -> str:
+def name_flags(message: str, cls: type, flags: Mapping[str, str] | None = None) -> str:
     """``message`` (a config's ``ValueError``) with each field name of ``cls`` written as its
-    flag: ``"n_samples must be ..."`` -> ``"--n-samples must be ..."``."""
+    flag: ``"n_samples must be ..."`` -> ``"--n-samples must be ..."``; ``flags`` gives the
+    flag of a field that a verb sets under another name (``{"output_dir": "--out"}``)."""
     for f in dataclasses.fields(cls):
-        message = re.sub(rf"(?<![\w.'-]){f.name}(?![\w'])", flag_of(f.name), message)
+        flag = (flags or {}).get(f.name, flag_of(f.name))
+        message = re.sub(rf"(?<![\w.'-]){f.name}(?![\w'])", flag, message)
     return message
+
+
+class CommaList:
+    """The argparse ``type`` of an option that takes a comma-separated list
+    (``--report-to tensorboard,wandb``). A ``--config`` file may give such an option a YAML
+    list, which :func:`~astarpo.commands.config_file.apply_config_file` joins with commas.
+
+    Args:
+        parse: Turns the text into the option's value (default: the value is the text itself);
+            raises ``argparse.ArgumentTypeError`` naming what is wrong.
+    """
+
+    def __init__(self, parse: Callable[[str], Any] | None = None) -> None:
+        self.parse = parse
+        self.__name__ = "comma-separated list"  # argparse's "invalid ... value" names it
+
+    def __call__(self, text: str) -> Any:
+        """The option's value of ``text`` (a usage error when ``parse`` refuses it)."""
+        return text if self.parse is None else self.parse(text)
+
+
+class Repeatable(argparse._AppendAction):
+    """``action="append"`` whose values on the command line replace the option's default
+    instead of extending it: with ``reward: [gsm8k]`` in a ``--config`` file (the default),
+    ``--reward exact_match`` means exact_match alone, as a flag wins over the file."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        """Append ``values`` to the ones this command line gave (none yet: a new list)."""
+        items = getattr(namespace, self.dest, None)
+        given = [] if items is None or items is self.default else list(items)
+        setattr(namespace, self.dest, [*given, values])
 
 
 class NotAnOption(argparse.Action):

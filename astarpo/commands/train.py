@@ -30,7 +30,13 @@ from astarpo.commands.common import (
     load_model,
     load_prompts_from_args,
 )
-from astarpo.commands.fields import NotAnOption, add_field_arguments, field_values, flag_of
+from astarpo.commands.fields import (
+    NotAnOption,
+    add_field_arguments,
+    field_values,
+    flag_of,
+    name_flags,
+)
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable
@@ -120,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
     }
     try:
         cfg = spec.config(**values)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from e
+    except ValueError as e:  # named by flag, as `astarpo value` does
+        raise SystemExit(f"error: {name_flags(str(e), spec.config, _OWN)}") from e
     if not args.data:
         raise SystemExit(
             "error: --data is required (a prompt file, a save_to_disk folder or hf:NAME:SPLIT)."

@@ -3,19 +3,31 @@ checked by the Python API (model, rewards, sampling, the subset rule)."""
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from fakes import FakeGenerator
 from toy_setup import make_tiny_model, quick_config
 
-from astarpo.cli import CONFIG_VERBS, VERBS
-from astarpo.commands.config_file import PRESETS_DIR, config_values, presets
-from astarpo.llm import AStarPOTrainer
+from astarpo.cli import CONFIG_VERBS, VERBS, build_parser, main
+from astarpo.commands.config_file import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    PRESETS_DIR,
+    apply_config_file,
+    config_values,
+    presets,
+    resolve_config_path,
+    shown,
+)
+from astarpo.llm import AStarPOConfig, AStarPOTrainer
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
@@ -172,6 +184,281 @@ def test_a_flag_of_another_algorithm_in_the_file_is_refused(tmp_path, toy_run):
         cwd=tmp_path,
     )
     assert code == 2 and "--group-size does not apply to --algo astarpo" in err
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _alias_bomb(levels: int) -> str:
+    """A YAML "billion laughs": each level a list of 9 aliases of the level before."""
+    names = [chr(ord("a") + i) for i in range(levels)]
+    parts = [f"&{names[0]} [{', '.join(['lol'] * 9)}]"]
+    parts += [f"&{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in itertools.pairwise(names)]
+    return f"train:\n  seed: [{', '.join(parts)}]\n"
+
+
+@pytest.mark.parametrize(
+    ("levels", "says"),
+    [
+        (5, f"expand to more than {MAX_VALUES} items"),  # 9**5 items within the depth
+        (MAX_DEPTH + 2, f"nest deeper than {MAX_DEPTH} levels"),  # 9**12 items
+    ],
+)
+def test_a_yaml_alias_bomb_is_refused_at_once_with_a_short_message(levels, says, tmp_path, capsys):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb(levels))
+    assert len(bomb.read_bytes()) < 600
+    build_parser(["train"])  # the modules are imported before the clock starts
+    start = time.perf_counter()
+    code = main(["train", "--config", str(bomb), "--out", str(tmp_path / "r")])
+    elapsed = time.perf_counter() - start
+    err = _one_error_line(capsys)
+    assert code == 2 and elapsed < 2.0, (code, elapsed)
+    assert says in err and str(bomb) in err and len(err) < 400, err
+
+
+def test_an_error_shows_a_bounded_part_of_a_long_value(tmp_path, capsys):
+    f = tmp_path / "long.yaml"
+    f.write_text("train:\n  seed: [" + ", ".join(["12345"] * 2000) + "]\n")
+    code = main(["train", "--config", str(f), "--out", str(tmp_path / "r")])
+    err = _one_error_line(capsys)
+    assert code == 2 and "seed" in err and "12345, 12345" in err and len(err) < 400, err
+
+
+def test_shown_never_walks_more_of_a_value_than_it_shows():
+    shared: list = ["lol"] * 9
+    for _ in range(40):  # 9**41 items if walked
+        shared = [shared] * 9
+    start = time.perf_counter()
+    text = shown(shared)
+    assert time.perf_counter() - start < 0.1
+    assert len(text) == 80 and text.startswith("[[[[") and text.endswith("...")
+    assert shown("x" * 10**6) == repr("x" * 76)[:77] + "..."
+    assert shown({"a": [1, 2]}) == "{'a': [1, 2]}"  # a short value whole, as repr writes it
+
+
+def test_a_bare_name_or_configs_name_is_a_preset_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for spec in ("paper", "paper.yaml", "configs/paper.yaml"):
+        assert resolve_config_path(spec) == PRESETS_DIR / "paper.yaml", spec
+    mine = tmp_path / "configs" / "paper.yaml"  # an existing file wins over the preset
+    mine.parent.mkdir()
+    mine.write_text("train:\n  beta2: 0.5\n")
+    assert resolve_config_path("configs/paper.yaml") == Path("configs/paper.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("/no/such/dir/paper.yaml", "no such file (nor its folder '/no/such/dir')"),
+        ("{tmp}/paper.yaml", "no such file; give an existing YAML/JSON file, or a packaged"),
+        ("sub/paper", "no such file (nor its folder 'sub')"),
+        ("{tmp}", "is a directory; give a YAML/JSON file"),
+        ("nosuch", "no such file, and not a packaged preset (paper)"),
+    ],
+)
+def test_a_path_that_names_no_file_is_an_error_naming_it(spec, says, tmp_path, capsys):
+    spec = spec.format(tmp=tmp_path)
+    code = main(["train", "--config", spec, "--out", str(tmp_path / "r")])
+    err = _one_error_line(capsys)
+    assert code == 2 and f"error: --config {spec!r}" in err and says in err, err
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fail the test if a verb reached its run() (a model would be loaded, a bench run)."""
+
+    def refuse(args):
+        raise AssertionError("run() was reached: the file's value was not refused")
+
+    for verb in CONFIG_VERBS:
+        module = __import__(f"astarpo.commands.{verb}", fromlist=["run"])
+        monkeypatch.setattr(module, "run", refuse)
+
+
+ALGOS = "(choose from 'astarpo', 'grpo', 'rloo', 'ppo', 'rebel')"
+
+
+@pytest.mark.parametrize(
+    ("verb", "line", "says"),
+    [
+        ("train", "dtype: float64", "dtype: invalid choice: 'float64' (choose from 'auto', "),
+        ("bench", "task: scratchpad3", "task: invalid choice: 'scratchpad3' (choose from 'add"),
+        ("value", "backend: vlm", "backend: invalid choice: 'vlm' (choose from 'auto', 'hf'"),
+        ("train", "algo: grpoo", f"algo: invalid choice: 'grpoo' {ALGOS}"),
+        ("train", "learning_rate: true", "learning_rate: invalid float value: 'true'"),
+        ("bench", "seeds: 2.5", "seeds: invalid int value: '2.5'"),
+        ("train", "progress: maybe", "progress: expected true or false, got 'maybe'"),
+        ("bench", "one_pass: 'yes'", "one_pass must be true or false, got 'yes'"),
+        ("train", "batch_size: [1, 2]", "batch_size takes one value, got a list: [1, 2]"),
+        ("train", "batch_size: null", "batch_size has no value (null); give one or leave"),
+        ("train", "out: null", "out has no value (null); give one or leave the key out (give "),
+    ],
+)
+def test_a_file_value_is_checked_as_the_flag_is(verb, line, says, tmp_path, capsys, nothing_runs):
+    f = tmp_path / "c.yaml"
+    f.write_text(f"{verb}:\n  {line}\n")
+    code = main([verb, "--config", str(f), "--out", str(tmp_path / "out")])
+    err = _one_error_line(capsys)
+    assert code == 2 and f"error: --config {f}: {says}" in err, err
+
+
+def test_an_unknown_algo_is_named_before_the_fields_of_another_algorithm(
+    tmp_path, capsys, nothing_runs
+):
+    # group_size is a field of grpo: without the check first, it would be refused as not an
+    # option of the default algorithm, and the misspelt algo never named.
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  group_size: 4\n  algo: grpoo\n")
+    assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+    assert f"algo: invalid choice: 'grpoo' {ALGOS}" in _one_error_line(capsys)
+    assert main(["train", "--group-size", "4", "--algo", "grpoo", "--out", str(tmp_path)]) == 2
+    assert f"error: argument --algo: invalid choice: 'grpoo' {ALGOS}" in _one_error_line(capsys)
+
+
+def test_file_values_become_the_flags_values(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "train:\n  learning_rate: 1.0e-5\n  progress: no\n  reward: exact_match\n"
+        "  chat_template: true\n  system_prompt: null\n  limit: 3\n"
+    )
+    parser = build_parser(["train"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices["train"], "train", str(f))
+    args = parser.parse_args(["train", "--out", str(tmp_path / "r"), "--limit", "5"])
+    assert args.learning_rate == 1e-5 and args.progress is False and args.chat_template is True
+    assert args.reward == ["exact_match"] and args.system_prompt is None
+    assert args.limit == 5  # the flag wins
+
+
+def test_a_verb_name_is_always_a_section(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("value:\n  n_samples: 2\ntrain:\n")  # train's options all commented out
+    assert config_values(f, "train") == {} and config_values(f, "value") == {"n_samples": 2}
+    for text, kind in [("value:\n  n_samples: 2\ntrain: 5\n", "int: 5"), ("train: [1]\n", "list")]:
+        f.write_text(text)
+        assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+        err = _one_error_line(capsys)
+        assert f"--config {f}: section 'train' must hold the verb's options" in err, err
+        assert f"got {kind}" in err
+    parser = build_parser()  # so no option may be named after a verb
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    dests = {a.dest for verb in CONFIG_VERBS for a in sub.choices[verb]._actions}
+    assert not dests & set(VERBS)
+
+
+def test_an_option_set_twice_under_its_two_spellings_is_an_error(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  learning_rate: 1.0e-5\n  learning-rate: 1.0e-6\n")
+    assert main(["train", "--config", str(f), "--out", str(tmp_path / "r")]) == 2
+    err = _one_error_line(capsys)
+    assert f"--config {f}: key 'learning-rate' sets the option 'learning_rate' a second" in err
+
+
+def _parsed(verb, text, tmp_path, *flags):
+    """The namespace of ``astarpo VERB --config FILE FLAGS`` where FILE holds ``text``."""
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    parser = build_parser([verb])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices[verb], verb, str(f))
+    return parser.parse_args([verb, *flags])
+
+
+def test_a_yaml_list_is_the_flags_comma_separated_list(tmp_path):
+    out = ["--out", str(tmp_path / "r")]
+    args = _parsed("train", "train:\n  report_to: [tensorboard]\n", tmp_path, *out)
+    assert args.report_to == "tensorboard"
+    args = _parsed("train", "train:\n  report_to: [tensorboard, wandb]\n", tmp_path, *out)
+    assert AStarPOConfig(report_to=args.report_to).reporters == ("tensorboard", "wandb")
+    text = "bench:\n  lr_grid: [1.0e-4, 3.0e-4]\n  algos: [astarpo, grpo]\n  peers: [trl]\n"
+    args = _parsed("bench", text, tmp_path)
+    assert args.lr_grid == (1e-4, 3e-4) and args.algos == "astarpo,grpo" and args.peers == "trl"
+    args = _parsed("eval", "eval:\n  benchmarks: [math500, amc2023]\n", tmp_path)
+    assert args.benchmarks == "math500,amc2023"
+    assert _parsed("bench", "bench:\n  lr_grid: 3.0e-4\n", tmp_path).lr_grid == (3e-4,)
+
+
+def test_a_repeated_flag_replaces_the_files_list(tmp_path):
+    text = "train:\n  reward: [gsm8k, math_verify]\n"
+    out = ["--out", str(tmp_path / "r")]
+    assert _parsed("train", text, tmp_path, *out).reward == ["gsm8k", "math_verify"]
+    args = _parsed("train", text, tmp_path, *out, "--reward", "exact_match")
+    assert args.reward == ["exact_match"]  # not the file's two plus this one
+    args = _parsed("train", text, tmp_path, *out, "--reward", "a:f", "--reward", "b:g")
+    assert args.reward == ["a:f", "b:g"]
+    args = _parsed("eval", "eval:\n  data: [a.jsonl]\n", tmp_path, "--data", "b.jsonl")
+    assert args.data == ["b.jsonl"]
+
+
+def test_a_bad_list_is_an_error_naming_the_option(tmp_path, capsys, nothing_runs):
+    f = tmp_path / "c.yaml"
+    f.write_text("bench:\n  lr_grid: [1.0e-4, fast]\n")
+    assert main(["bench", "--config", str(f)]) == 2
+    err = _one_error_line(capsys)
+    assert f"--config {f}: lr_grid: expected comma-separated numbers (e.g. 1e-4,3e-4)" in err
+    with pytest.raises(SystemExit) as stop:  # argparse's usage error: exit code 2
+        main(["bench", "--lr-grid", "1e-4,fast"])
+    err = _one_error_line(capsys)
+    assert stop.value.code == 2
+    assert "argument --lr-grid: expected comma-separated numbers" in err and "fast" in err
+
+
+def test_a_train_config_error_names_the_flags(tmp_path, capsys):
+    base = ["train", "--model", "toy", "--out", str(tmp_path / "r")]
+    assert main([*base, "--batch-size", "3", "--minibatches", "2"]) == 2
+    err = _one_error_line(capsys)
+    assert "error: --batch-size (3) must be divisible by --minibatches (2)" in err, err
+    assert main([*base, "--device", "tpu"]) == 2
+    assert "error: --device must be 'auto', 'cpu', 'cuda' or 'cuda:N'" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("where", ["flag", "file"])
+def test_an_empty_report_to_is_an_error_and_none_the_way_to_say_no_tracker(where, tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  report_to: []\n")
+    given = ["--report-to", ""] if where == "flag" else ["--config", str(f)]
+    code = main(["train", "--model", "toy", "--out", str(tmp_path / "r"), *given])
+    err = _one_error_line(capsys)
+    assert code == 2 and "error: --report-to is empty" in err, err
+    assert "give 'none' for no tracker" in err
+    assert "tensorboard, trackio, wandb" in err
+    assert not (tmp_path / "r").exists()
+
+
+def _an_overwritten_run(tmp_path):
+    """A run directory whose run_config.json records --overwrite, and the user's files in it."""
+    run = tmp_path / "a"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    (run / "notes.txt").write_text("mine\n")
+    record = {
+        "config_class": "AStarPOConfig",
+        "algorithm": "astarpo",
+        "config": {"output_dir": str(run), "overwrite_output_dir": True, "beta2": 0.25},
+        "rewards": ["exact_match"],
+    }
+    (run / "run_config.json").write_text(json.dumps(record))
+    return run
+
+
+def test_a_repeated_run_config_takes_neither_the_old_out_nor_overwrite(tmp_path, capsys):
+    run = _an_overwritten_run(tmp_path)
+    rc = str(run / "run_config.json")
+    with pytest.raises(SystemExit) as stop:  # argparse: --out is required
+        main(["train", "--config", rc, "--model", "toy", "--data", str(tmp_path / "d.jsonl")])
+    assert stop.value.code == 2
+    assert "the following arguments are required: --out" in _one_error_line(capsys)
+    assert {p.name for p in run.iterdir()} == {"metrics.jsonl", "notes.txt", "run_config.json"}
+    parser = build_parser(["train"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    apply_config_file(sub.choices["train"], "train", rc)
+    args = parser.parse_args(["train", "--out", str(tmp_path / "b")])
+    assert args.out == str(tmp_path / "b") and args.overwrite is False
+    assert args.beta2 == 0.25 and args.algo == "astarpo" and args.reward == ["exact_match"]
 
 
 # --------------------------------------------------------------- provenance in the Trainer

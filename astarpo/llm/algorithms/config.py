@@ -159,8 +159,9 @@ class TrainConfig:
     report_to: str | Sequence[str] = doc_field(
         "tensorboard",
         "Trackers that receive every step record besides metrics.jsonl: 'tensorboard' "
-        "(output_dir/tb), 'trackio', 'wandb', several (a list, or comma-separated) or 'none'. "
-        "trackio and wandb need the extras of those names.",
+        "(output_dir/tb), 'trackio', 'wandb', several (a list, or comma-separated) or 'none' "
+        "(the one way to say no tracker: an empty value is an error). trackio and wandb need "
+        "the extras of those names.",
     )
     progress: bool = doc_field(True, "Show a tqdm progress bar.")
     # Scaling up (docs/scaling.md): data parallelism, generation backend, LoRA.
@@ -263,10 +264,16 @@ class TrainConfig:
         """``report_to`` as a tuple of tracker names, ``()`` for ``"none"``.
 
         Raises:
-            ValueError: an unknown tracker, or ``"none"`` together with a tracker.
+            ValueError: an unknown tracker, ``"none"`` together with a tracker, or no name at
+                all (``""``, ``[]``: say ``"none"``).
         """
         items = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
         names = [n.strip() for item in items for n in str(item).split(",") if n.strip()]
+        if not names:
+            raise ValueError(
+                f"report_to is empty ({self.report_to!r}); give 'none' for no tracker, or any "
+                f"of {', '.join(REPORTERS)} (a list or comma-separated)."
+            )
         bad = [n for n in names if n not in (*REPORTERS, "none")]
         if bad or ("none" in names and len(names) > 1):
             raise ValueError(

@@ -105,8 +105,20 @@ class ValueRow:
         if d["key"] != prompt_key(str(d["prompt"])):
             raise ValueTableError(f"{where}: 'key' is not the sha256 of 'prompt'.")
         prov = d.get("provenance") or {}
-        if isinstance(prov, str):
-            prov = json.loads(prov)
+        fix = "regenerate the table with `astarpo value`, or restore the file from a copy"
+        if isinstance(prov, str):  # a .parquet table or an exported folder holds JSON text
+            try:
+                prov = json.loads(prov)
+            except json.JSONDecodeError as e:
+                raise ValueTableError(
+                    f"{where}: the row's provenance is not valid JSON ({e.msg} at line "
+                    f"{e.lineno} column {e.colno}); {fix}."
+                ) from e
+        if not isinstance(prov, dict):
+            raise ValueTableError(
+                f"{where}: the row's provenance must be a JSON object, got "
+                f"{type(prov).__name__}; {fix}."
+            )
         answer = d.get("answer")
         return cls(
             d["key"],

@@ -269,9 +269,7 @@ def _read_exported(p: Path) -> list[ValueRow]:
         raise ValueTableError(
             f"{p}: an exported V* table needs the columns {sorted(need)}; missing {missing}."
         )
-    for rec in records:
-        if isinstance(rec.get("provenance"), str):
-            rec["provenance"] = json.loads(rec["provenance"])
+    for rec in records:  # ValueRow.from_json reads the provenance's JSON text
         rec.setdefault("key", prompt_key(str(rec["prompt"])))
     rows = [ValueRow.from_json(r, f"{p}:row {i}") for i, r in enumerate(records)]
     ValueTable(rows, p)  # duplicates are an error

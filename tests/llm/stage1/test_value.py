@@ -125,6 +125,41 @@ def test_corrupt_or_missing_table_is_a_clear_error(tmp_path):
         ValueTable.load(bad)
 
 
+@pytest.mark.parametrize("form", ["parquet", "exported"])
+@pytest.mark.parametrize(
+    ("provenance", "says"),
+    [
+        ("{n_samples: 6}", "provenance is not valid JSON (Expecting property name enclosed in "),
+        ('["not", "a", "mapping"]', "provenance must be a JSON object, got list"),
+    ],
+)
+def test_a_rows_broken_provenance_names_the_file_row_and_fix(form, provenance, says, tmp_path):
+    """A .parquet table and an exported folder hold each row's provenance as JSON text."""
+    table = _run(_gen(_rows(3)), _rows(3), tmp_path / "v.jsonl")
+    records = [r.to_json() for r in table]
+    for rec in records:
+        rec["provenance"] = json.dumps(rec["provenance"])
+    records[1]["provenance"] = provenance
+    if form == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = tmp_path / "v.parquet"
+        pq.write_table(pa.Table.from_pylist(records), path)
+    else:
+        from datasets import Dataset
+
+        path = tmp_path / "exported"
+        Dataset.from_list(records).save_to_disk(str(path))
+    with pytest.raises(ValueTableError) as err:
+        ValueTable.load(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}:row 1: the row's ") and says in text, text
+    assert "regenerate the table with `astarpo value`, or restore the file" in text
+    if "JSON (" in says:
+        assert "at line 1 column 2)" in text
+
+
 def test_missing_prompt_error(tmp_path):
     rows = _rows(2)
     table = _run(_gen(rows), rows, tmp_path / "v.jsonl")

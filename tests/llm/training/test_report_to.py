@@ -99,3 +99,6 @@ def test_report_to_values() -> None:
     for bad in ("tb", ["none", "wandb"], "mlflow"):
         with pytest.raises(ValueError, match="report_to must be 'none' or any of"):
             AStarPOConfig(report_to=bad)
+    for empty in ("", " , ", []):  # no tracker is said with 'none', never by leaving it empty
+        with pytest.raises(ValueError, match=r"report_to is empty .*; give 'none' for no tracker"):
+            AStarPOConfig(report_to=empty)
