@@ -8,7 +8,7 @@ out); :func:`algorithm_config` turns the protocol into the registry config of on
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +225,14 @@ class BenchConfig:
             filter_all_wrong=filter_all_wrong,
             progress=False,
         )
+
+    def resolved(self) -> BenchConfig:
+        """This protocol with ``out_dir`` and ``cache_dir`` made absolute (against the current
+        directory), so that a run spec written from it reads the same in a worker started in
+        another directory."""
+        out = str(Path(self.out_dir).expanduser().resolve())
+        cache = None if self.cache_dir is None else str(Path(self.cache_dir).expanduser().resolve())
+        return replace(self, out_dir=out, cache_dir=cache)
 
     @property
     def sweep(self) -> bool:

@@ -22,12 +22,17 @@ import astarpo
 from astarpo.llm.bench.config import BenchConfig, peer_arms
 from astarpo.llm.bench.manifest import record
 from astarpo.llm.bench.stats import curve_area, extend_grid, select_lr
+from astarpo.llm.bench.worker import SPEC_PATHS
 
 __all__ = ["Runner", "seed_runs", "sweep", "sweep_score"]
 
 
 class Runner:
     """Starts runs of one benchmark, each in a fresh process, and collects their results.
+
+    Every path a run's spec holds (the protocol's ``out_dir`` and ``cache_dir``, the
+    reference, the run directory, a V* table) is written absolute: the worker starts in its run
+    directory, where a relative path would name nothing.
 
     Args:
         cfg: The protocol.
@@ -37,7 +42,7 @@ class Runner:
     """
 
     def __init__(self, cfg: BenchConfig, reference: Path, train: list[dict[str, Any]], say: Any):
-        self.cfg, self.reference, self.train, self.say = cfg, reference, train, say
+        self.cfg, self.reference, self.train, self.say = cfg.resolved(), reference, train, say
         src = str(Path(astarpo.__file__).resolve().parents[1])  # the same astarpo in workers
         self.env = {
             **os.environ,
@@ -59,6 +64,9 @@ class Runner:
             "out": str(run_dir),
             **spec,
         }
+        for key in SPEC_PATHS:  # the worker runs in run_dir: a relative path would not resolve
+            if full.get(key) is not None:
+                full[key] = str(Path(full[key]).resolve())
         (run_dir / "spec.json").write_text(json.dumps(full))
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "astarpo.llm.bench.worker", "spec.json", "result.json"]

@@ -40,10 +40,44 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
 from astarpo.llm.training.trainer import Trainer
 
-__all__ = ["PHASES", "Recorder", "config_from_dict", "run_one", "stage1"]
+__all__ = [
+    "PHASES",
+    "SPEC_PATHS",
+    "Recorder",
+    "check_spec_paths",
+    "config_from_dict",
+    "run_one",
+    "stage1",
+]
 
 #: Per-step phase timers of the trainer summed into a run's ``phases``.
 PHASES = ("generate", "reward", "ref_logprobs", "update")
+
+#: The entries of a run spec that are paths: absolute, since a worker runs in its run directory.
+SPEC_PATHS = ("reference", "out", "values")
+
+
+def check_spec_paths(spec: dict[str, Any], keys: tuple[str, ...] = SPEC_PATHS) -> None:
+    """Refuse a run spec whose path entries (``keys``, where present) are relative.
+
+    A worker starts in its run directory, where a relative path no longer names the file the
+    parent meant, and a reference model path that names no directory would be taken for a hub
+    id (``transformers`` would contact the hub and fail there, after the run's set-up).
+
+    Raises:
+        ValueError: naming each relative entry and the fix.
+    """
+    relative = [
+        f"{key}={spec[key]!r}"
+        for key in keys
+        if spec.get(key) is not None and not Path(spec[key]).is_absolute()
+    ]
+    if relative:
+        raise ValueError(
+            f"run spec: relative paths {', '.join(relative)}; a worker runs in its own run "
+            "directory, where they do not resolve. Write absolute paths into the spec "
+            "(BenchConfig.resolved() and Path.resolve() give them)."
+        )
 
 
 def config_from_dict(d: dict[str, Any]) -> BenchConfig:
@@ -146,7 +180,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             ``seconds`` (the run's budget), ``stage1_inside`` (A*-PO: run Stage 1 inside the
             budget; else read ``values``), ``config`` (a :class:`BenchConfig` as a dict),
             ``reference`` (model directory), ``train`` and ``eval`` (rows), ``hard`` (one bool
-            per eval row: the reference's pass@N is 0) and ``out`` (run directory).
+            per eval row: the reference's pass@N is 0) and ``out`` (run directory); the
+            paths (:data:`SPEC_PATHS`) absolute.
 
     Returns:
         ``arm``, ``seed``, ``lr``, ``evals`` (each with ``time`` = the run's clock: Stage 1 +
@@ -155,7 +190,12 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         (Stage 2), ``clock_s``, ``steps``, ``prompts`` (seen), ``pool``, ``pool_all_wrong``,
         ``samples_per_prompt``, ``phases``, ``response_tokens_mean`` (mean over steps of
         the training responses' mean length), ``backend`` and ``memory``.
+
+    Raises:
+        ValueError: a path of the spec is relative (:func:`check_spec_paths`), before any
+            model is loaded.
     """
+    check_spec_paths(spec)
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
     arm, seed = spec["arm"], int(spec["seed"])

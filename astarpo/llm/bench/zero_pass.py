@@ -61,7 +61,9 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _specs(cfg: ZeroPassConfig, common: dict[str, Any], train: dict[str, Any]) -> list[dict]:
+def _specs(
+    cfg: ZeroPassConfig, out: Path, common: dict[str, Any], train: dict[str, Any]
+) -> list[dict]:
     specs = []
     for set_name in SETS:
         for arm in ARMS:
@@ -74,7 +76,7 @@ def _specs(cfg: ZeroPassConfig, common: dict[str, Any], train: dict[str, Any]) -
                         "arm": arm,
                         "set": set_name,
                         "seed": seed,
-                        "out": str(Path(cfg.out_dir) / "runs" / name),
+                        "out": str(out / "runs" / name),
                     }
                 )
     # seed-major order, so that the workers' loads mix the algorithms
@@ -93,9 +95,9 @@ def run_zero_pass(cfg: ZeroPassConfig, progress: bool = True) -> dict[str, Any]:
         if progress:
             print(f"[{time.perf_counter() - t0:6.0f} s] {msg}", flush=True)
 
-    out = Path(cfg.out_dir)
+    out = Path(cfg.out_dir).resolve()  # the specs' paths: absolute, whatever a worker's cwd
     out.mkdir(parents=True, exist_ok=True)
-    bench = cfg.bench()
+    bench = cfg.bench().resolved()
     ref, sft_info = reference(bench, out)
     say(f"reference: {sft_info}")
     hard_train, hard_eval, hard_info = build_hard_set(ref, cfg, out)
@@ -141,7 +143,7 @@ def run_zero_pass(cfg: ZeroPassConfig, progress: bool = True) -> dict[str, Any]:
         "mixed": {"train": sets["mixed"], "values": str(out / "values_mixed.jsonl")},
         "easy": {"train": easy_train, "values": str(out / "values_easy.jsonl")},
     }
-    specs = _specs(cfg, common, train)
+    specs = _specs(cfg, out, common, train)
     say(f"{len(specs)} runs, {cfg.workers} at a time, {cfg.seconds:g} s each")
     results = []
     with ProcessPoolExecutor(cfg.workers, mp_context=get_context("spawn")) as pool:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from astarpo.llm.bench.config import DROP_ARM, algorithm_config, arm_algorithm
-from astarpo.llm.bench.worker import Recorder, config_from_dict
+from astarpo.llm.bench.worker import SPEC_PATHS, Recorder, check_spec_paths, config_from_dict
 from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.models.toy import make_char_tokenizer
@@ -179,14 +179,19 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             "easy": rows}``), ``reference_eval`` (the evaluation of the reference, used for the
             first evaluation: the policy starts as a copy of it), ``check`` (the training rows
             of the final log-ratio check, by group), ``check_values`` (a Stage 1 table holding
-            them) and ``out`` (run directory).
+            them) and ``out`` (run directory); the paths absolute.
 
     Returns:
         ``arm``, ``algo``, ``set``, ``seed``, ``lr``, ``evals`` (each with ``stage2_time``,
         ``step`` and the keys of :func:`evaluate_sets`), ``steps``, ``train_s``, ``pool``,
         ``samples`` and ``successes`` (per prompt kind), ``samples_per_prompt``,
         ``log_ratio`` (:func:`log_ratio_check`); or ``skipped`` with its reason.
+
+    Raises:
+        ValueError: a path of the spec is relative
+            (:func:`~astarpo.llm.bench.worker.check_spec_paths`).
     """
+    check_spec_paths(spec, (*SPEC_PATHS, "check_values"))
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
     arm, seed = spec["arm"], int(spec["seed"])

@@ -22,7 +22,7 @@ import torch
 
 from astarpo.llm.bench.config import DROP_ARM, BenchConfig
 from astarpo.llm.bench.run import REF_SEED, REF_SFT_BATCH, splits
-from astarpo.llm.bench.worker import config_from_dict, stage1
+from astarpo.llm.bench.worker import check_spec_paths, config_from_dict, stage1
 from astarpo.llm.bench.zero_pass_run import gold_logprobs
 from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
@@ -251,7 +251,12 @@ def build_hard_set(
 def pass_shard(spec: dict[str, Any]) -> None:
     """Shard ``spec["shard"] = [i, k]`` of the hard candidates' k-sample check, in a worker
     process: the library's Stage 1 (:func:`~astarpo.llm.stage1.estimate.estimate_values`) with
-    the reference of ``spec["reference"]`` and the settings of ``spec["config"]``."""
+    the reference of ``spec["reference"]`` and the settings of ``spec["config"]``.
+
+    Raises:
+        ValueError: ``spec["reference"]`` or ``spec["path"]`` is relative.
+    """
+    check_spec_paths(spec, ("reference", "path"))
     cfg = config_from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
     ref = load_pretrained_model(spec["reference"]).eval()
