@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from astarpo.commands.fields import CommaList
+from astarpo.commands.paths import check_output
 
 ALGOS = ("astarpo", "grpo", "rloo", "ppo", "rebel")
 
@@ -191,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
     from astarpo.llm.bench.config import BenchConfig
     from astarpo.llm.bench.run import run_bench
 
+    check_output(args.out, "--out", folder=True)  # before the reference's SFT
+    check_output(args.cache_dir, "--cache-dir", folder=True)
     fields: dict[str, object] = dict(TASK_DEFAULTS[args.task])
     if args.quick:
         fields.update(QUICK_TASK[args.task] if QUICK_TASK[args.task] else QUICK)

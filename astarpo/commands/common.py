@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
 from pathlib import Path
 from typing import Any
 
@@ -159,29 +158,6 @@ def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> N
         raise SystemExit(
             f"error: {flag} {path} exists; pass --overwrite to replace it, or choose another file."
         )
-
-
-def check_writable(path: str | None, flag: str = "--out") -> None:
-    """Refuse, before a long run, a result path that cannot be written: a folder, or a place
-    whose folder cannot be created or written. Creates the missing parent folders.
-
-    Raises:
-        SystemExit: a usage error naming the path and the fix.
-    """
-    if not path:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise SystemExit(f"error: {flag} {path} is a folder; give a file name in it.")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise SystemExit(
-            f"error: {flag} {path}: cannot create its folder {str(p.parent)!r} "
-            f"({e.strerror or e}); choose a writable path."
-        ) from e
-    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise SystemExit(f"error: {flag} {path} is not writable; choose a writable path.")
 
 
 def check_device(device: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from astarpo.commands.paths import check_output
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``astarpo demo``."""
@@ -36,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     from astarpo.llm.toy.demo import run_demo
 
+    check_output(args.out, "--out", folder=True)  # before the SFT
+    check_output(args.cache_dir, "--cache-dir", folder=True)
     run_demo(
         args.out,
         args.quick,

@@ -16,7 +16,6 @@ from astarpo.commands.common import (
     add_model_arguments,
     add_reward_arguments,
     build_rewards,
-    check_writable,
     load_model,
     load_prompts_from_args,
     load_tokenizer,
@@ -26,6 +25,7 @@ from astarpo.commands.common import (
 )
 from astarpo.commands.console import format_table
 from astarpo.commands.fields import CommaList, Repeatable
+from astarpo.commands.paths import check_output
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import (
     PROMPTS_PER_CALL,
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.data and not args.benchmarks:
         raise SystemExit("error: give --data FILE or --benchmarks LIST.")
     refuse_existing(args.out, args.overwrite)  # before the (long) evaluation
-    check_writable(args.out)
+    check_output(args.out, "--out", folder=False)
     every, per_name = parse_avg(args.avg)
     benchmarks = resolve_benchmarks(args.benchmarks) if args.benchmarks else []
     if benchmarks:  # canonical names (aliases like amc23 allowed); unknown names raise
@@ -163,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
             results[Path(path).stem] = {"title": Path(path).stem, **res}
     print(format_table(results))
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(
             json.dumps(standard_json({"model": args.model, "results": results}), indent=2) + "\n"
         )

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from astarpo.commands.paths import check_output
+
 NAMES = (
     "horizon",
     "samples",
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         print("--threads must be >= 1.", file=sys.stderr)
         return 2
+    check_output(args.out, "--out", folder=True)  # before the experiments
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -37,6 +37,7 @@ from astarpo.commands.fields import (
     flag_of,
     name_flags,
 )
+from astarpo.commands.paths import check_output
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable
@@ -134,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.resume and args.overwrite:
         raise SystemExit("error: --resume and --overwrite exclude each other; choose one.")
+    check_output(args.out, "--out", folder=True)  # before the model is loaded
     # Under torchrun: "cuda" is now this rank's GPU; collectives time out after 2 x dist_timeout.
     dist_info = init_distributed(dist_timeout=cfg.dist_timeout)
     dtype = "float32" if args.dtype == "auto" else args.dtype

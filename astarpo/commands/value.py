@@ -12,7 +12,6 @@ Three modes:
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.commands.fields import add_field_arguments, field_values, name_flags
+from astarpo.commands.paths import check_output
 from astarpo.llm.models.fit import check_model_fits, check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
 from astarpo.llm.stage1.config import Stage1Config
@@ -137,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
         return load_prompts_from_args(args, args.data, tokenizer)
 
     quiet = False
-    if args.export and Path(args.export).exists():  # refused before any sampling
-        raise SystemExit(f"error: --export {args.export!r} exists; choose a new folder.")
+    check_output(args.out, "--out", folder=False)  # refused before any sampling
+    check_output(args.export, "--export", folder=True, new=True)
     if args.import_official or args.merge:
         refuse_existing(args.out, args.overwrite)
     if args.import_official:

@@ -8,6 +8,8 @@ Log-like files (the V* table, ``metrics.jsonl``) are appended whole or not at al
 a failed write (a full disk) cuts the file back to its length before the call: the lines written
 before stay intact, no torn line is left, and a rerun or ``--resume`` continues after them. A
 full disk is reported as ``no space left on device while appending to PATH`` with what to do.
+:func:`disk_full` tells a full disk from another failed write, for the writers whose libraries
+word it vaguely (``torch.save``, ``safetensors``, ``datasets``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import errno
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import IO, Any
 
 from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
 
-__all__ = ["append_bytes", "read_located_records", "standard_json"]
+__all__ = ["FULL_BELOW", "append_bytes", "disk_full", "read_located_records", "standard_json"]
+
+#: A failed write with fewer free bytes than this left on its disk is taken for a full disk.
+FULL_BELOW = 1 << 20
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -153,3 +159,22 @@ def append_bytes(
     finally:
         if own:
             os.close(fd)
+
+
+def disk_full(error: BaseException, folder: str | os.PathLike[str]) -> bool:
+    """Whether ``error``, raised by a write under ``folder``, is a full disk.
+
+    ``ENOSPC`` (or a quota), the texts of the libraries that wrap it ("No space left", "os
+    error 28", torch's "iostream error"), or, since ``torch.save`` on a full disk may say only
+    "unexpected pos", fewer than :data:`FULL_BELOW` bytes free on ``folder``'s disk. Call it
+    before removing the partial files (they hold the space that is missing).
+    """
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    if any(s in text for s in ("No space left", "os error 28", "iostream error")):
+        return True
+    try:
+        return shutil.disk_usage(folder).free < FULL_BELOW
+    except OSError:
+        return False

@@ -16,9 +16,11 @@ the same columns (provenance as a JSON string).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from astarpo import __version__
+from astarpo.llm.data.files import disk_full
 from astarpo.llm.data.prompts import prompt_key, read_records
 from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
 
@@ -114,9 +117,14 @@ class ValueTable:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the table (``.parquet`` or JSONL) atomically: a temporary file (fsynced), then
-        rename; a failed write leaves the previous file and no temporary file."""
+        rename; a failed write leaves the previous file and no temporary file.
+
+        Raises:
+            OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full.
+        """
         p = Path(path)
         tmp = p.with_name(p.name + ".tmp")
+        p.parent.mkdir(parents=True, exist_ok=True)
         try:
             if p.suffix.lower() == ".parquet":
                 import pyarrow as pa  # the parquet extra
@@ -134,6 +142,14 @@ class ValueTable:
                     f.flush()
                     os.fsync(f.fileno())
             os.replace(tmp, p)
+        except OSError as e:
+            if disk_full(e, p.parent):
+                raise OSError(
+                    errno.ENOSPC,
+                    f"no space left on device while writing the V* table {p}; the previous file "
+                    "(if any) is intact and no partial file was left. Free space and rerun.",
+                ) from e
+            raise
         finally:
             tmp.unlink(missing_ok=True)  # a failed write leaves the previous table, no debris
         self.path = str(p)
@@ -147,8 +163,13 @@ class ValueTable:
         training scripts and the TRL forks read (``load_from_disk(path)``); :meth:`load` and
         ``astarpo train --v-star`` read it back.
 
+        The folder is written under a temporary sibling name (``.NAME.tmp-PID``) and renamed to
+        ``path`` once whole: a failed export (a full disk, a kill) leaves nothing at ``path``,
+        so the rerun is not blocked.
+
         Raises:
             ValueTableError: ``path`` exists already.
+            OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (nothing left).
         """
         from datasets import Dataset  # the llm extra
 
@@ -158,7 +179,23 @@ class ValueTable:
         records = [r.to_json() for r in self]
         for rec in records:
             rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
-        Dataset.from_list(records).save_to_disk(str(p))
+        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            Dataset.from_list(records).save_to_disk(str(tmp))
+            tmp.rename(p)
+        except BaseException as e:
+            # asked before the partial copy is removed (it holds the space that is missing)
+            full = isinstance(e, Exception) and disk_full(e, p.parent)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if full:
+                raise OSError(
+                    errno.ENOSPC,
+                    f"no space left on device while exporting the V* table to {p}; the partial "
+                    "copy was removed and nothing is left there. Free space and rerun (Stage 1 "
+                    "resumes from its table file, so only the export is redone).",
+                ) from e
+            raise
 
     def get(self, prompt: str) -> ValueRow:
         """The row of ``prompt``; raises :class:`MissingPromptError` naming it and the table."""

@@ -188,8 +188,19 @@ def cached_sft(
         ``final_loss``, ``steps`` (steps run) and, with ``target_accuracy``,
         ``check_accuracy`` (on ``check_rows`` at the end) and ``reached`` (all but ``cached``
         and ``path`` from the run that made the cache).
+
+    Raises:
+        NotADirectoryError: the cache folder cannot be made (it, or a folder above it, is a
+            file), before any SFT step.
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    try:  # before the SFT, which would otherwise be lost when its result cannot be saved
+        root.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:
+        raise NotADirectoryError(
+            f"SFT cache folder {str(root)!r} cannot be made: it, or a folder above it, is a file "
+            "(pass another cache_dir / --cache-dir, or set ASTARPO_CACHE)."
+        ) from e
     path = root / f"sft-{_key(model, tokenizer, rows, config, check_rows)}"
     if (path / "sft_info.json").exists():
         stored = json.loads((path / "sft_info.json").read_text())
