@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads", type=int, default=1, help="torch threads (1: fastest for the tiny model)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into an --out the demo did not write (its files and train/ run are "
+        "replaced, others left alone); a rerun over the demo's own output needs no flag",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         not args.no_progress,
         threads=args.threads,
         task=args.task,
+        overwrite=args.overwrite,
     )
     out = Path(args.out)
     print((out / "report.md").read_text())

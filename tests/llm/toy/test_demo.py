@@ -64,3 +64,79 @@ def test_demo_task_settings_come_from_the_task(monkeypatch, tmp_path):
     assert main(["demo", "--quick", "--task", "scratchpad2", "--out", str(tmp_path)]) == 0
     assert seen["cfg"].task == "scratchpad2" and seen["quick"]
     assert seen["cfg"].train.max_new_tokens == get_task("scratchpad2").max_new_tokens
+
+
+# ------------------------------------------------------------ what the demo may replace
+
+
+def _tiny_demo(out):
+    """The demo's settings shrunk to seconds (1 SFT step, 4 prompts, 1 A*-PO step)."""
+    from dataclasses import replace
+
+    from toy_setup import TINY
+
+    from astarpo.llm.toy.demo import DemoConfig
+    from astarpo.llm.toy.sft import SFTConfig
+
+    cfg = DemoConfig.make(quick=True, out_dir=str(out))
+    train = replace(cfg.train, max_steps=1, batch_size=4, report_to="none", progress=False)
+    return replace(cfg, n_train=4, n_test=4, sft=SFTConfig(1, 4, 2e-3), train=train,
+                   n_samples=2, eval_samples=1, eval_steps=1, model=TINY)  # fmt: skip
+
+
+def _user_run(folder):
+    """A training run of the user's in ``folder``."""
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text('{"step": 1}\n')
+    (folder / "run_config.json").write_text("{}\n")
+    (folder / "checkpoint-1").mkdir()
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_demo_refuses_before_sft_what_it_did_not_write(tmp_path, monkeypatch, capsys):
+    from astarpo.llm.toy import demo as demo_mod
+
+    def no_sft(*args, **kwargs):
+        raise AssertionError("refused only after the SFT")
+
+    monkeypatch.setattr(demo_mod, "cached_sft", no_sft)
+    out = tmp_path / "d"
+    before = _user_run(out / "train")
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "no astarpo_demo.json" in err and "--overwrite" in err, err
+    assert sorted(p.name for p in (out / "train").iterdir()) == before
+    assert sorted(p.name for p in out.iterdir()) == ["train"]  # no marker written
+
+    notes = tmp_path / "n"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("mine\n")
+    assert main(["demo", "--quick", "--out", str(notes), "--no-progress"]) == 1
+    assert "did not write (notes.txt)" in capsys.readouterr().err
+    assert sorted(p.name for p in notes.iterdir()) == ["notes.txt"]
+
+    seen = []
+    monkeypatch.setattr(
+        demo_mod, "_run_demo", lambda out, quick, cache, progress, cfg: seen.append(cfg)
+    )
+    demo_mod.run_demo(notes, quick=True, progress=False, overwrite=True)
+    assert seen[-1].train.overwrite_output_dir  # --overwrite: the demo writes there
+    assert (notes / "notes.txt").read_text() == "mine\n"  # and deletes nothing of the user's
+
+
+def test_demo_reruns_over_its_own_output_and_keeps_a_users_run(tmp_path):
+    from astarpo.llm.stage1.table import ValueTable
+    from astarpo.llm.toy.demo import MARKER, DemoConfig, run_demo
+
+    assert not DemoConfig.make(quick=True).train.overwrite_output_dir
+    out, cache = tmp_path / "d", tmp_path / "d" / "cache"  # a cache inside --out is allowed
+    first = run_demo(out, cache_dir=cache, progress=False, config=_tiny_demo(out))
+    assert (out / MARKER).is_file() and (out / "train" / "metrics.jsonl").is_file()
+    second = run_demo(out, cache_dir=cache, progress=False, config=_tiny_demo(out))
+    assert second["sft"]["cached"] and not first["sft"]["cached"]
+    assert len(ValueTable.load(out / "v_star.jsonl")) == 4
+    other = tmp_path / "e"
+    before = _user_run(other / "train")
+    with pytest.raises(FileExistsError, match=f"no {MARKER}"):
+        run_demo(other, cache_dir=cache, progress=False, config=_tiny_demo(other))
+    assert sorted(p.name for p in (other / "train").iterdir()) == before
