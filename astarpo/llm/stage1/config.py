@@ -85,7 +85,8 @@ class Stage1Config:
         default=False,
         metadata={
             "help": "Leave the all-wrong prompts (pass rate 0) out of the returned table (and "
-            "of an export); the table file keeps them. The paper keeps them."
+            "of an export); the table file keeps them. The paper keeps them. Every prompt all "
+            "wrong is an error (no empty table)."
         },
     )
     progress: bool = field(

@@ -117,8 +117,9 @@ def estimate_values(
     Raises:
         ValueTableError: if the file exists with different settings, or is corrupt.
         ValueError: on bad arguments (``out_path`` a folder, a shard without it), rows
-            lacking a column a reward needs, duplicate prompts with different answers, or a
-            generator returning the wrong number of responses.
+            lacking a column a reward needs, duplicate prompts with different answers, a
+            generator returning the wrong number of responses, or ``filter_all_wrong``
+            leaving no prompt (the file keeps every row).
     """
 
     cfg = config if config is not None else Stage1Config()
@@ -225,7 +226,17 @@ def estimate_values(
         logger.warning("Stage 1 unscored responses: %s", counts)
     keep = [done[k] for k, _ in todo if k in done]
     if cfg.filter_all_wrong:
-        keep = [r for r in keep if r.pass_rate > 0]
+        kept = [r for r in keep if r.pass_rate > 0]
+        if keep and not kept and shard is None:  # a shard's part is merged, then filtered
+            where = f"their rows are kept in {path}" if path else "nothing was written"
+            raise ValueError(
+                f"filter_all_wrong (--filter-all-wrong) dropped all {len(keep)} prompts: each "
+                f"one's {n_samples} reference samples scored 0 (pass rate 0), so no prompt is "
+                f"left to train on ({where}). Keep them (filter_all_wrong=False, "
+                "--filter-all-wrong false; the paper does), or use a stronger reference or more "
+                "samples (--n-samples)."
+            )
+        keep = kept
     return ValueTable(keep, path)
 
 

@@ -89,7 +89,8 @@ class ValueTable:
                 Default False (the paper keeps them).
 
         Raises:
-            ValueTableError: if the file is missing, empty of rows, or corrupt (file and line).
+            ValueTableError: if the file is missing, empty of rows, or corrupt (file and line),
+                or ``drop_all_wrong`` leaves no row.
         """
         p = Path(path)
         if p.is_dir():
@@ -110,9 +111,18 @@ class ValueTable:
         else:
             rows, _ = read_table_rows(p)
         if not rows:
-            raise ValueTableError(f"V* table {str(p)!r} has no rows.")
+            raise ValueTableError(
+                f"V* table {str(p)!r} has no rows; make it again with `astarpo value` (Stage 1)."
+            )
         if drop_all_wrong:
-            rows = [r for r in rows if r.pass_rate > 0]
+            kept = [r for r in rows if r.pass_rate > 0]
+            if not kept:
+                raise ValueTableError(
+                    f"V* table {str(p)!r}: drop_all_wrong leaves no row (all {len(rows)} prompts "
+                    "have pass rate 0); keep them (drop_all_wrong=False, --filter-all-wrong "
+                    "false) or use a stronger reference."
+                )
+            rows = kept
         return cls(rows, p)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -168,7 +178,7 @@ class ValueTable:
         so the rerun is not blocked.
 
         Raises:
-            ValueTableError: ``path`` exists already.
+            ValueTableError: ``path`` exists already, or the table has no rows.
             OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (nothing left).
         """
         from datasets import Dataset  # the llm extra
@@ -176,6 +186,10 @@ class ValueTable:
         p = Path(path)
         if p.exists():
             raise ValueTableError(f"{p} exists; choose a new folder for the exported table.")
+        if not len(self):
+            raise ValueTableError(
+                f"the V* table {self.path or '(in memory)'} has no rows; nothing to export to {p}."
+            )
         records = [r.to_json() for r in self]
         for rec in records:
             rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
@@ -287,6 +301,14 @@ def jsonl_bytes(rows: Iterable[ValueRow]) -> bytes:
     return "".join(lines).encode("utf-8")
 
 
+def _saved_files(state: Path) -> Any:
+    """The ``_data_files`` a dataset folder's ``state.json`` lists (None when unreadable)."""
+    try:
+        return json.loads(state.read_text(encoding="utf-8")).get("_data_files")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _read_exported(p: Path) -> list[ValueRow]:
     """The rows of a folder written by :meth:`ValueTable.export`."""
     if not (p / "dataset_info.json").is_file() and not (p / "state.json").is_file():
@@ -296,6 +318,11 @@ def _read_exported(p: Path) -> list[ValueRow]:
         )
     from datasets import load_from_disk  # the llm extra
 
+    if _saved_files(p / "state.json") == []:
+        raise ValueTableError(  # datasets itself fails on it with "list index out of range"
+            f"V* table {str(p)!r} is an exported folder with no rows (an empty export); export "
+            "the table again with `astarpo value --export` (Stage 1)."
+        )
     try:
         records = load_from_disk(str(p)).to_list()
     except Exception as e:

@@ -179,10 +179,12 @@ def test_changed_settings_refuse_to_resume(tmp_path):
 
 def test_filter_all_wrong_and_select(tmp_path):
     rows = _rows(8)
-    table = _run(_gen(rows, p_correct=0.0), rows, tmp_path / "v.jsonl", filter_all_wrong=True)
-    assert len(table) == 0
+    half = FakeGenerator({r["prompt"]: r["answer"] if i < 4 else "x" for i, r in enumerate(rows)},
+                         p_correct=1.0)  # fmt: skip
+    table = _run(half, rows, tmp_path / "v.jsonl", filter_all_wrong=True)
+    assert [r.prompt for r in table] == [r["prompt"] for r in rows[:4]]
     assert len(ValueTable.load(tmp_path / "v.jsonl")) == 8
-    assert len(ValueTable.load(tmp_path / "v.jsonl", drop_all_wrong=True)) == 0
+    assert len(ValueTable.load(tmp_path / "v.jsonl", drop_all_wrong=True)) == 4
     full = ValueTable.load(tmp_path / "v.jsonl")
     assert full.select([*rows, {"prompt": "other"}]) == rows
 
@@ -360,3 +362,45 @@ def test_kill_at_any_byte_then_resume_gives_the_same_file(tmp_path):
         _run(_gen(rows), rows, out)
         assert out.read_bytes() == data, cut
     assert n_full == 5
+
+
+# --------------------------------------------------------- an empty table is refused
+
+
+def test_filter_all_wrong_that_drops_every_prompt_is_refused(tmp_path):
+    rows, out = _rows(8), tmp_path / "v.jsonl"
+    with pytest.raises(ValueError, match=r"dropped all 8 prompts: each one's 6 reference samples"):
+        _run(_gen(rows, p_correct=0.0), rows, out, filter_all_wrong=True)
+    assert len(ValueTable.load(out)) == 8  # the file keeps every row
+    with pytest.raises(ValueTableError, match=r"drop_all_wrong leaves no row \(all 8 prompts"):
+        ValueTable.load(out, drop_all_wrong=True)
+    with pytest.raises(ValueError, match=r"dropped all 8 prompts.*nothing was written"):
+        _run(_gen(rows, p_correct=0.0), rows, None, filter_all_wrong=True)
+
+
+def test_an_empty_table_is_not_exported_and_an_empty_export_is_named(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    with pytest.raises(ValueTableError, match="has no rows; nothing to export"):
+        ValueTable([]).export(tmp_path / "exp")
+    assert not (tmp_path / "exp").exists()
+    empty = tmp_path / "empty"
+    datasets.Dataset.from_list([]).save_to_disk(str(empty))  # what the old export wrote
+    with pytest.raises(ValueTableError, match=f"'{empty}' is an exported folder with no rows"):
+        ValueTable.load(empty)
+
+
+def test_cli_filter_all_wrong_on_an_all_wrong_pool_exits_1_and_exports_nothing(tmp_path, capsys):
+    from astarpo.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"problem": f"{i}+{i}=", "answer": "9"}) + "\n"
+                            for i in range(4)))  # fmt: skip
+    exp = tmp_path / "exp"
+    argv = ["value", "--model", "toy", "--data", str(data), "--template", "none", "--out",
+            str(tmp_path / "v.jsonl"), "--export", str(exp), "--n-samples", "2",
+            "--max-new-tokens", "2", "--reward", "exact_match", "--no-progress",
+            "--filter-all-wrong", "true"]  # fmt: skip
+    assert main(argv) == 1  # two tokens cannot hold "9" + EOS... nor does the toy know it
+    err = capsys.readouterr().err
+    assert "dropped all 4 prompts" in err and "--filter-all-wrong false" in err, err
+    assert not exp.exists()
