@@ -31,7 +31,6 @@ from astarpo.commands.common import (
 )
 from astarpo.commands.fields import add_field_arguments, field_values, name_flags
 from astarpo.commands.paths import check_output
-from astarpo.llm.models.fit import check_model_fits, check_prompts_fit, max_positions
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank
@@ -169,13 +168,7 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = None, load_tokenizer(args.model)
         generator = make_generator(args, model, tokenizer)
         rows = load_prompts_from_args(args, args.data, tokenizer)
-        if model is not None:  # data the model cannot read or fit is refused before sampling
-            try:
-                check_model_fits(rows, tokenizer, model, config.max_new_tokens, args.data)
-            except ValueError as e:
-                raise SystemExit(f"error: {e}") from e
-            budget = config.max_new_tokens
-            check_prompts_fit(rows, tokenizer, max_positions(model), budget, args.data)
+        # estimate_values refuses data the model cannot read or fit before any sampling.
         rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
         stage1: Any = estimate_values
         shard = parse_shard(args.shard)

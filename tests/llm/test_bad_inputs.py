@@ -392,3 +392,27 @@ def test_trainer_device_cuda_without_cuda_says_no_cuda(tmp_path, tokenizer):
             v_star_table={r["prompt"]: 0.5 for r in rows},
             processing_class=tokenizer,
         )
+
+
+def test_estimate_values_refuses_what_the_model_cannot_fit_before_sampling(tokenizer, monkeypatch):
+    """From Python as from the command line: a token budget past the model's positions, or a
+    prompt too long for them, is refused at once, for a generator as for ``model=``."""
+    from astarpo.llm.rollout.hf import HFGenerator
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampled before checking the model's positions")
+
+    monkeypatch.setattr(HFGenerator, "generate", no_sampling)
+    model = make_toy_model(tokenizer, seed=0)
+    huge = Stage1Config(n_samples=2, max_new_tokens=10**6)
+    room = r"max_new_tokens \(1000000\) leaves no room for a prompt in the model's 64 positions"
+    with pytest.raises(ValueError, match=room):
+        estimate_values(HFGenerator(model, tokenizer), ROWS, exact_match_reward, huge)
+    with pytest.raises(ValueError, match=room):
+        estimate_values(model=model, tokenizer=tokenizer, rows=ROWS, config=huge,
+                        reward_funcs=exact_match_reward)  # fmt: skip
+    long = [*ROWS, {"prompt": "1+" * 100, "answer": "1"}]
+    with pytest.raises(ValueError, match=r"^add.jsonl: 1 of 9 prompts do not fit the model"):
+        estimate_values(HFGenerator(model, tokenizer), long, exact_match_reward,
+                        Stage1Config(n_samples=2, max_new_tokens=4),
+                        provenance={"data": "add.jsonl"})  # fmt: skip

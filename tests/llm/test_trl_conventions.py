@@ -224,6 +224,6 @@ def test_cli_value_refuses_toy_on_data_it_cannot_tokenize(tmp_path, capsys):
     cmd = ["value", "--model", "toy", "--data", str(data), "--out", str(tmp_path / "v.jsonl")]
     code = main([*cmd, "--template", "none", "--reward", "exact_match", "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
+    assert code == 1 and len(err) == 1 and err[0].startswith(f"error: {data} row 0: ")
     assert "cannot encode the characters 'W'" in err[0]
     assert not (tmp_path / "v.jsonl").exists()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["check_model_fits", "check_prompts_fit", "max_positions"]
+__all__ = ["check_model_fits", "check_prompts_fit", "check_sampling_fits", "max_positions"]
 
 
 def max_positions(model: Any) -> int | None:
@@ -95,3 +95,22 @@ def check_model_fits(
                     f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
                     "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
                 )
+
+
+def check_sampling_fits(
+    rows: Sequence[Mapping[str, Any]],
+    tokenizer: Any,
+    model: Any,
+    max_new_tokens: int,
+    where: str,
+) -> None:
+    """Both checks before sampling from ``model``: :func:`check_model_fits` (characters the
+    tokenizer cannot encode) and :func:`check_prompts_fit` (prompt tokens + ``max_new_tokens``
+    within the model's positions; a DDP wrapper is looked through).
+
+    Raises:
+        ValueError: see the two checks; ``where`` names the data.
+    """
+    check_model_fits(rows, tokenizer, model, max_new_tokens, where)
+    limit = max_positions(getattr(model, "module", model))
+    check_prompts_fit(rows, tokenizer, limit, max_new_tokens, where)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.llm.data.rows import as_rows
-from astarpo.llm.models.fit import check_model_fits
+from astarpo.llm.models.fit import check_sampling_fits
 from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
 from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.base import Generator
@@ -100,19 +100,44 @@ def build_generator(
 
 
 def reference_sampler(
-    generator: Any, model: Any, tokenizer: Any, rows: Iterable[Mapping[str, Any]], sampling: Any
+    generator: Any,
+    model: Any,
+    tokenizer: Any,
+    rows: Iterable[Mapping[str, Any]],
+    sampling: Any,
+    where: str = "rows",
 ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
     """``(generator, rows, provenance)``: the generator (built from ``model`` when given), the
     rows (conversations rendered, checked against the model) and the model's name.
 
+    The rows are checked against the model sampled from before any sampling
+    (:func:`~astarpo.llm.models.fit.check_sampling_fits`: characters its tokenizer cannot
+    encode, prompts + ``sampling.max_new_tokens`` past its positions): ``model``, or the model
+    and tokenizer a generator holds (:class:`~astarpo.llm.rollout.hf.HFGenerator`; a vLLM
+    engine checks its own length limit).
+
+    Args:
+        generator: A generator, or None with ``model``.
+        model: The reference (object, local directory or hub id), or None with ``generator``.
+        tokenizer: The model's tokenizer (None: loaded with it, or the generator's).
+        rows: The dataset rows.
+        sampling: The :class:`~astarpo.llm.rollout.base.SamplingConfig` of Stage 1.
+        where: The data's name in the errors (a file name).
+
     Raises:
-        ValueError: unless exactly one of ``generator`` and ``model`` is given, or when a model
-            object comes without a tokenizer.
+        ValueError: unless exactly one of ``generator`` and ``model`` is given, when a model
+            object comes without a tokenizer, or when the rows do not fit the model.
     """
     if (generator is None) == (model is None):
         raise ValueError("give exactly one of generator=... or model=... (the reference).")
     if generator is not None:
-        return generator, as_rows(rows, tokenizer, "rows"), {}
+        table_rows = as_rows(rows, tokenizer, "rows")
+        sampled, sampled_tokenizer = (getattr(generator, a, None) for a in ("model", "tokenizer"))
+        if sampled is not None and sampled_tokenizer is not None:
+            check_sampling_fits(
+                table_rows, sampled_tokenizer, sampled, sampling.max_new_tokens, where
+            )
+        return generator, table_rows, {}
     name = str(model) if is_model_name(model) else ""
     if is_model_name(model):
         model, loaded = load_causal_lm(model)
@@ -123,7 +148,7 @@ def reference_sampler(
             raise ValueError("estimate_values(model=<object>) needs tokenizer=... as well.")
         tokenizer = load_tokenizer(path)
     table_rows = as_rows(rows, tokenizer, "rows")
-    check_model_fits(table_rows, tokenizer, model, sampling.max_new_tokens, "rows")
+    check_sampling_fits(table_rows, tokenizer, model, sampling.max_new_tokens, where)
     model.eval()
     gen = build_generator("hf", model, tokenizer)
     return gen, table_rows, ({"model": name} if name else {})

@@ -118,15 +118,20 @@ def estimate_values(
         ValueTableError: if the file exists with different settings, or is corrupt.
         ValueError: on bad arguments (``out_path`` a folder, a shard without it), rows
             lacking a column a reward needs, duplicate prompts with different answers, a
-            generator returning the wrong number of responses, or ``filter_all_wrong``
-            leaving no prompt (the file keeps every row).
+            generator returning the wrong number of responses, ``filter_all_wrong``
+            leaving no prompt (the file keeps every row), or rows the reference cannot take
+            (characters its tokenizer cannot encode, prompt + ``max_new_tokens`` past its
+            positions), before any sampling.
     """
 
     cfg = config if config is not None else Stage1Config()
     if not isinstance(cfg, Stage1Config):
         raise TypeError(f"config must be a Stage1Config, got {type(cfg).__name__}.")
     n_samples, beta1, sampling, seed = cfg.n_samples, cfg.beta1, cfg.sampling, cfg.seed
-    generator, rows, prov_model = reference_sampler(generator, model, tokenizer, rows, sampling)
+    where = str((provenance or {}).get("data") or "rows")  # the data's name in the errors
+    generator, rows, prov_model = reference_sampler(
+        generator, model, tokenizer, rows, sampling, where
+    )
     reward_funcs = as_reward_funcs(reward_funcs)
     check_reward_columns(reward_funcs, rows)  # before sampling, not after
     check_duplicate_answers(rows)
