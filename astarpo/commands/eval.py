@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 "system_prompt": args.system_prompt,
                 "max_prompt_tokens": args.max_prompt_tokens,
             },
+            reward_timeout=args.reward_timeout,
         )
     else:
         results = {}

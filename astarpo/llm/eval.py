@@ -224,6 +224,7 @@ def evaluate_benchmarks(
     template: str = "auto",
     progress: bool = True,
     prompt_options: Mapping[str, Any] | None = None,
+    reward_timeout: float = 600.0,
 ) -> dict[str, dict[str, Any]]:
     """:func:`evaluate` on each benchmark; ``k`` overrides the default k by name.
 
@@ -243,6 +244,8 @@ def evaluate_benchmarks(
         prompt_options: Other keyword arguments of :func:`~astarpo.llm.data.load_prompts`
             (``tokenizer``, ``chat_template``, ``system_prompt``, ``max_prompt_tokens``), e.g.
             to evaluate an instruct model with its chat template.
+        reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none),
+            as in :func:`evaluate`.
 
     Returns:
         Benchmark name -> the result dict of :func:`evaluate` (plus ``"title"``).
@@ -264,6 +267,7 @@ def evaluate_benchmarks(
             seed=seed,
             batch_size=batch_size,
             progress=progress,
+            reward_timeout=reward_timeout,
         )
         out[bench.name] = {"title": bench.title or bench.name, **res}
     return out

@@ -166,3 +166,26 @@ def test_cli_benchmarks_from_another_directory(tmp_path):
     out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "| MATH500 | pass@1 | 2 |" in out.stdout
+
+
+@pytest.mark.parametrize("source", ["--benchmarks", "--data"])
+def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
+    """``astarpo eval --reward-timeout`` is the deadline of every scoring call, on the packaged
+    benchmarks as on a data file."""
+    import astarpo.llm.eval as eval_module
+
+    seen = []
+
+    def spy(funcs, prompts, completions, columns, **kwargs):
+        seen.append(kwargs["timeout"])
+        return np.zeros(len(completions)), {}
+
+    monkeypatch.setattr(eval_module, "compute_rewards", spy)
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"problem": "1+1=", "answer": "2"}\n')
+    what = "math500" if source == "--benchmarks" else str(data)
+    argv = ["eval", "--model", "toy", source, what, "--limit", "1", "--max-new-tokens", "2",
+            "--reward", "exact_match", "--reward-timeout", "7.5", "--no-progress",
+            "--backend", "hf"]  # fmt: skip
+    assert main(argv) == 0
+    assert seen == [7.5]
