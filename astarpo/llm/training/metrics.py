@@ -100,6 +100,7 @@ def open_tracker(name: str, out_dir: Path, resume_step: int | None) -> Tracker:
 
     Raises:
         ImportError: the tracker's package is not installed (its extra named).
+        RuntimeError: the tracker failed to start (its error, and how to run without it).
     """
     if name == "tensorboard":
         from torch.utils.tensorboard import SummaryWriter
@@ -119,16 +120,26 @@ def open_tracker(name: str, out_dir: Path, resume_step: int | None) -> Tracker:
             f"report_to={name!r} needs the {name} package: pip install 'astarpo[{name}]'."
         ) from e
     project = os.environ.get(f"{name.upper()}_PROJECT", "astarpo")
-    if name == "trackio":
-        resume = "never" if resume_step is None else "allow"
-        run = module.init(project=project, name=out_dir.resolve().name, resume=resume)
-        return run.log, module.finish
-    run = module.init(project=project, name=out_dir.resolve().name, dir=str(out_dir))
+    try:
+        if name == "trackio":
+            resume = "never" if resume_step is None else "allow"
+            run = module.init(project=project, name=out_dir.resolve().name, resume=resume)
+            return run.log, module.finish
+        run = module.init(project=project, name=out_dir.resolve().name, dir=str(out_dir))
+    except Exception as e:  # a login, network or settings problem of the tracker
+        raise RuntimeError(
+            f"report_to={name!r}: {name} failed to start ({type(e).__name__}: {e}); fix its "
+            f"settings (e.g. {name.upper()}_MODE=offline for wandb, a login), or leave it out of "
+            "report_to (--report-to tensorboard, or none). Nothing of the run was kept."
+        ) from e
     return run.log, run.finish
 
 
 class MetricsLogger:
     """Append step records to ``out_dir/metrics.jsonl`` and report them to ``report_to``.
+
+    The trackers start before ``metrics.jsonl`` is touched: one that fails to start leaves
+    that file as it was (and the trackers started before it are closed).
 
     Args:
         out_dir: Output directory (created).
@@ -136,6 +147,10 @@ class MetricsLogger:
         resume_step: When resuming, records with ``step > resume_step`` (written after the
             checkpoint by the interrupted run) are dropped so the file matches an uninterrupted
             run.
+
+    Raises:
+        ImportError, RuntimeError: a tracker is not installed or fails to start
+            (:func:`open_tracker`).
     """
 
     def __init__(
@@ -147,12 +162,18 @@ class MetricsLogger:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
+        self.trackers: list[Tracker] = []
+        try:
+            for name in report_to:
+                self.trackers.append(open_tracker(name, self.dir, resume_step))
+        except BaseException:
+            self.close()
+            raise
         if resume_step is None:
             self.path.write_text("")
         else:
             kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= resume_step]
             self.path.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
-        self.trackers = [open_tracker(name, self.dir, resume_step) for name in report_to]
 
     def log(self, record: dict[str, Any]) -> None:
         """Write one record (must hold ``step``); non-finite floats are written as null.

@@ -35,6 +35,7 @@ __all__ = [
     "RunDirError",
     "announce_resume",
     "check_resume",
+    "discard_fresh_run",
     "fingerprint",
     "prepare_fresh_run",
     "run_record",
@@ -170,6 +171,14 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
         shutil.rmtree(p) if p.is_dir() else p.unlink()
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / RUN_CONFIG, record)
+
+
+def discard_fresh_run(output_dir: str | Path) -> None:
+    """Remove the run files (``run_config.json``, ``metrics.jsonl``, ``tb/``, ...) of a fresh
+    run that failed to start, so that the retry is not refused as an earlier run. Call on the
+    main process only, after :func:`prepare_fresh_run` (which left no earlier run there)."""
+    for p in _run_files(Path(output_dir)):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 def _differences(saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:

@@ -65,6 +65,7 @@ from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.llm.training.run_dir import (
     algorithm_settings,
     announce_resume,
+    discard_fresh_run,
     run_record,
     start_run,
 )
@@ -430,7 +431,12 @@ class Trainer:
         if resume:
             resume_step = self.resume(None if resume is True else resume)
             announce_resume(args.output_dir, resume_step, args.max_steps, self.dp.is_main)
-        logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
+        try:
+            logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
+        except BaseException:
+            if resume_step is None and self.dp.is_main:  # a tracker failed to start
+                discard_fresh_run(args.output_dir)  # what this run wrote: the retry may start
+            raise
         self.history = []
         schedule = Schedule(
             args.max_steps,

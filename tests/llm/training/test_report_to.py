@@ -102,3 +102,42 @@ def test_report_to_values() -> None:
     for empty in ("", " , ", []):  # no tracker is said with 'none', never by leaving it empty
         with pytest.raises(ValueError, match=r"report_to is empty .*; give 'none' for no tracker"):
             AStarPOConfig(report_to=empty)
+
+
+def test_a_tracker_that_fails_to_start_leaves_nothing_that_blocks_the_retry(
+    tokenizer, tmp_path, monkeypatch
+):
+    """W&B failing at ``init`` (no login, no network): the error names it and the fix, and the
+    run directory keeps nothing of the run, so the retry is not refused as an earlier run."""
+    import importlib.machinery
+    import types
+
+    from toy_setup import make_tiny_model, quick_config
+
+    from astarpo.llm.rewards.builtin import exact_match_reward
+    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm.training.trainers import AStarPOTrainer
+
+    def init(**kwargs):
+        raise ConnectionError("wandb: not logged in")
+
+    fake = types.ModuleType("wandb")  # what `import wandb` gives the tracker
+    fake.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
+    fake.init = init  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    rows = addition_task(4, seed=0)
+    out = tmp_path / "run"
+
+    def trainer(report_to):
+        cfg = quick_config(out, max_steps=1, batch_size=2, max_new_tokens=3, save_steps=0,
+                           report_to=report_to)  # fmt: skip
+        return AStarPOTrainer(make_tiny_model(tokenizer), None, [exact_match_reward], args=cfg,
+                              train_dataset=rows, v_star_table={r["prompt"]: 0.0 for r in rows},
+                              tokenizer=tokenizer)  # fmt: skip
+
+    failed = r"report_to='wandb': wandb failed to start \(ConnectionError: wandb: not logged in\)"
+    with pytest.raises(RuntimeError, match=failed):
+        trainer("tensorboard,wandb").train()
+    assert sorted(p.name for p in out.iterdir()) == []  # no run_config.json, metrics.jsonl, tb/
+    trainer("tensorboard").train()  # the retry starts
+    assert (out / "metrics.jsonl").is_file() and (out / "final").is_dir()
