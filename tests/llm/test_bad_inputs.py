@@ -416,3 +416,32 @@ def test_estimate_values_refuses_what_the_model_cannot_fit_before_sampling(token
         estimate_values(HFGenerator(model, tokenizer), long, exact_match_reward,
                         Stage1Config(n_samples=2, max_new_tokens=4),
                         provenance={"data": "add.jsonl"})  # fmt: skip
+
+
+def test_a_truncated_weights_file_is_named_not_an_internal_error(tokenizer, tmp_path, capsys):
+    from astarpo.llm.models.loading import load_pretrained_model
+
+    folder = tmp_path / "m"
+    make_tiny_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    weights = folder / "model.safetensors"
+    size = weights.stat().st_size
+    for cut in (0, 5000, size // 2):  # "header too small", "invalid header length", "incomplete"
+        with weights.open("r+b") as f:
+            f.truncate(cut)
+        with pytest.raises(OSError, match=r"a weights file \(model.safetensors\) is corrupt or "):
+            load_pretrained_model(folder)
+    data = _data(tmp_path)
+    assert main(["eval", "--model", str(folder), "--data", str(data), "--template", "none"]) == 1
+    err = _error(capsys)
+    assert f"model '{folder}'" in err and "save_pretrained" in err and "internal" not in err, err
+
+
+def test_a_corrupt_tokenizer_file_is_named(tokenizer, tmp_path):
+    from astarpo.llm.models.loading import load_tokenizer
+
+    folder = tmp_path / "m"
+    tokenizer.save_pretrained(folder)
+    (folder / "tokenizer.json").write_text('{"trunc')
+    with pytest.raises(OSError, match=rf"the tokenizer in '{folder}' cannot be read .*tokenizer"):
+        load_tokenizer(folder)

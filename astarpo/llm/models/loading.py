@@ -63,6 +63,8 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
         FileNotFoundError: a local directory holds none of :data:`TOKENIZER_FILES` (without
             them ``transformers`` builds an empty tokenizer that turns every prompt into no
             tokens).
+        OSError: a local tokenizer's files cannot be read (corrupt or truncated JSON, ...),
+            naming the directory, its tokenizer files and the fix.
     """
     from transformers import AutoTokenizer  # the llm extra
 
@@ -73,7 +75,17 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
             "save it there with tokenizer.save_pretrained(DIR) (the tokenizer of the model it "
             "came from); in Python, passing processing_class=tokenizer also works."
         )
-    return AutoTokenizer.from_pretrained(name, local_files_only=local)
+    if not local:
+        return AutoTokenizer.from_pretrained(name, local_files_only=False)
+    try:
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except Exception as e:  # json, tokenizers or sentencepiece errors that name no file
+        files = [f for f in TOKENIZER_FILES if (Path(name) / f).is_file()]
+        raise OSError(
+            f"the tokenizer in {name!r} cannot be read ({type(e).__name__}: {e}); one of its "
+            f"files ({', '.join(files)}) is corrupt or truncated. Copy the directory again, or "
+            "save the tokenizer anew there with tokenizer.save_pretrained(DIR)."
+        ) from e
 
 
 def load_causal_lm(
@@ -114,7 +126,10 @@ def load_pretrained_model(
     Raises:
         FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
             does not exist.
+        OSError: a local weights file is corrupt or truncated (naming the directory, its
+            weights files and the fix).
     """
+    from safetensors import SafetensorError  # a dependency of transformers
     from transformers import AutoModelForCausalLM  # the llm extra
 
     name, local = _resolve(spec)
@@ -126,5 +141,13 @@ def load_pretrained_model(
     kwargs: dict[str, Any] = {"local_files_only": local}
     if dtype is not None:
         kwargs["dtype"] = dtype
-    model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    try:
+        model: Any = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    except SafetensorError as e:  # a truncated copy: "incomplete metadata", "header too small"
+        files = sorted(p.name for p in Path(name).glob("*.safetensors")) or ["*.safetensors"]
+        raise OSError(
+            f"model {name!r}: a weights file ({', '.join(files)}) is corrupt or truncated ({e}); "
+            "copy the directory again (an interrupted copy or download?), or save the model "
+            "anew with model.save_pretrained(DIR)."
+        ) from e
     return model.to(device) if device else model

@@ -22,8 +22,10 @@ that would run code is refused with :class:`CheckpointError`. The RNG states are
 stored as lists and tensors, not as numpy arrays.
 
 A failed write (disk full, ...) removes the partial ``.tmp-checkpoint-<step>`` and leaves the
-previous checkpoints as they were; ``save_total_limit`` keeps the newest checkpoints only
-(:func:`rotate_checkpoints`).
+previous checkpoints as they were (the error names the checkpoint, says when the disk is full,
+and names the previous checkpoint, intact); a checkpoint only ever replaces another once it is
+whole. ``save_total_limit`` keeps the newest checkpoints only (:func:`rotate_checkpoints`).
+:func:`save_final_model` on a full disk names the model folder and says so too.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 import torch
 from torch.distributed.checkpoint import CheckpointException
 
+from astarpo.llm.data.files import disk_full
 from astarpo.llm.parallel.dist import barrier, dist_info_from_env, is_main_process, unwrap_model
 from astarpo.llm.parallel.state import (
     hf_weights,
@@ -124,6 +127,10 @@ def save_checkpoint(
 
     Returns:
         The checkpoint directory.
+
+    Raises:
+        CheckpointError: the write failed (a full disk named as such); the partial files are
+            removed and the previous checkpoints are as they were.
     """
     final = Path(output_dir) / f"checkpoint-{step}"
     tmp = Path(output_dir) / f".tmp-checkpoint-{step}"
@@ -144,28 +151,45 @@ def save_checkpoint(
             if not sharded:
                 torch.save(unwrap_model(model).state_dict(), tmp / "model.pt")
             torch.save({**state, "rng": capture_rng()}, tmp / "trainer_state.pt")
-            if final.exists():
-                shutil.rmtree(final)
-            tmp.rename(final)
+            _move_into_place(tmp, final)
     except (OSError, RuntimeError) as e:
+        full = disk_full(e, tmp.parent)  # before the partial files give their space back
         if is_main_process():
             shutil.rmtree(tmp, ignore_errors=True)  # no debris; earlier checkpoints untouched
-        raise _write_error(e, tmp) from e
+        raise _write_error(e, final, full) from e
     barrier()
     return final
 
 
-def _write_error(e: BaseException, tmp: Path) -> CheckpointError:
+def _move_into_place(tmp: Path, final: Path) -> None:
+    """Rename the whole checkpoint ``tmp`` to ``final``; a checkpoint already there (the same
+    step saved again) is set aside first and deleted only once ``tmp`` has taken its place."""
+    if not final.exists():
+        tmp.rename(final)
+        return
+    old = final.with_name(f".tmp-{final.name}-old")  # a run file: --overwrite removes it
+    shutil.rmtree(old, ignore_errors=True)
+    final.rename(old)
+    try:
+        tmp.rename(final)
+    except OSError:
+        old.rename(final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_error(e: BaseException, final: Path, full: bool) -> CheckpointError:
     text = str(e)
-    full = (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left" in text
-    if full or "iostream error" in text:  # torch.save reports a full disk as an iostream error
+    previous = latest_checkpoint(final.parent)
+    kept = f"the previous checkpoint, {previous}, is intact" if previous else "none came before"
+    if full:  # torch.save says "iostream error" or "unexpected pos" on a full disk
         return CheckpointError(
-            f"no space left on device at {tmp.parent} while writing checkpoint {tmp.name[5:]} "
-            f"({text}); the partial files were removed and earlier checkpoints kept. Free space "
-            "or lower save_total_limit, then --resume."
+            f"no space left on device at {final.parent}: checkpoint {final} could not be written "
+            f"({text}); its partial files were removed and {kept}. Free space or lower "
+            "save_total_limit, then --resume."
         )
     return CheckpointError(
-        f"writing {tmp.name[5:]} in {tmp.parent} failed ({text}); the partial files were removed."
+        f"writing checkpoint {final} failed ({text}); its partial files were removed and {kept}."
     )
 
 
@@ -294,14 +318,28 @@ def save_final_model(model: torch.nn.Module, tokenizer: Any, path: str | Path) -
 
     Returns:
         ``path``.
+
+    Raises:
+        OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (the run's checkpoints
+            are not touched).
     """
     path = Path(path)
     state = {name: t.detach().cpu().clone() for name, t in hf_weights(model)}
     if is_main_process():
         inner: Any = unwrap_model(model)
         base = inner.get_base_model() if hasattr(inner, "get_base_model") else inner
-        base.save_pretrained(path, state_dict=state)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(path)
+        try:
+            base.save_pretrained(path, state_dict=state)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(path)
+        except Exception as e:  # safetensors wraps ENOSPC in a SafetensorError
+            if disk_full(e, path.parent):
+                raise OSError(
+                    errno.ENOSPC,
+                    f"no space left on device while saving the model to {path} ({e}); the "
+                    "folder holds a partial copy, the run's checkpoints are intact. Free space "
+                    "and save again (astarpo train: --resume saves the final model again).",
+                ) from e
+            raise
     barrier()
     return path

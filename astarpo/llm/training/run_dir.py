@@ -14,6 +14,7 @@ run with that file and refuses every difference that changes the result, naming 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -121,7 +122,12 @@ def run_record(
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as standard JSON (no NaN/Infinity) to ``path``: temp file, fsync, rename."""
+    """Write ``obj`` as standard JSON (no NaN/Infinity) to ``path``: temp file, fsync, rename.
+
+    Raises:
+        OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (the previous file, if
+            any, is intact).
+    """
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with tmp.open("w", encoding="utf-8") as f:
@@ -129,6 +135,14 @@ def write_json_atomic(path: Path, obj: Any) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise OSError(
+                errno.ENOSPC,
+                f"no space left on device while writing {path}; the previous file (if any) is "
+                "intact. Free space and rerun.",
+            ) from e
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 
