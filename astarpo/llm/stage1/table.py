@@ -20,7 +20,6 @@ import errno
 import json
 import logging
 import os
-import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import numpy as np
 from astarpo import __version__
 from astarpo.llm.data.files import disk_full
 from astarpo.llm.data.prompts import prompt_key, read_records
+from astarpo.llm.stage1.exported import read_exported, write_exported
 from astarpo.llm.stage1.rows import ValueRow, ValueTableError, make_row, read_table_rows
 
 __all__ = ["MissingPromptError", "ValueTable", "jsonl_bytes", "lookup_v_star"]
@@ -94,7 +94,8 @@ class ValueTable:
         """
         p = Path(path)
         if p.is_dir():
-            rows = _read_exported(p)
+            rows = read_exported(p)
+            cls(rows, p)  # duplicates are an error
         elif not p.is_file():
             raise ValueTableError(
                 f"V* table {str(p)!r} does not exist; create it with `astarpo value` (Stage 1)."
@@ -181,8 +182,6 @@ class ValueTable:
             ValueTableError: ``path`` exists already, or the table has no rows.
             OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (nothing left).
         """
-        from datasets import Dataset  # the llm extra
-
         p = Path(path)
         if p.exists():
             raise ValueTableError(f"{p} exists; choose a new folder for the exported table.")
@@ -190,26 +189,7 @@ class ValueTable:
             raise ValueTableError(
                 f"the V* table {self.path or '(in memory)'} has no rows; nothing to export to {p}."
             )
-        records = [r.to_json() for r in self]
-        for rec in records:
-            rec["provenance"] = json.dumps(rec["provenance"], sort_keys=True)
-        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            Dataset.from_list(records).save_to_disk(str(tmp))
-            tmp.rename(p)
-        except BaseException as e:
-            # asked before the partial copy is removed (it holds the space that is missing)
-            full = isinstance(e, Exception) and disk_full(e, p.parent)
-            shutil.rmtree(tmp, ignore_errors=True)
-            if full:
-                raise OSError(
-                    errno.ENOSPC,
-                    f"no space left on device while exporting the V* table to {p}; the partial "
-                    "copy was removed and nothing is left there. Free space and rerun (Stage 1 "
-                    "resumes from its table file, so only the export is redone).",
-                ) from e
-            raise
+        write_exported(list(self), p)
 
     def get(self, prompt: str) -> ValueRow:
         """The row of ``prompt``; raises :class:`MissingPromptError` naming it and the table."""
@@ -299,45 +279,6 @@ def jsonl_bytes(rows: Iterable[ValueRow]) -> bytes:
     """``rows`` in the JSONL file format (one JSON object a line), UTF-8."""
     lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
     return "".join(lines).encode("utf-8")
-
-
-def _saved_files(state: Path) -> Any:
-    """The ``_data_files`` a dataset folder's ``state.json`` lists (None when unreadable)."""
-    try:
-        return json.loads(state.read_text(encoding="utf-8")).get("_data_files")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _read_exported(p: Path) -> list[ValueRow]:
-    """The rows of a folder written by :meth:`ValueTable.export`."""
-    if not (p / "dataset_info.json").is_file() and not (p / "state.json").is_file():
-        raise ValueTableError(
-            f"V* table {str(p)!r} is a folder but not a saved dataset (no state.json); give a "
-            "table file (.jsonl/.parquet) or a folder from `astarpo value --export`."
-        )
-    from datasets import load_from_disk  # the llm extra
-
-    if _saved_files(p / "state.json") == []:
-        raise ValueTableError(  # datasets itself fails on it with "list index out of range"
-            f"V* table {str(p)!r} is an exported folder with no rows (an empty export); export "
-            "the table again with `astarpo value --export` (Stage 1)."
-        )
-    try:
-        records = load_from_disk(str(p)).to_list()
-    except Exception as e:
-        raise ValueTableError(f"{p}: cannot read the exported V* table ({e}).") from e
-    need = {"prompt", "v_star", "pass_rate", "rewards"}
-    missing = sorted(need - set(records[0])) if records else []
-    if missing:
-        raise ValueTableError(
-            f"{p}: an exported V* table needs the columns {sorted(need)}; missing {missing}."
-        )
-    for rec in records:  # ValueRow.from_json reads the provenance's JSON text
-        rec.setdefault("key", prompt_key(str(rec["prompt"])))
-    rows = [ValueRow.from_json(r, f"{p}:row {i}") for i, r in enumerate(records)]
-    ValueTable(rows, p)  # duplicates are an error
-    return rows
 
 
 def lookup_v_star(table: Any, prompts: Sequence[str]) -> np.ndarray:

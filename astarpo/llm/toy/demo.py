@@ -16,19 +16,20 @@ addition (``addition``, the default) or worked 4-digit addition (``scratchpad``,
    steps, and at the end, against training wall time (evaluation time excluded).
 5. ``report.json``, ``accuracy_vs_time.png`` and ``report.md`` in the output directory.
 
-The demo regenerates only what it wrote itself (:func:`claim_output`): before any work it
-writes :data:`MARKER` into its output directory, and a later run may replace the demo's files
-there (:data:`OUTPUTS`, ``train/``'s run included) only when that marker is present and the
-directory holds nothing else. A directory holding other files, or a run in ``train/`` without
-the marker (a user's training run), is refused before the SFT unless ``overwrite=True``
-(``astarpo demo --overwrite``), which writes the demo's files there and never deletes the others.
+The demo regenerates only what it wrote itself
+(:func:`~astarpo.llm.toy.demo_output.claim_output`): before any work it writes
+:data:`~astarpo.llm.toy.demo_output.MARKER` into its output directory, and a later run may
+replace the demo's files there (``train/``'s run included) only when that marker is present and
+the directory holds nothing else. A directory holding other files, or a run in ``train/``
+without the marker (a user's training run), is refused before the SFT unless
+``overwrite=True`` (``astarpo demo --overwrite``), which writes the demo's files there and never
+deletes the others.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -36,7 +37,6 @@ from typing import Any
 
 import torch
 
-from astarpo import __version__
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import evaluate
@@ -45,33 +45,13 @@ from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.toy.demo_output import claim_output, top_name
 from astarpo.llm.toy.sft import SFTConfig, cached_sft
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainers import AStarPOTrainer
 
-__all__ = [
-    "HELDOUT_POOL",
-    "MARKER",
-    "OUTPUTS",
-    "REFERENCE_TARGET",
-    "DemoConfig",
-    "claim_output",
-    "run_demo",
-]
+__all__ = ["HELDOUT_POOL", "REFERENCE_TARGET", "DemoConfig", "run_demo"]
 
-#: Marks a directory as the demo's output; written before any work (``astarpo demo``).
-MARKER = "astarpo_demo.json"
-
-#: What the demo writes in its output directory (``train/`` is the A*-PO run directory).
-OUTPUTS = (
-    MARKER,
-    "v_star.jsonl",
-    "v_star.jsonl.lock",
-    "train",
-    "report.json",
-    "report.md",
-    "accuracy_vs_time.png",
-)
 
 #: Problems reserved for held-out evaluation (``n_test`` of them are used).
 HELDOUT_POOL = 1000
@@ -179,55 +159,6 @@ def _heldout_eval(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: D
     return {"sampled_pass@1": sampled["accuracy"], "greedy_pass@1": greedy["accuracy"]}
 
 
-def claim_output(out_dir: str | Path, overwrite: bool = False, keep: tuple[str, ...] = ()) -> None:
-    """Make ``out_dir`` the demo's before any work: refuse a directory it did not write, remove
-    its own earlier results, write :data:`MARKER`.
-
-    The demo recognizes its own output by :data:`MARKER`. A missing or empty directory, or one
-    with the marker that holds only :data:`OUTPUTS`, is the demo's to regenerate. Anything else
-    is refused unless ``overwrite``: entries outside :data:`OUTPUTS` (a user's files), or
-    demo-named entries without the marker (``train/`` holding a training run the demo did not
-    write). With ``overwrite`` the demo writes its files beside the others and deletes none of
-    them (``train/``'s earlier run files are replaced by the new run).
-
-    Args:
-        out_dir: The demo's output directory.
-        overwrite: Write there even when the demo did not write it.
-        keep: Top-level names that are neither the demo's nor foreign (the SFT cache, when
-            ``cache_dir`` lies inside ``out_dir``).
-
-    Raises:
-        FileExistsError: ``out_dir`` is a file, or holds what the demo did not write (without
-            ``overwrite``); nothing was changed.
-    """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"demo output {str(out)!r} is a file; give a folder (--out).")
-    entries = sorted(p.name for p in out.iterdir() if p.name not in keep) if out.is_dir() else []
-    foreign = [name for name in entries if name not in OUTPUTS]
-    if entries and not overwrite:
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise FileExistsError(
-                f"{out} holds files the demo did not write ({shown}); nothing was changed. "
-                "Choose another --out, or pass --overwrite (overwrite=True) to write the demo's "
-                "files beside them."
-            )
-        if not (out / MARKER).is_file():
-            raise FileExistsError(
-                f"{out} holds {', '.join(entries)} but no {MARKER}, so the demo did not write them "
-                "(train/ may be a training run of yours); nothing was changed. Choose another "
-                "--out, or pass --overwrite (overwrite=True) to replace them."
-            )
-    for name in OUTPUTS[1:]:  # the earlier results; train/'s run files go with the new run
-        p = out / name
-        if name != "train" and (p.is_file() or p.is_symlink()):
-            p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    marker = {"written_by": "astarpo demo", "astarpo_version": __version__}
-    (out / MARKER).write_text(json.dumps(marker) + "\n")
-
-
 def run_demo(
     out_dir: str | Path,
     quick: bool = False,
@@ -243,7 +174,7 @@ def run_demo(
 
     Args:
         out_dir: Output directory (``report.*``, ``v_star.jsonl``, ``train/``; see
-            :func:`claim_output`).
+            :func:`~astarpo.llm.toy.demo_output.claim_output`).
         quick: Smaller settings (the test and CI use them).
         cache_dir: Where the SFT reference is cached (default ``$ASTARPO_CACHE`` or
             ``~/.cache/astarpo``).
@@ -255,7 +186,8 @@ def run_demo(
             per SFT step with 1 thread, 0.085 to 0.46 s with 2, depending on other jobs).
         task: The embedded task (:data:`~astarpo.llm.toy.tasks.TASKS`). Default
             ``"addition"``.
-        overwrite: Write into an ``out_dir`` the demo did not write (:func:`claim_output`).
+        overwrite: Write into an ``out_dir`` the demo did not write
+            (:func:`~astarpo.llm.toy.demo_output.claim_output`).
 
     Raises:
         FileExistsError: ``out_dir`` holds what the demo did not write (without
@@ -265,21 +197,13 @@ def run_demo(
     torch.set_num_threads(threads)
     try:
         cfg = config or DemoConfig.make(quick, str(out_dir), seed, task=task)
-        claim_output(out_dir, overwrite, keep=_top_name(out_dir, cache_dir))
+        claim_output(out_dir, overwrite, keep=top_name(out_dir, cache_dir))
         train_dir = Path(cfg.train.output_dir).resolve()
         if train_dir == (Path(out_dir) / "train").resolve():  # claimed: the demo's to replace
             cfg = replace(cfg, train=replace(cfg.train, overwrite_output_dir=True))
         return _run_demo(out_dir, quick and config is None, cache_dir, progress, cfg)
     finally:
         torch.set_num_threads(previous)
-
-
-def _top_name(out_dir: str | Path, inner: str | Path | None) -> tuple[str, ...]:
-    """The top-level name under ``out_dir`` of the path ``inner`` lies in (none if outside)."""
-    if inner is None:
-        return ()
-    rel = os.path.relpath(Path(inner).resolve(), Path(out_dir).resolve())
-    return () if rel == "." or rel.startswith("..") else (Path(rel).parts[0],)
 
 
 def _splits(cfg: DemoConfig) -> tuple[list[dict[str, str]], list[dict[str, str]], Any]:

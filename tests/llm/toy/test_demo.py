@@ -126,7 +126,8 @@ def test_demo_refuses_before_sft_what_it_did_not_write(tmp_path, monkeypatch, ca
 
 def test_demo_reruns_over_its_own_output_and_keeps_a_users_run(tmp_path):
     from astarpo.llm.stage1.table import ValueTable
-    from astarpo.llm.toy.demo import MARKER, DemoConfig, run_demo
+    from astarpo.llm.toy.demo import DemoConfig, run_demo
+    from astarpo.llm.toy.demo_output import MARKER
 
     assert not DemoConfig.make(quick=True).train.overwrite_output_dir
     out, cache = tmp_path / "d", tmp_path / "d" / "cache"  # a cache inside --out is allowed
