@@ -281,16 +281,17 @@ class _HelperPool:
             with self._lock:
                 self.active = False
                 left, self._pending = self._pending, {}
+                if left:  # logged before the waiting calls return, so they see it
+                    logger.warning(
+                        "math_verify_reward: the helper process %d %s with %d items not "
+                        "scored; they are counted as 'error' (the next call starts a new "
+                        "helper).",
+                        self.pid,
+                        "was closed" if self._closing else "exited",
+                        len(left),
+                    )
                 for call, index in left.values():
                     call.set(index, {"reason": "error"})
-            if left:
-                logger.warning(
-                    "math_verify_reward: the helper process %d %s with %d items not scored; "
-                    "they are counted as 'error' (the next call starts a new helper).",
-                    self.pid,
-                    "was closed" if self._closing else "exited",
-                    len(left),
-                )
             self._reap()
 
     def _reap(self) -> None:

@@ -241,7 +241,7 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
     assert code == 1 and err[-1].startswith("error: prompt '99+99='"), err
     assert main([*train, "--beta2", "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: beta2"), err
+    assert len(err) == 1 and err[0].startswith("error: --beta2"), err
 
 
 def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
