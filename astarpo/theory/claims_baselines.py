@@ -31,6 +31,8 @@ Results = dict[str, dict[str, Any]]
 def _shift(u: dict[str, Any], name: str, delta: float) -> tuple[float, float, float]:
     i = u["config"]["delta"].index(delta)
     s = u["variants"][name]["shift"][i]
+    if s["lo"] is None:  # an exact 0 (every resampled gap 0 too): the interval is the point
+        return s["gap"], s["gap"], s["gap"]
     return s["gap"], s["lo"], s["hi"]
 
 
