@@ -14,12 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.theory.claims_baselines import (
-    UNTESTABLE,
-    assumption_claims,
-    baseline_claims,
-    update_claims,
-)
+from astarpo.theory.claims_baselines import UNTESTABLE, assumption_claims, baseline_claims
+from astarpo.theory.claims_update import update_claims
 from astarpo.theory.verdicts import (
     Claim,
     bound,
@@ -36,7 +32,7 @@ from astarpo.theory.verdicts import (
     two_beta_cell,
 )
 
-__all__ = ["claims", "counts", "grid_se", "slope_windows"]
+__all__ = ["claims", "grid_se", "slope_windows"]
 
 Results = dict[str, dict[str, Any]]
 
@@ -88,36 +84,39 @@ def _rates(res: Results) -> list[Claim]:
         ),
         Claim(
             r"Last iterate with $c/\sqrt t$ steps: gap $O(T^{-1/2})$",
-            "standard rate",
+            "textbook",
             "`horizon`: fitted slope, 8 seeds",
             "{}: {}".format(*bound(slope_ci(sq["last"]), -0.5)),
             "bound",
         ),
         Claim(
             r"Mean gap of the iterates (what regret controls): $O(T^{-1/2})$",
-            "standard rate",
+            "textbook",
             "`horizon`: fitted slope, 8 seeds",
             "{}: {}".format(*bound(slope_ci(sq["mean_gap"]), -0.5)),
             "bound",
         ),
         Claim(
             r'"The average iterate decays like $1/T$"',
-            "old page",
+            "textbook",
             "`horizon`: parameter average, fitted slope (outside any regret bound: the loss "
             "is not convex in $\\theta$)",
             "{}: {}".format(*rate(slope_ci(sq["average"]), -1.0)),
             "rate",
+            said_by="old page",
         ),
         Claim(
             "The bounded parameter set of the analysis is active (projecting changes the run)",
-            "analysis",
+            "implied",
             f"`horizon`: fraction of steps on the sphere $R = {proj['radius']:.0f}$: "
             f"{fmt(proj['fraction_of_steps_on_sphere'])}; largest parameter difference from "
             f"the unprojected run (same seeds): {fmt(proj['max_abs_theta_difference'])}",
-            "agrees: the projection acts"
+            "agrees: the projection acts (exact, paired)"
             if binding
-            else "disagrees: never active, the runs are identical (exact, paired)",
+            else "inconclusive: the runs are identical (exact, paired), so the intervals "
+            "coincide; the projection never acts",
             "order",
+            said_by="the analysis",
         ),
     ]
 
@@ -136,7 +135,7 @@ def _n_rates(res: Results) -> list[Claim]:
     return [
         Claim(
             r'"The gap falls like $N^{-3/4}$"',
-            "old page",
+            "implied",
             f"`samples`: slope over N = 1-256 {interval(n_all, True)}, over $N \\le 64$ "
             f"{interval(n_64, True)}; `grid`: at N = 1 the gap still falls with T "
             f"(slope {interval(n1, True)})",
@@ -144,10 +143,11 @@ def _n_rates(res: Results) -> list[Claim]:
             f"$N \\le 64$ fit {verb[w_64]} it; "
             "N sets Stage 2's noise level, not a floor",
             "rate",
+            said_by="old page",
         ),
         Claim(
             "The T and N terms add ($aT^{-p} + bN^{-q} + c$)",
-            "standard rate",
+            "textbook",
             f"`grid`: rms log residual additive {add['rms_log_residual']:.2f}, product "
             f"$aT^{{-p}}(N^{{-q}}+c)$ {prod['rms_log_residual']:.2f} (cell standard error "
             f"{se:.2f}); product $p$ = {prod['p']:.2f} [{prod['ci']['p'][0]:.2f}, "
@@ -198,14 +198,15 @@ def _stage1(res: Results) -> list[Claim]:
     return [
         Claim(
             '"The exact MSE of $\\hat V^*$ has slope -1.61"',
-            "old page",
+            "implied",
             "`samples`: local slopes of the exact MSE ($\\beta_1 = 0.1$), N = 1 to 256",
             f"identity check: not a power law, local slopes {max(ls):.2f} to {min(ls):.2f}",
             "identity",
+            said_by="old page",
         ),
         Claim(
             "Stage 1 error of order $N^{-1/2}$ (MSE $N^{-1}$) when $\\beta_1$ is the target's",
-            "standard rate",
+            "textbook",
             "`samples` ($\\beta_1 = 0.5$ vs $V^*_{0.5}$): exact MSE (binomial, no sampling)",
             f"identity check: least-squares slope {lsq:.2f}, local slopes {max(vs1):.2f} to "
             f"{min(vs1):.2f}",
@@ -214,7 +215,7 @@ def _stage1(res: Results) -> list[Claim]:
         Claim(
             "$v_{\\mathrm{ref}} > 0$ is needed for the hard contexts to learn (the old page: "
             "it is not)",
-            "paper (assumption), old page",
+            "implied",
             "`coverage`, hard contexts at T = 2000, gap [95%] vs the reference's: one-hot "
             + "; ".join(
                 f"{fmt(v)}: {interval(gci(r['gap_hard']['estimated']))} vs "
@@ -234,15 +235,17 @@ def _stage1(res: Results) -> list[Claim]:
             + "; shared features "
             + ", ".join(f"{fmt(v)}: {word[x]}" for v, x in zip(sh, s_learn, strict=True)),
             "learns",
+            said_by="the paper's assumption; old page",
         ),
         Claim(
             "Stage 1 error grows like $(1/v_{\\mathrm{ref}})^2$",
-            "review",
+            "implied",
             "`coverage`: local slope of the exact MSE of $\\hat V^*$ against the solve rate p",
             f"identity check: slope <= -1.75 for p in {steep} (N = 16, $\\beta_1$ = 0.1; "
             f"steepest {min(case['local_slopes']):.2f}), about -1 where $Np \\gg 1$, falling "
             "to 0 with $V^*$ as $p \\to 0$; an exact MSE below a bound is consistent with it",
             "identity",
+            said_by="review",
         ),
     ]
 
@@ -250,12 +253,9 @@ def _stage1(res: Results) -> list[Claim]:
 def _two_beta(res: Results) -> list[Claim]:
     tb, u = res["two-beta"], res["update"]
     b1s, b2s = tb["config"]["beta1"], tb["config"]["beta2"]
-    spread = max(
-        np.ptp([two_beta_cell(res, b1, b2)["deterministic"]["kl_to_opt_beta2"] for b1 in b1s])
-        / two_beta_cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"]
-        for b2 in b2s
-        if two_beta_cell(res, b1s[0], b2)["deterministic"]["kl_to_opt_beta2"] > 1e-12
-    )
+    det = {(c["beta1"], c["beta2"]): c["deterministic"]["kl_to_opt_beta2"] for c in tb["grid"]}
+    ok = [b2 for b2 in b2s if det[b1s[0], b2] > 1e-12]
+    spread = max(np.ptp([det[b1, b2] for b1 in b1s]) / det[b1s[0], b2] for b2 in ok)
     near, kls = [], []
     for b2 in b2s:
         ci = [two_beta_cell(res, b1, b2)["last"]["kl_to_opt_beta2"] for b1 in b1s if b1 != b2]
@@ -265,7 +265,7 @@ def _two_beta(res: Results) -> list[Claim]:
             f"$\\beta_2$ = {fmt(b2)}: {fmt(min(k[0] for k in kl))}-{fmt(max(k[0] for k in kl))}"
             f" (largest upper end {fmt(max(k[2] for k in kl))})"
         )
-    paper_det = two_beta_cell(res, 0.5, 1e-3)["deterministic"]["kl_to_opt_beta2"]
+    paper_det = det[0.5, 1e-3]
     at = [fmt(b2) for b2, n in zip(b2s, near, strict=True) if n]
     not_at = [fmt(b2) for b2, n in zip(b2s, near, strict=True) if not n]
     var = [c.get("variance_at_optimum") for c in tb["grid"]]
@@ -273,12 +273,13 @@ def _two_beta(res: Results) -> list[Claim]:
         Claim(
             "Any $\\hat V$ that does not depend on the sampled response drops out of the "
             "expected gradient (the proposition below)",
-            "identity",
+            "textbook",
             "`two-beta`: exact-gradient iterates for 5 values of $\\beta_1$; `update`: shift "
             "at $\\delta = 0$ of the plain update",
             f"identity check: the 5 exact-gradient runs agree to {fmt(spread)} (relative); "
             f"plain shift at $\\delta = 0$: {fmt(u['headline']['plain']['0.0'])}",
             "identity",
+            said_by="this page",
         ),
     ]
     if all(v is not None for v in var):
@@ -295,7 +296,7 @@ def _two_beta(res: Results) -> list[Claim]:
                 "The gradient's variance at $\\pi^*_{\\beta_2}$ is "
                 "$4\\beta_2^2\\sum_x\\rho(x)^2(\\hat V - V^*_{\\beta_2})^2"
                 "\\,\\mathrm{tr\\,Cov}_{\\pi^*}\\phi$ (the proposition)",
-                "identity",
+                "textbook",
                 f"`two-beta`: Monte Carlo $E\\lVert g\\rVert^2$ over "
                 f"{tb['config']['variance_draws']} draws at $\\theta^*_{{\\beta_2}}$ with "
                 "$\\hat V = V^*_{\\beta_1}$, each of the 15 cells [95%]",
@@ -304,12 +305,13 @@ def _two_beta(res: Results) -> list[Claim]:
                 f"where $\\beta_1 = \\beta_2$ it is 0 and the draws give at most {fmt(tiny)} "
                 "(rounding)",
                 "identity",
+                said_by="this page",
             )
         )
     rows += [
         Claim(
             "With $\\beta_1 \\ne \\beta_2$ the stochastic run converges to $\\pi^*_{\\beta_2}$",
-            "old page",
+            "implied",
             "`two-beta`: KL of the last iterate to $\\pi^*_{\\beta_2}$ at T = 3000, mean over "
             "8 seeds: " + "; ".join(kls),
             f"{combine(['agrees' if n else 'disagrees' for n in near])}: at $\\pi^*$ for "
@@ -317,15 +319,17 @@ def _two_beta(res: Results) -> list[Claim]:
             f"{', '.join(not_at) or 'none'} (exact gradients: KL "
             f"{fmt(paper_det)} at $10^{{-3}}$)",
             "near",
+            said_by="old page",
         ),
         Claim(
             "The single-$\\beta$ theory with $\\beta = \\beta_2$ describes the run",
-            "old page",
+            "implied",
             "`two-beta`: exact $E_x(V^*_{\\beta_1} - V^*_{\\beta_2})^2$ at $\\beta_1 = 0.5$, "
             "$\\beta_2 = 0.1$",
             f"identity check: its Stage 1 term carries "
             f"{fmt(two_beta_cell(res, 0.5, 0.1)['stage1_term_exact'])}, which N does not remove",
             "identity",
+            said_by="old page",
         ),
     ]
     return rows
@@ -350,10 +354,3 @@ def claims(res: Results) -> list[Claim]:
         *assumption_claims(res),
         *UNTESTABLE,
     ]
-
-
-def counts(rows: list[Claim]) -> dict[str, int]:
-    """How many rows carry each verdict word (see ``verdicts.WORDS``)."""
-    from astarpo.theory.verdicts import WORDS
-
-    return {w: sum(r.word == w for r in rows) for w in WORDS}

@@ -1,4 +1,4 @@
-r"""The claims table's rows on the scripts' update, the baselines and the assumptions.
+r"""The claims table's rows on the baselines and the assumptions, and the untestable ones.
 
 Part of :func:`astarpo.theory.claims.claims`; each row's verdict comes from a rule of
 :mod:`astarpo.theory.verdicts`.
@@ -28,58 +28,6 @@ __all__ = ["UNTESTABLE", "assumption_claims", "baseline_claims"]
 Results = dict[str, dict[str, Any]]
 
 
-def _shift(u: dict[str, Any], name: str, delta: float) -> tuple[float, float, float]:
-    i = u["config"]["delta"].index(delta)
-    s = u["variants"][name]["shift"][i]
-    return s["gap"], s["lo"], s["hi"]
-
-
-def update_claims(res: Results) -> list[Claim]:
-    """Rows on the scripts' update: minibatches and the entropy bonus."""
-    u = res["update"]
-    ent = u["entropy_exact"]
-    mb = [order(_shift(u, "minibatches=2", d), _shift(u, "plain", d)) for d in (-0.5, 0.5)]
-    e0 = order(_shift(u, "entropy=0.001", 0.0), _shift(u, "plain", 0.0))
-    return [
-        Claim(
-            "$\\hat V$ still drops out with the scripts' 2 minibatch steps per batch",
-            "scripts (implicit)",
-            "`update`: fixed-point shift at $\\delta = \\mp 0.5$ [bootstrap 95%], 2 minibatches "
-            + ", ".join(interval(_shift(u, "minibatches=2", d)) for d in (-0.5, 0.5))
-            + " vs plain "
-            + ", ".join(interval(_shift(u, "plain", d)) for d in (-0.5, 0.5)),
-            (
-                "disagrees: the shift is larger at both"
-                if mb == ["higher", "higher"]
-                else "inconclusive: " + ", ".join(mb)
-            ),
-            "order",
-        ),
-        Claim(
-            "An entropy bonus of 0.001 leaves the fixed point in place ($\\beta_2 = 0.1$)",
-            "scripts (implicit)",
-            "`update`: shift at $\\delta = 0$ with the bonus "
-            f"{interval(_shift(u, 'entropy=0.001', 0.0))} vs plain "
-            f"{interval(_shift(u, 'plain', 0.0))}",
-            "disagrees: it moves the fixed point" if e0 == "higher" else f"inconclusive: {e0}",
-            "order",
-        ),
-        Claim(
-            "An entropy bonus of 0.001 is harmless at $\\beta_2 = 10^{-3}$",
-            "scripts (implicit)",
-            "`update`, exact gradients from $\\theta^*$: in class after 3000 steps, gap "
-            f"{fmt(ent['0.001']['gap_of_fixed_point'])}, gradient norm "
-            f"{fmt(ent['0.001']['gradient_norm_at_end'])}",
-            f"identity check: weight {fmt(ent['0.001']['entropy_weight_vs_kl'])} against the "
-            f"KL term; in class the run is at {fmt(ent['0.001']['gap_of_fixed_point'])} and "
-            "still moving, so its fixed point is not resolved here (the optimum over all "
-            "policies, outside the class, has gap "
-            f"{fmt(ent['0.001']['gap_of_unrestricted_optimum'])})",
-            "identity",
-        ),
-    ]
-
-
 def baseline_claims(res: Results) -> list[Claim]:
     """Rows on A*-PO vs PG, the PG floor and the paper's beta2 = 1e-3."""
     h, sb = res["horizon"], res["small-beta"]
@@ -100,29 +48,31 @@ def baseline_claims(res: Results) -> list[Claim]:
     return [
         Claim(
             "A\\*-PO beats PG at equal samples",
-            "old page",
+            "implied",
             f"`horizon`, each step tuned: gap at $10^4$ samples per context A\\*-PO "
             f"{interval(a_ci)}, PG {interval(p_ci)}",
             {"lower": "agrees: A\\*-PO lower", "higher": "disagrees: PG lower"}.get(
                 o, "inconclusive: intervals overlap"
             ),
             "order",
+            said_by="old page",
         ),
         Claim(
             "PG's flat, seed-free curve at $c = 10$ is the over-confident gap "
             "$\\beta E_x[-\\log\\pi^*(\\mathrm{correct}|x)]$, not noise at $\\pi^*$",
-            "this page",
+            "textbook",
             f"`horizon`: PG at $c = 10$ {interval(gci(c10, 0), d=4)} vs the closed form "
             f"{fmt(floor, 4)}",
             f"agrees: within {100 * abs(c10['gmean'][0] - floor) / floor:.1f}%"
             if close
             else "disagrees: more than 1% apart",
             "formula",
+            said_by="this page",
         ),
         Claim(
             "Stage 2 converges at $\\beta_2 = 10^{-3}$ ($\\hat V^*$ with $\\beta_1 = 0.5$, "
             "N = 16: the paper's setting)",
-            "paper (setting)",
+            "paper",
             f"`small-beta`, all {len(kl)} step rules at T = 3000: KL to $\\pi^*$ = gap/"
             f"$\\beta_2$ from {interval(kl[best], d=3)} ({best}) up",
             f"{'agrees' if at else 'disagrees'}: {len(at)} of {len(kl)} rules within 0.05 "
@@ -152,24 +102,23 @@ def assumption_claims(res: Results) -> list[Claim]:
     fo = order(gci(filt["filter"]), gci(filt["estimated"]))
     steps = f["steps"]
     i10 = min(range(len(steps)), key=lambda i: abs(math.log(steps[i] / (steps[-1] / 10))))
-    flat = {}
     label = {"shared, beta2=0.1": "$\\beta_2 = 0.1$", "shared, beta2=1e-3": "$\\beta_2 = 10^{-3}$"}
-    for k in label:
-        c = f["cases"][k]["fisher_min"]
-        flat[k] = order(gci(c), gci(c, i10)) == "overlap"
+    fm = {k: f["cases"][k]["fisher_min"] for k in label}
+    flat = {k: order(gci(c), gci(c, i10)) == "overlap" for k, c in fm.items()}
     return [
         Claim(
             "Rates survive misspecification",
-            "analysis assumes realizability",
+            "implied",
             f"`realizability`: excess-gap slope over 5 instances, realizable "
             f"{interval(sl('shared'), True)}, misspecified {interval(sl('misspecified'), True)}, "
             f"non-realizable {interval(sl('nonrealizable'), True)}",
             f"{combine(ok)}: misspecified {word[mis]}, non-realizable {word[non]}",
             "order",
+            said_by="the analysis assumes realizability",
         ),
         Claim(
             "More Stage 1 samples where $p(x)$ is low help",
-            "review",
+            "implied",
             "`adaptive` (one allocation rule; the hard contexts get N = "
             + ", ".join(f"{x['mean_counts_hard']:.0f}" for x in ad)
             + " where $p = 10^{-2}$ needs about 100): hard-context gap adaptive / uniform "
@@ -184,10 +133,11 @@ def assumption_claims(res: Results) -> list[Claim]:
                 else "partly: " + ", ".join(ad_o)
             ),
             "order",
+            said_by="review",
         ),
         Claim(
             "Dropping prompts whose N samples are all wrong (the optional filter) is harmless",
-            "paper (method)",
+            "paper",
             "`coverage`, shared features, $v_{\\mathrm{ref}} = 10^{-3}$: hard-context gap "
             f"with the filter {interval(gci(filt['filter']))}, without "
             f"{interval(gci(filt['estimated']))}",
@@ -199,7 +149,7 @@ def assumption_claims(res: Results) -> list[Claim]:
         ),
         Claim(
             "A Fisher floor $\\lambda > 0$ holds along the run (Assumption 4)",
-            "paper (assumption)",
+            "implied",
             f"`fisher`: $\\lambda_{{\\min}}$ at T = {steps[-1]} vs T = {steps[i10]} [95%]: "
             + "; ".join(
                 f"{label[k]}: "
@@ -214,6 +164,7 @@ def assumption_claims(res: Results) -> list[Claim]:
                 for k, v in flat.items()
             ),
             "order",
+            said_by="the paper's Assumption 4",
         ),
     ]
 
@@ -229,17 +180,19 @@ UNTESTABLE = [
     ),
     Claim(
         "Competitive MATH500 accuracy with PPO, GRPO and REBEL",
-        "paper (main table, official repository's `assets/evaluations.png`)",
+        "paper",
         "needs LLM training runs, not a bandit",
         "not testable: LLM runs",
         "untestable",
+        said_by="main table, official repository's `assets/evaluations.png`",
     ),
     Claim(
         "Less training time and peak memory than PPO, GRPO and REBEL",
-        "paper (main table, official repository's `assets/evaluations.png`)",
+        "paper",
         "wall clock and memory of LLM training (the baselines page), not this simulator",
         "not testable: LLM runs",
         "untestable",
+        said_by="main table, official repository's `assets/evaluations.png`",
     ),
     Claim(
         "Token-level behaviour (sequence log-probabilities, response length)",

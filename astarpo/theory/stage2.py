@@ -21,6 +21,7 @@ are a batch axis: parameters ``[S, d]``; seed ``s`` draws from ``generators(STAG
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +62,9 @@ class Stage2Config:
         normalize: Step along ``grad / ||grad||`` (normalized gradient descent).
         track_fisher: Record the Fisher floor at the evaluation points (default True; costs
             O(d^3) per point, so large tabular instances turn it off and record NaN).
+        extra_points: Evaluation points added to the log-spaced ones (default none), each in
+            ``[1, n_iterations]``: e.g. ``T/4`` and ``T/2``, so that the parameter average over
+            a window ``[T/4, T/2)`` follows from the recorded running averages.
     """
 
     beta2: float
@@ -76,6 +80,7 @@ class Stage2Config:
     staleness: int = 0
     normalize: bool = False
     track_fisher: bool = True
+    extra_points: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.beta2 > 0:
@@ -90,6 +95,12 @@ class Stage2Config:
             raise ValueError(f"clip_norm must be None or > 0, got {self.clip_norm}.")
         if self.entropy < 0:
             raise ValueError(f"entropy must be >= 0, got {self.entropy}.")
+        bad = [t for t in self.extra_points if not 1 <= t <= self.n_iterations]
+        if bad:
+            raise ValueError(
+                f"extra_points must lie in [1, n_iterations = {self.n_iterations}], got {bad}; "
+                "drop them or raise n_iterations."
+            )
         self.optimizer()  # validates learning_rate, schedule, radius
 
     def optimizer(self) -> OnlineGradientDescent:
@@ -137,8 +148,15 @@ def regression_gradient(
 
     Returns:
         ``(grad [S, d], loss [S])``, the gradient of ``advantage_regression_loss`` averaged over
-        contexts, by autograd.
+        contexts, by autograd. The loss runs with ``check=False``: a diverging run (its
+        parameters overflowed) yields NaN here and is recorded as diverged by the caller,
+        not stopped.
+
+    Raises:
+        ValueError: if ``beta2`` is not a finite number > 0.
     """
+    if not (isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0):
+        raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
     arrays = bandit.torch_arrays()
     th = torch.from_numpy(np.asarray(theta, dtype=np.float64)).clone().requires_grad_(True)
     logp = log_policy_torch(bandit, th)  # [S, X, Y]
@@ -152,7 +170,7 @@ def regression_gradient(
     if uniforms is None:
         logp_s = torch.where(arrays["support"], logp, zero)
         loss = advantage_regression_loss(
-            logp_s, arrays["log_ref_safe"], arrays["rewards"], v[..., None], beta2
+            logp_s, arrays["log_ref_safe"], arrays["rewards"], v[..., None], beta2, check=False
         )
         per_x = (probs * loss).sum(-1)
     else:
@@ -161,9 +179,11 @@ def regression_gradient(
         logp_a = logp.gather(-1, a)[..., 0]
         ref_a = arrays["log_ref"].expand(s, -1, -1).gather(-1, a)[..., 0]
         r_a = arrays["rewards"].expand(s, -1, -1).gather(-1, a)[..., 0]
-        per_x = advantage_regression_loss(logp_a, ref_a, r_a, v, beta2)
+        per_x = advantage_regression_loss(logp_a, ref_a, r_a, v, beta2, check=False)
     if entropy > 0:
-        plogp = torch.where(arrays["support"], logp.exp() * logp, zero)
+        # where() before the product: -inf * 0 off the support would make the gradient NaN
+        logp_s = torch.where(arrays["support"], logp, zero)
+        plogp = torch.where(arrays["support"], logp_s.exp() * logp_s, zero)
         per_x = per_x + entropy * plogp.sum(-1)  # minus entropy * H
     per_seed = (per_x * w).sum(-1)
     per_seed.sum().backward()

@@ -32,6 +32,10 @@ class Stage2Result:
         mixture: Gap of the mixture policy (mean of ``pi_theta_0 .. pi_theta_{t-1}``).
         mean_gap: Mean of the gaps of ``theta_0 .. theta_{t-1}`` (what a regret bound bounds).
         context_last: Per-context gap of the last iterate, ``[S, K, X]``.
+        path: The last iterate at each evaluation point, ``[S, K, d]``.
+        average_path: The parameter average (mean of ``theta_0 .. theta_{t-1}``) at each
+            evaluation point, ``[S, K, d]``; the average over a window ``[a, b)`` of two
+            evaluation points is ``(b * average_path[:, j] - a * average_path[:, i]) / (b - a)``.
         fisher_min: Fisher floor (identifiable subspace) of the last iterate, ``[S, K]``.
         theta: Final parameters ``[S, d]``.
         theta_average: Final parameter average ``[S, d]``.
@@ -46,6 +50,8 @@ class Stage2Result:
     mixture: np.ndarray
     mean_gap: np.ndarray
     context_last: np.ndarray
+    path: np.ndarray
+    average_path: np.ndarray
     fisher_min: np.ndarray
     theta: np.ndarray
     theta_average: np.ndarray
@@ -60,17 +66,20 @@ class Tracker:
     Args:
         bandit: The instance.
         cfg: A :class:`~astarpo.theory.stage2.Stage2Config` (``beta2``, ``n_iterations``,
-            ``per_decade``, ``radius``, ``track_fisher``).
+            ``per_decade``, ``extra_points``, ``radius``, ``track_fisher``).
         n_seeds: S.
     """
 
     def __init__(self, bandit: LogLinearBandit, cfg: Any, n_seeds: int) -> None:
         self.bandit, self.beta, self.radius = bandit, float(cfg.beta2), cfg.radius
-        self.steps = log_checkpoints(cfg.n_iterations, cfg.per_decade)
+        extra = np.asarray(cfg.extra_points, dtype=int)
+        self.steps = np.union1d(log_checkpoints(cfg.n_iterations, cfg.per_decade), extra)
         k, s, x = len(self.steps), n_seeds, bandit.n_contexts
         self.curves = {n: np.empty((s, k)) for n in ("last", "average", "mixture", "mean_gap")}
         self.fisher = np.empty((s, k))
         self.context = np.empty((s, k, x))
+        self.path = np.empty((s, k, bandit.dim))
+        self.average_path = np.empty((s, k, bandit.dim))
         self.mix_sum = np.zeros((s, x, bandit.n_actions))
         self.gap_sum = np.zeros(s)
         self.n_played = 0
@@ -103,6 +112,8 @@ class Tracker:
         b, k = self.bandit, self.k
         per_x = b.context_suboptimality(b.policy(theta), self.beta)
         self.context[:, k] = per_x
+        self.path[:, k] = theta
+        self.average_path[:, k] = average
         self.curves["last"][:, k] = np.maximum(per_x @ b.context_probs, 0.0)
         self.curves["average"][:, k] = b.suboptimality(b.policy(average), self.beta)
         self.curves["mixture"][:, k] = b.suboptimality(self.mix_sum / self.n_played, self.beta)
@@ -116,6 +127,8 @@ class Tracker:
         return Stage2Result(
             steps=self.steps,
             context_last=self.context,
+            path=self.path,
+            average_path=self.average_path,
             fisher_min=self.fisher,
             theta=theta,
             theta_average=theta_average,

@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "RULES",
+    "SOURCES",
     "WORDS",
     "Claim",
     "bound",
@@ -32,6 +33,11 @@ __all__ = [
 
 #: The verdict words, in the order the page counts them.
 WORDS = ("agrees", "disagrees", "partly", "inconclusive", "identity check", "not testable")
+
+#: Where a claim comes from, in the order the page groups them: the paper's own claims about its
+#: method and setting; what the paper implies (read by the old page, the review, the scripts'
+#: use of its update, or this page); standard results checked as controls.
+SOURCES = ("paper", "implied", "textbook")
 
 #: Rule name -> the sentence the page prints.
 RULES = {
@@ -129,13 +135,38 @@ def combine(words: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """One row: the claim, who made it, what was measured, the verdict and its rule's name."""
+    """One row of the claims table.
+
+    Args:
+        claim: What is claimed.
+        source: One of :data:`SOURCES`: ``"paper"`` (the paper's own claims about its method
+            and setting), ``"implied"`` (what the paper implies) or ``"textbook"`` (a standard
+            result checked as a control).
+        measured: What was measured, with the interval that decided.
+        verdict: ``"word: detail"``; the word is one of :data:`WORDS`.
+        rule: The name of the rule of :data:`RULES` that gave the verdict.
+        said_by: Who stated it, when not the paper itself (``"old page"``, ``"review"``, ...;
+            default ``""``).
+
+    Raises:
+        ValueError: for a source outside :data:`SOURCES` or a rule outside :data:`RULES`.
+    """
 
     claim: str
     source: str
     measured: str
     verdict: str
     rule: str
+    said_by: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(
+                f"source must be one of {SOURCES}, got {self.source!r}; put who said it "
+                "(old page, review, ...) in said_by."
+            )
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {sorted(RULES)}, got {self.rule!r}.")
 
     @property
     def word(self) -> str:

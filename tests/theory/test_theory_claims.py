@@ -7,25 +7,57 @@ what ``fill_page.py`` renders from the template and that JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from astarpo.commands.theory import NAMES
-from astarpo.theory.claims import claims, counts
-from astarpo.theory.verdicts import RULES, WORDS, Claim, bound, combine, converges, order, rate
+from astarpo.theory import claims_baselines
+from astarpo.theory.claims import claims
+from astarpo.theory.tally import by_source, counts
+from astarpo.theory.verdicts import (
+    RULES,
+    SOURCES,
+    WORDS,
+    Claim,
+    bound,
+    combine,
+    converges,
+    order,
+    rate,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "docs" / "_static" / "theory"
 PAGE = ROOT / "docs" / "theory.md"
-HEAD = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
+INDEX = ROOT / "docs" / "index.md"
+HEAD = (
+    "| source | claim (*who said it*) | measured (experiment: numbers [95% interval]) "
+    "| verdict (rule) |"
+)
+#: A tally line of the page, e.g. "- **paper** (9 claims): counted as evidence 2 agree, ...".
+TALLY = re.compile(
+    r"^- \*\*(?P<source>\w+)\*\* \((?P<n>\d+) claims\): counted as evidence (?P<agrees>\d+) "
+    r"agree, (?P<disagrees>\d+) disagree, (?P<partly>\d+) partly, (?P<inconclusive>\d+) "
+    r"inconclusive; not counted (?P<identity>\d+) identity checks, (?P<untestable>\d+) not "
+    r"testable\.$",
+    re.M,
+)
+
+
+def _results() -> dict[str, Any]:
+    return {n: json.loads((STATIC / f"{n}.json").read_text()) for n in NAMES}
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[Claim]:
-    return claims({n: json.loads((STATIC / f"{n}.json").read_text()) for n in NAMES})
+    return claims(_results())
 
 
 def _page_rows(text: str) -> list[list[str]]:
@@ -45,10 +77,35 @@ def _mismatches(text: str, rows: list[Claim]) -> list[str]:
     if len(page) != len(rows):
         return [f"the page has {len(page)} claims, the JSON gives {len(rows)}"]
     out = []
-    for cells, row in zip(page, rows, strict=True):
-        want = [f"{row.claim}; *{row.source}*", row.measured, f"{row.verdict} ({row.rule})"]
+    for cells, row in zip(page, by_source(rows), strict=True):
+        who = f" (*{row.said_by}*)" if row.said_by else ""
+        want = [row.source, row.claim + who, row.measured, f"{row.verdict} ({row.rule})"]
         if cells != want:
             out.append(f"{row.claim}: page {cells!r}, computed {want!r}")
+    return out
+
+
+def _tally_mismatches(text: str, rows: list[Claim]) -> list[str]:
+    """The page's per-source tally against a count of the rows made here, independently."""
+    want = Counter((r.source, r.word) for r in rows)
+    found = {m["source"]: m for m in TALLY.finditer(text)}
+    if list(found) != list(SOURCES):
+        return [f"the page tallies the sources {list(found)}, not {list(SOURCES)}"]
+    key = {
+        "agrees": "agrees",
+        "disagrees": "disagrees",
+        "partly": "partly",
+        "inconclusive": "inconclusive",
+        "identity check": "identity",
+        "not testable": "untestable",
+    }
+    out = []
+    for src, m in found.items():
+        if int(m["n"]) != sum(r.source == src for r in rows):
+            out.append(f"{src}: the page counts {m['n']} claims")
+        for word, group in key.items():
+            if int(m[group]) != want[src, word]:
+                out.append(f"{src}: the page counts {m[group]} {word}, the JSON {want[src, word]}")
     return out
 
 
@@ -74,10 +131,19 @@ def test_every_row_has_a_known_rule_word_and_an_interval(rows: list[Claim]) -> N
 
 def test_the_page_counts_and_states_the_rules(rows: list[Claim]) -> None:
     text = PAGE.read_text()
-    c = counts(rows)
-    assert f"Counted as evidence: {c['agrees']} agree, {c['disagrees']}" in text
+    assert _tally_mismatches(text, rows) == []
+    assert sum(sum(counts(rows, src).values()) for src in SOURCES) == len(rows)
     for rule in RULES.values():
         assert rule in text
+
+
+def test_every_claim_has_one_of_the_three_sources(rows: list[Claim]) -> None:
+    assert {r.source for r in rows} == set(SOURCES)
+    # the paper's own claims: its abstract, its setting, its filter, its table, its theorem
+    paper = [r for r in rows if r.source == "paper"]
+    assert 5 <= len(paper) <= 12
+    with pytest.raises(ValueError, match="said_by"):
+        Claim("c", "old page", "m", "agrees: x", "order")
 
 
 def test_the_page_is_what_fill_page_renders() -> None:
@@ -109,3 +175,36 @@ def test_a_wrong_verdict_on_the_page_is_caught(rows: list[Claim]) -> None:
     flipped = text.replace(f"| {row.verdict} (", "| agrees: typed by hand (", 1)
     assert flipped != text
     assert len(_mismatches(flipped, rows)) == 1
+
+
+def test_a_flipped_verdict_breaks_the_tally(rows: list[Claim]) -> None:
+    """One row's verdict flipped: the committed page's tally no longer matches."""
+    i = next(i for i, r in enumerate(rows) if r.source == "paper" and r.word == "disagrees")
+    flipped = [*rows[:i], dataclasses.replace(rows[i], verdict="agrees: flipped"), *rows[i + 1 :]]
+    problems = _tally_mismatches(PAGE.read_text(), flipped)
+    assert any(p.startswith("paper: the page counts") for p in problems), problems
+    assert _mismatches(PAGE.read_text(), flipped)
+
+
+def test_a_changed_rule_changes_the_tally(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recompute every row from the JSON with the order rule broken (it never separates two
+    intervals): verdicts flip, and the committed page's tally no longer matches."""
+    monkeypatch.setattr(claims_baselines, "order", lambda a, b: "overlap")
+    broken = claims(_results())
+    assert _tally_mismatches(PAGE.read_text(), broken)
+
+
+def test_the_index_says_what_the_bound_rule_shows(rows: list[Claim]) -> None:
+    """docs/index.md's first finding states the last-iterate rate exactly as the rule does."""
+    row = next(r for r in rows if r.claim.startswith("Last iterate with"))
+    detail = row.verdict.split(": ", 1)[1]
+    phrase = (
+        "faster than"
+        if "lies below" in detail
+        else "slower than"
+        if "lies above" in detail
+        else "not significantly slower than"
+    )
+    first = next(line for line in INDEX.read_text().splitlines() if line.startswith("| On exact"))
+    assert f"{phrase} the standard $T^{{-1/2}}$ rate" in first, first
+    assert "at least as fast" not in first

@@ -47,7 +47,7 @@ KEYS = {
     "coverage": ("families", "value_error_regimes"),
     "two-beta": ("grid", "kl_between_optima"),
     "grid": ("gap", "fit", "t_slope_per_n", "fisher_min"),
-    "update": ("variants", "entropy_exact"),
+    "update": ("variants", "entropy_exact", "paper_betas"),
     "small-beta": ("rules", "reference_gap"),
     "realizability": ("families",),
     "adaptive": ("rows",),
@@ -140,3 +140,40 @@ def test_quick_update_intervals_contain_their_points(quick_all: Path) -> None:
         for s, div in zip(v["shift"], v["diverged_fraction"], strict=True):
             if div == 0 and s["gap"] > 0:
                 assert s["lo"] <= s["gap"] <= s["hi"], (name, s)
+
+
+def test_quick_update_at_the_paper_betas(quick_all: Path) -> None:
+    """The paper-betas part: every run has a verdict by the stated rule, the windows are the
+    rule's, and along the plain path the exact moment is recorded at every point."""
+    from astarpo.theory.convergence import windows
+    from astarpo.theory.experiments.update_paper import STARTS, VALUES
+
+    p = json.loads((quick_all / "update" / "results.json").read_text())["paper_betas"]
+    t = p["config"]["T"]
+    assert p["config"]["windows"] == [list(w) for w in windows(t)]
+    assert {t // 2, 3 * t // 4, t} <= set(p["steps"])
+    words = {"resolved", "settled apart", "still moving", "not resolved"}
+    states = {"at optimum", "still moving", "settled", "undecided"}
+    for rule in p["config"]["step_rules"]:
+        for var in ("plain", "scripts"):
+            for v in VALUES:
+                assert p["verdicts"][rule][var][v]["word"] in words
+                for s in STARTS:
+                    c = p["runs"][rule][var][s][v]["change"]
+                    assert c["state"] in states
+                    k, lo, hi = c["kl_after"]
+                    assert lo <= k <= hi
+        # the plain update from theta* with the exact V* never leaves pi*
+        assert p["runs"][rule]["plain"]["theta*"]["exact"]["change"]["state"] == "at optimum"
+        for s in STARTS:
+            for v in VALUES:
+                path = p["variance_path"][rule][s][v]
+                assert len(path["formula"]) == len(path["measured"]) == len(p["steps"])
+                assert all(0 <= r <= 1 for r in path["rare_share"])
+                share = p["premise_path"][rule][s][v]["v_hat_share"]
+                if v == "exact":  # no offset: the second step's V-hat term is exactly 0
+                    assert all(x["mean"] == 0 for x in share)
+    sp = p["entropy_stationary_points"]
+    assert (
+        sp["reference"]["objective"] > sp["theta*"]["objective"]
+    )  # two maxima; the far one higher

@@ -79,3 +79,39 @@ def test_clipping_and_minibatches_and_staleness_run() -> None:
     assert not np.allclose(plain.theta, two.theta)
     with pytest.raises(ValueError):
         Stage2Config(**base, clip_norm=0.0)
+
+
+def test_entropy_gradient_is_finite_with_zero_mass_actions() -> None:
+    """v_ref = 0: some actions have no reference mass; the bonus's gradient must stay finite
+    (it was NaN: -inf * 0 off the support, through autograd)."""
+    bandit = LogLinearBandit.random(6, 5, 3, v_ref=0.0, seed=5)
+    assert not bandit.support.all()
+    theta, v = np.array([[0.2, -0.1, 0.4]]), np.zeros((1, 6))
+    u = np.random.default_rng(0).random((1, 6))
+    for uniforms in (None, u):
+        g, _ = regression_gradient(bandit, theta, v, 0.5, uniforms=uniforms, entropy=0.1)
+        assert np.isfinite(g).all()
+
+
+def test_a_diverged_iterate_gives_nan_not_an_error() -> None:
+    """A diverging run (staleness) is recorded, not stopped by the loss's NaN check."""
+    bandit = LogLinearBandit.random(5, 6, 3, v_ref=0.2, seed=11)
+    g, _ = regression_gradient(bandit, np.full((1, 3), np.inf), np.zeros((1, 5)), 0.5)
+    assert np.isnan(g).all()
+    with pytest.raises(ValueError, match="beta2"):
+        regression_gradient(bandit, np.zeros((1, 3)), np.zeros((1, 5)), 0.0)
+
+
+def test_extra_points_are_evaluated_and_the_path_is_recorded() -> None:
+    bandit = LogLinearBandit.random(8, 6, 4, v_ref=0.1, seed=2)
+    cfg = Stage2Config(0.5, 60, 4.0, extra_points=(15, 45))
+    out = run_stage2(bandit, np.zeros((3, 8)), cfg)
+    assert {15, 45, 60} <= set(out.steps.tolist())
+    assert out.path.shape == (3, len(out.steps), 4) == out.average_path.shape
+    np.testing.assert_array_equal(out.path[:, -1], out.theta)
+    np.testing.assert_array_equal(out.average_path[:, -1], out.theta_average)
+    k = out.steps.tolist().index(15)
+    gap = bandit.suboptimality(bandit.policy(out.path[:, k]), 0.5)
+    np.testing.assert_allclose(gap, out.last[:, k])  # the path is the iterate at that point
+    with pytest.raises(ValueError, match="extra_points"):
+        Stage2Config(0.5, 60, 4.0, extra_points=(61,))

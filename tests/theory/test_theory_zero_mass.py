@@ -23,6 +23,8 @@ def _result(finals: list[float]) -> Stage2Result:
         mixture=z,
         mean_gap=z,
         context_last=np.zeros((s, 3, 4)),
+        path=np.zeros((s, 3, 2)),
+        average_path=np.zeros((s, 3, 2)),
         fisher_min=z,
         theta=np.arange(2 * s, dtype=float).reshape(s, 2),
         theta_average=np.zeros((s, 2)),

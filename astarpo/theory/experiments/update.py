@@ -26,6 +26,7 @@ from astarpo import optimal_policy
 from astarpo.analysis.figures import styled
 from astarpo.analysis.stats import log_bootstrap_interval
 from astarpo.theory.experiments.common import INSTANCE, config, header, progress
+from astarpo.theory.experiments.update_paper import run as run_paper_betas
 from astarpo.theory.instances import make_instance
 from astarpo.theory.stage2 import regression_gradient, run_stage2
 
@@ -153,6 +154,7 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
             ],
         }
     res["entropy_exact"] = _entropy_fixed_points(bandit, 100 if quick else 3000)
+    res["paper_betas"] = run_paper_betas(seeds, quick, seed, progress_bar)
     res["reference_gap"] = float(bandit.suboptimality(bandit.ref_probs, beta))
     res["headline"] = {
         name: {
@@ -169,9 +171,34 @@ def mean_last(x: np.ndarray) -> float:
     return float(np.exp(np.log(np.maximum(x, 1e-300)).mean()))
 
 
+def _entropy_panel(ax: Any, top: Any, res: dict[str, Any]) -> None:
+    """The top right panel: the entropy bonus with exact gradients, per beta2."""
+    from astarpo.analysis.figures import legend_below
+
+    ent = res["entropy_exact"]
+    betas = list(ent)
+    y = np.arange(len(betas))
+    after = [ent[b]["gap_of_fixed_point"] for b in betas]
+    ax.plot(after, y, "o", color="C3", ms=7, label="3000 steps, c = 0.3")
+    points = res["paper_betas"]["entropy_stationary_points"].values()
+    i = betas.index("0.001")
+    ax.plot([q["gap"] for q in points], [i] * len(points), "D", mfc="none", color="C4", ms=7,
+            label="stationary points (L-BFGS)")  # fmt: skip
+    refs = [ent[b]["reference_gap"] for b in betas]
+    ax.plot(refs, y, "|", color="k", ms=14, mew=2, label=r"$\pi_{\mathrm{ref}}$")
+    ax.set_yticks(y, [rf"$\beta_2={b}$" for b in betas])
+    ax.set_ylim(-0.6, len(betas) - 0.4)
+    ax.set(xscale="log", xlabel="gap")
+    ax.margins(x=0.15)
+    ax.set_title("entropy bonus\n(exact gradients)")
+    handles, labels = ax.get_legend_handles_labels()
+    legend_below(top, handles, labels, 1, "right")
+
+
 @styled
 def plot(res: dict[str, Any], path: str | Path) -> Path:
-    """Fixed-point shift vs delta per variant, and the entropy bonus's exact shift.
+    """Top: fixed-point shift vs delta per variant, and the entropy bonus's exact shift;
+    bottom: the paper's betas (:func:`~astarpo.theory.experiments.update_paper_figure.draw`).
 
     Exact zeros are marked on the lower edge (a triangle), not drawn on the log axis.
 
@@ -183,8 +210,12 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         ``path``.
     """
     from astarpo.analysis.figures import errorbars, figure, legend_below, mark_zeros, save
+    from astarpo.theory.experiments.update_paper_figure import draw as draw_paper_betas
 
-    fig, axes = figure(2, 1, height=4.2, gridspec_kw={"width_ratios": [2.2, 1.0]})
+    fig, placeholder = figure(1, 1, height=8.8)
+    fig.delaxes(placeholder[0])
+    top, bottom = fig.subfigures(2, 1, height_ratios=[4.2, 4.6])
+    axes = list(top.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1.0]}))
     d = np.array(res["config"]["delta"])
     names = list(res["variants"])
     markers = "osD^v<>"
@@ -229,32 +260,12 @@ def plot(res: dict[str, Any], path: str | Path) -> Path:
         pad=16,
     )
     handles, labels = axes[0].get_legend_handles_labels()
-    legend_below(fig, handles, labels, 2, "left")
-    ent = res["entropy_exact"]
-    betas = list(ent)
-    y = np.arange(len(betas))
-    axes[1].plot(
-        [ent[b]["gap_of_fixed_point"] for b in betas],
-        y,
-        "o",
-        color="C3",
-        ms=7,
-        label="fixed point, bonus 0.001",
+    legend_below(top, handles, labels, 2, "left")
+    _entropy_panel(axes[1], top, res)
+    top.suptitle(rf"$\beta_2 = 0.1$, constant offsets $\delta$, T = {res['config']['T']}")
+    p = res["paper_betas"]
+    draw_paper_betas(bottom, p)
+    bottom.suptitle(
+        rf"the paper's betas ($\beta_1 = 0.5$, $\beta_2 = 10^{{-3}}$), T = {p['config']['T']}"
     )
-    axes[1].plot(
-        [ent[b]["reference_gap"] for b in betas],
-        y,
-        "|",
-        color="k",
-        ms=14,
-        mew=2,
-        label=r"$\pi_{\mathrm{ref}}$",
-    )
-    axes[1].set_yticks(y, [rf"$\beta_2={b}$" for b in betas])
-    axes[1].set_ylim(-0.6, len(betas) - 0.4)
-    axes[1].set(xscale="log", xlabel="gap")
-    axes[1].margins(x=0.15)
-    axes[1].set_title("entropy bonus\n(exact gradients)")
-    handles, labels = axes[1].get_legend_handles_labels()
-    legend_below(fig, handles, labels, 1, "right")
-    return save(fig, path, f"update: {res['n_seeds']} seeds, T = {res['config']['T']}", strict=True)
+    return save(fig, path, f"update: {res['n_seeds']} seeds", strict=True)

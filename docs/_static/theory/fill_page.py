@@ -17,10 +17,18 @@ import sys
 from pathlib import Path
 
 from astarpo.theory.baseline import overconfident_gap
-from astarpo.theory.claims import claims, counts, grid_se, slope_windows  # noqa: F401 (template)
+from astarpo.theory.claims import claims, grid_se, slope_windows  # noqa: F401 (template)
+from astarpo.theory.claims_update import (  # noqa: F401 (template)
+    RULE_LABEL,
+    START_LABEL,
+    variance_check,
+)
+from astarpo.theory.convergence import RULE as FIXED_POINT_RULE  # noqa: F401 (template)
 from astarpo.theory.experiments.common import INSTANCE
+from astarpo.theory.experiments.update_paper import CHECKABLE, VALUE_LABEL  # noqa: F401
 from astarpo.theory.instances import make_instance
-from astarpo.theory.verdicts import RULES
+from astarpo.theory.tally import by_source, counts_by_source
+from astarpo.theory.verdicts import RULES, near_optimum, order
 
 HERE = Path(__file__).resolve().parent
 NAMES = [
@@ -44,21 +52,40 @@ def load(name):
 
 
 H, S, C, TB, G, U, SB, R, A, F = (load(n) for n in NAMES)
+P = U["paper_betas"]
 ALL = json.loads(((RUN / "results.json") if RUN else HERE / "summary.json").read_text())
 Q = json.loads((HERE / "summary-quick.json").read_text())
 BENCH = HERE / "benchmark.txt"
+UPDATE_RUN = HERE / "update-run.txt"
 TMPL = HERE / "theory.md.tmpl"
 OUT = HERE.parent.parent / "theory.md"
 ROWS = claims(dict(zip(NAMES, (H, S, C, TB, G, U, SB, R, A, F), strict=True)))
-COUNTS = counts(ROWS)
 
 
 def claims_table():
-    """The claims table: one row per :class:`~astarpo.theory.claims.Claim`."""
-    head = "| claim; *source* | measured (experiment: numbers [95% interval]) | verdict (rule) |"
-    lines = [head, "|---|---|---|"]
-    lines += [f"| {r.claim}; *{r.source}* | {r.measured} | {r.verdict} ({r.rule}) |" for r in ROWS]
+    """The claims table: one row per :class:`~astarpo.theory.claims.Claim`, grouped by source."""
+    head = (
+        "| source | claim (*who said it*) | measured (experiment: numbers [95% interval]) "
+        "| verdict (rule) |"
+    )
+    lines = [head, "|---|---|---|---|"]
+    for r in by_source(ROWS):
+        who = f" (*{r.said_by}*)" if r.said_by else ""
+        lines.append(f"| {r.source} | {r.claim}{who} | {r.measured} | {r.verdict} ({r.rule}) |")
     return "\n".join(lines)
+
+
+def tally():
+    """One line per source: the verdicts counted as evidence, and those not counted."""
+    out = []
+    for src, c in counts_by_source(ROWS).items():
+        n = sum(c.values())
+        out.append(
+            f"- **{src}** ({n} claims): counted as evidence {c['agrees']} agree, "
+            f"{c['disagrees']} disagree, {c['partly']} partly, {c['inconclusive']} inconclusive; "
+            f"not counted {c['identity check']} identity checks, {c['not testable']} not testable."
+        )
+    return "\n".join(out)
 
 
 def rules_list():
@@ -95,6 +122,17 @@ def gci(c, i=-1):
     return f"{g(c['gmean'][i])} [{g(c['glo'][i])}, {g(c['ghi'][i])}]"
 
 
+def tri(c, i=0):
+    """(mean, lo, hi) of a ``mean_ci`` dict at index ``i`` (arithmetic)."""
+    return c["mean"][i], c["lo"][i], c["hi"][i]
+
+
+def interval_of(c, i=0):
+    """The arithmetic mean and its 95% interval at index ``i``."""
+    m, lo, hi = tri(c, i)
+    return f"{g(m)} [{g(lo)}, {g(hi)}]"
+
+
 def near(steps, t):
     """Index of the evaluation point closest to ``t`` (log scale)."""
     return min(range(len(steps)), key=lambda i: abs(math.log(steps[i] / t)))
@@ -117,6 +155,107 @@ def ties():
         p = make_instance("shared", **{**INSTANCE, "v_ref": v}).solve_rate()
         out.append(int((p <= p.min()).sum()))
     return out
+
+
+def pch(rule, var, start, val):
+    """The fixed-point rule's result for one run of the paper-betas setting."""
+    return P["runs"][rule][var][start][val]["change"]
+
+
+def pkl(rule, var, start, val):
+    """KL of that run's last-window average [bootstrap 95%]."""
+    k, lo, hi = pch(rule, var, start, val)["kl_after"]
+    return f"{g(k, 3)} [{g(lo, 3)}, {g(hi, 3)}]"
+
+
+def pstate(rule, var, start, val):
+    """The start's state, with its change [95%] (none at the optimum)."""
+    c = pch(rule, var, start, val)
+    if c["change"] is None:
+        return c["state"]
+    return f"{c['state']}: {c['change']:+.2f} [{c['lo']:+.2f}, {c['hi']:+.2f}]"
+
+
+def pverdict(rule, var, val):
+    """The setting's verdict word."""
+    return P["verdicts"][rule][var][val]["word"]
+
+
+def last(rule, start, val, key, path="variance_path"):
+    """The value of a path quantity at the last evaluation point."""
+    return P[path][rule][start][val][key][-1]
+
+
+R1, R2 = "constant, c=0.01", "constant, c=0.001"
+
+
+def update_run():
+    """Wall clock, CPU share and the 1-minute load averages of the committed update run."""
+    text = UPDATE_RUN.read_text()
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text).group(1)
+    cpu = re.search(r"Percent of CPU this job got: (\d+)%", text).group(1)
+    loads = [float(m) for m in re.findall(r"^[\w:]+: ([\d.]+),", text, flags=re.M)]
+    return (
+        f"{wall} wall clock (m:ss) for the whole `update`, {cpu}% of one core; the 1-minute load "
+        f"average read every minute ran from {min(loads):.1f} to {max(loads):.1f} (mean "
+        f"{sum(loads) / len(loads):.1f}) on the 2 cores, this run and other jobs together"
+    )
+
+
+def kl(rule, var, start, val, which="kl_after", d=2):
+    """The KL of a window average of one run (``kl_after``: the last window)."""
+    return g(pch(rule, var, start, val)[which][0], d)
+
+
+def gap_of(rule, var, start, val):
+    """The gap under J_{1e-3} of the last window's average (beta2 times its KL)."""
+    return g(P["config"]["beta2"] * pch(rule, var, start, val)["kl_after"][0])
+
+
+def noise_ratio(rule, start, val):
+    """At T: the plain gradient's noise with this V-hat over its noise with V* (same iterate)."""
+    return g(last(rule, start, val, "noise") / last(rule, start, val, "noise_if_exact_v"))
+
+
+def share(rule, start, val, key, d=2):
+    """A premise-path share at T: geometric mean over seeds [95%]."""
+    c = last(rule, start, val, key, "premise_path")
+    return f"{g(c['gmean'], d)} [{g(c['glo'], d)}, {g(c['ghi'], d)}]"
+
+
+def st(rule, var, start, val):
+    """The state of one start by the fixed-point rule."""
+    return pch(rule, var, start, val)["state"]
+
+
+def apart(a, b):
+    """Whether two runs' last-window KL intervals overlap, in words (the order rule)."""
+    o = order(tuple(pch(*a)["kl_after"]), tuple(pch(*b)["kl_after"]))
+    return "intervals overlapping" if o == "overlap" else "intervals apart"
+
+
+def near_runs(val):
+    """The scripts' runs (step rule, start) with this V-hat that end within 0.05 nats of pi*."""
+    return [
+        (rule, start)
+        for rule in P["config"]["step_rules"]
+        for start in START_LABEL
+        if near_optimum(tuple(pch(rule, "scripts", start, val)["kl_after"]))
+    ]
+
+
+def paper_rows():
+    """The table of the paper-betas setting: one row per step rule, update and value estimate."""
+    out = []
+    for rule in P["config"]["step_rules"]:
+        for var in P["config"]["variants"]:
+            for val in P["config"]["values"]:
+                cells = [RULE_LABEL[rule], var, VALUE_LABEL[val]]
+                for start in START_LABEL:
+                    cells += [pkl(rule, var, start, val), pstate(rule, var, start, val)]
+                cells.append(f"**{pverdict(rule, var, val)}**")
+                out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 TIES = ties()
