@@ -161,9 +161,9 @@ def reduce_loss(x: T, reduction: Reduction) -> T:
     if reduction == "none":
         return x
     if reduction == "mean":
-        return x.mean()  # type: ignore[return-value]
+        return x.mean()
     if reduction == "sum":
-        return x.sum()  # type: ignore[return-value]
+        return x.sum()
     raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}.")
 
 
@@ -252,7 +252,7 @@ def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:
     z = np.asarray(z)
     if not np.isfinite(z.max(axis=-1)).all():
         raise ValueError("ref_logprobs put zero mass on every action of some context.")
-    return z - logsumexp(z, axis=-1, keepdims=True)  # type: ignore[return-value]
+    return z - logsumexp(z, axis=-1, keepdims=True)
 
 
 @dataclass(frozen=True)
