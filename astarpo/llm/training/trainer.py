@@ -12,8 +12,9 @@ checkpoints, resume) is here, shared by A*-PO and the baselines. :meth:`Trainer.
 
 Determinism: the data order of epoch ``e`` is a permutation seeded by ``(seed, e)``
 (:class:`~astarpo.llm.training.inputs.EpochOrder`), the
-sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``
-(:func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
+sampling seed of step ``t`` is ``derive_seed(seed, t)`` and the minibatch shuffles are
+:func:`~astarpo.llm.training.inputs.minibatch_order` (``derive_seed(seed, "minibatch", t,
+epoch)``; :func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
 reproduces the losses of an uninterrupted run.
 """
 
@@ -60,7 +61,7 @@ from astarpo.llm.training.guards import (
     check_v_star_table,
     explain_non_finite,
 )
-from astarpo.llm.training.inputs import EpochOrder, resolve_inputs
+from astarpo.llm.training.inputs import EpochOrder, minibatch_order, resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.llm.training.run_dir import (
     algorithm_settings,
@@ -279,8 +280,7 @@ class Trainer:
             groups = len(global_idx)
             per_mb = groups // args.minibatches
             for epoch in range(args.update_epochs):
-                gen = torch.Generator().manual_seed(derive_seed(args.seed, t, epoch, 1))
-                order = torch.randperm(groups, generator=gen)
+                order = minibatch_order(args.seed, t, epoch, groups)
                 for m in range(args.minibatches):
                     chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
                     rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()

@@ -143,6 +143,27 @@ def test_data_order_covers_each_prompt_once_per_epoch(tokenizer, tmp_path):
     assert [i for _ in range(3) for i in tr2.order.take(tr2.args.batch_size)] == seen
 
 
+def test_minibatch_shuffle_is_seeded_by_its_own_named_tag(tokenizer, tmp_path, monkeypatch):
+    from astarpo.llm.rollout.base import derive_seed
+    from astarpo.llm.training import trainer as trainer_module
+    from astarpo.llm.training.inputs import minibatch_order
+
+    gen = torch.Generator().manual_seed(derive_seed(1, "minibatch", 3, 0))
+    assert torch.equal(minibatch_order(1, 3, 0, 8), torch.randperm(8, generator=gen))
+    orders = {tuple(minibatch_order(1, t, e, 8).tolist()) for t in (1, 2) for e in (0, 1)}
+    assert len(orders) == 4  # every (step, update epoch) has its own shuffle
+    calls = []
+
+    def spy(seed, step, epoch, groups):
+        calls.append((seed, step, epoch, groups))
+        return minibatch_order(seed, step, epoch, groups)
+
+    monkeypatch.setattr(trainer_module, "minibatch_order", spy)
+    tr = make_trainer(tokenizer, tmp_path, max_steps=1, update_epochs=2)
+    tr.step()
+    assert calls == [(1, 1, 0, 8), (1, 1, 1, 8)]
+
+
 def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     table = dict(TABLE)
     missing = ROWS[5]["prompt"]
