@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from astarpo.commands.fields import Repeatable
-from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
 from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.loading import load_tokenizer as load_saved_tokenizer

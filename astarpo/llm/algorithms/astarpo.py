@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig, doc_field
+from astarpo.llm.algorithms.config import doc_field
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
 from astarpo.objective import advantage_regression_loss, optimal_advantage
 
@@ -22,7 +23,7 @@ __all__ = ["AStarPO", "AStarPOConfig"]
 
 @dataclass(frozen=True)
 class AStarPOConfig(TrainConfig):
-    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.config.TrainConfig` plus ``beta2``.
+    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``.
 
     Example:
         >>> from astarpo.llm import AStarPOConfig

@@ -2,7 +2,7 @@ r"""``Stage1Config``: the settings of Stage 1 (N reference samples per prompt, t
 
 :func:`~astarpo.llm.stage1.estimate.estimate_values` takes one, and ``astarpo value`` makes one
 flag per field (``--n-samples``, ``--beta1``, ...; ``progress`` is ``--no-progress``). Like the
-training configs (:mod:`astarpo.llm.algorithms.config`), it is frozen and validated on
+training configs (:mod:`astarpo.llm.algorithms.train_config`), it is frozen and validated on
 construction: a bad value raises ``ValueError`` naming the field and what is allowed.
 """
 

@@ -33,8 +33,8 @@ import torch
 from tqdm.auto import tqdm
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.models.fit import check_prompts_fit, max_positions
 from astarpo.llm.models.lora import maybe_apply_lora

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import check_update

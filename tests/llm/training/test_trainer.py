@@ -314,7 +314,7 @@ class GroupAlgo:
 
 
 def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
-    from astarpo.llm.algorithms.config import TrainConfig
+    from astarpo.llm.algorithms.train_config import TrainConfig
     from astarpo.llm.training.trainer import Trainer
 
     algo = GroupAlgo()
