@@ -6,7 +6,6 @@ One on-policy sample per prompt, the frozen reference's log-prob and the Stage 1
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,7 +15,7 @@ from astarpo.llm.algorithms.base import RolloutBatch
 from astarpo.llm.algorithms.config import doc_field
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
-from astarpo.objective import advantage_regression_loss, optimal_advantage
+from astarpo.objective import advantage_regression_loss, check_beta, optimal_advantage
 
 __all__ = ["AStarPO", "AStarPOConfig"]
 
@@ -43,11 +42,7 @@ class AStarPOConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        beta2 = self.beta2  # validated here only: the algorithm and its loss trust it
-        if isinstance(beta2, bool) or not (
-            isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0
-        ):
-            raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
+        check_beta(self.beta2, "beta2")  # here only: the algorithm and its loss trust it
 
 
 class AStarPO:
@@ -61,8 +56,9 @@ class AStarPO:
 
     The loss is :func:`astarpo.advantage_regression_loss` with ``reduction="mean"``.
 
-    ``beta2`` is validated once, by :class:`AStarPOConfig` (built here from ``beta2`` when no
-    ``config`` is given); the loss of every micro-batch trusts it (``check=False``).
+    ``beta2`` is validated once: by :class:`AStarPOConfig`, or, given alone, here by the same
+    :func:`astarpo.objective.check_beta` (one float checked, no config built); the loss of every
+    micro-batch trusts it (``check=False``).
 
     Args:
         beta2: Regression strength, > 0 (default: :class:`AStarPOConfig`'s, 1e-3 as in the
@@ -82,9 +78,10 @@ class AStarPO:
     def __init__(self, beta2: float | None = None, *, config: AStarPOConfig | None = None) -> None:
         if config is not None and beta2 is not None:
             raise ValueError("give beta2 or config, not both.")
-        if config is None:  # the one validation of beta2
-            config = AStarPOConfig() if beta2 is None else AStarPOConfig(beta2=beta2)
-        self.beta2 = float(config.beta2)
+        if config is not None:
+            self.beta2 = float(config.beta2)  # validated by the config
+        else:  # the config's check of the one float, not a 35-field config
+            self.beta2 = check_beta(AStarPOConfig.beta2 if beta2 is None else beta2, "beta2")
 
     def __repr__(self) -> str:
         return f"AStarPO(beta2={self.beta2!r})"

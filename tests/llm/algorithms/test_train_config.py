@@ -51,3 +51,34 @@ def test_the_cached_sampling_is_no_field():
 def test_bad_sampling_fields_are_refused_at_construction(field, value):
     with pytest.raises(ValueError, match=field):
         AStarPOConfig(**{field: value})
+
+
+def test_astarpo_given_beta2_checks_that_float_without_building_a_config(monkeypatch):
+    from astarpo.llm.algorithms.astarpo import AStarPO
+
+    built = []
+    post_init = AStarPOConfig.__post_init__
+    monkeypatch.setattr(AStarPOConfig, "__post_init__", lambda s: built.append(s) or post_init(s))
+    assert AStarPO(0.25).beta2 == 0.25 and AStarPO().beta2 == 1e-3
+    for bad in (0.0, -1.0, float("nan"), float("inf"), True, "0.1"):
+        with pytest.raises(ValueError, match=r"^beta2 must be a finite number > 0, got "):
+            AStarPO(beta2=bad)
+    assert built == []  # no 35-field AStarPOConfig made for one float
+    with pytest.raises(ValueError) as direct:
+        AStarPO(beta2=-2.0)
+    with pytest.raises(ValueError) as through_config:
+        AStarPOConfig(beta2=-2.0)
+    assert str(direct.value) == str(through_config.value)  # one validator, one message
+
+
+def test_beta1_and_beta2_share_the_objectives_check():
+    from astarpo.llm.stage1.config import Stage1Config
+    from astarpo.objective import check_beta
+
+    assert check_beta(0.5, "beta1") == 0.5
+    for cls, name in ((Stage1Config, "beta1"), (AStarPOConfig, "beta2")):
+        with pytest.raises(ValueError) as got:
+            cls(**{name: 0.0})
+        with pytest.raises(ValueError) as want:
+            check_beta(0.0, name)
+        assert str(got.value) == str(want.value)
