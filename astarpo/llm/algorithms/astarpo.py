@@ -99,11 +99,15 @@ class AStarPO:
         return []
 
     def prepare(self, batch: RolloutBatch) -> dict[str, float]:
-        """Store ``extra["advantage"] = reward - v_star`` ``[B]`` and log its mean and std."""
+        """Log the mean and std of the optimal advantage ``reward - v_star`` ``[B]``.
+
+        Nothing is stored in ``batch.extra``: the loss computes the advantage itself, inside
+        :func:`astarpo.advantage_regression_loss`, from ``batch.rewards`` and ``batch.v_star``
+        (the one place it is computed for the update).
+        """
         if batch.v_star is None:
             raise ValueError("A*-PO needs batch.v_star (the Stage 1 value of each prompt).")
         adv = optimal_advantage(batch.rewards, batch.v_star)
-        batch.extra["advantage"] = adv
         return {
             "advantage/mean": float(adv.mean()),
             "advantage/std": float(adv.std(unbiased=False)),

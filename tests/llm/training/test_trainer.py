@@ -87,6 +87,23 @@ def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
     assert all(not p.requires_grad for p in tr.ref_model.parameters())
 
 
+def test_astarpo_prepare_logs_the_advantage_and_stores_none(tokenizer, tmp_path):
+    """r - V* is computed in one place for the update, inside the loss; prepare only logs it."""
+    tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1)
+    rec = tr.step()
+    b = tr.batches[-1]
+    assert "advantage" not in b.extra
+    adv = b.rewards - b.v_star
+    assert rec["advantage/mean"] == pytest.approx(float(adv.mean()), abs=1e-6)
+    assert rec["advantage/std"] == pytest.approx(float(adv.std(unbiased=False)), abs=1e-6)
+    metrics = AStarPO().prepare(b)
+    assert metrics == {
+        "advantage/mean": pytest.approx(float(adv.mean()), abs=1e-6),
+        "advantage/std": pytest.approx(float(adv.std(unbiased=False)), abs=1e-6),
+    }
+    assert "advantage" not in b.extra
+
+
 def test_micro_batches_accumulate_to_the_full_minibatch(tokenizer, tmp_path):
     a = make_trainer(tokenizer, tmp_path / "a", max_steps=1, minibatches=1)
     b = make_trainer(tokenizer, tmp_path / "b", max_steps=1, minibatches=1, micro_batch_size=3)
