@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from astarpo.llm.data.rows import as_rows
-from astarpo.llm.models.fit import check_model_fits
+from astarpo.llm.models.fit import check_sampling_fits
 from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
 from astarpo.llm.rollout.base import derive_seed
 
@@ -91,7 +91,9 @@ def resolve_inputs(
 ) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
     """``(model, ref_model, tokenizer, rows)`` of the trainer: models loaded when named, the
     tokenizer found, the dataset as rows (conversational prompts rendered), and the rows
-    checked against the model (:func:`~astarpo.llm.models.fit.check_model_fits`).
+    checked against the model (:func:`~astarpo.llm.models.fit.check_sampling_fits`: characters
+    its tokenizer cannot encode, prompt + ``max_new_tokens`` past its positions; the prompts
+    tokenized once, in one batched call).
 
     Raises:
         ValueError: on an empty dataset or rows the model cannot read.
@@ -102,7 +104,7 @@ def resolve_inputs(
     rows = as_rows(train_dataset, tokenizer)
     if not rows:
         raise ValueError("train_dataset is empty.")
-    check_model_fits(rows, tokenizer, model, args.sampling.max_new_tokens)
+    check_sampling_fits(rows, tokenizer, model, args.max_new_tokens, "train_dataset")
     return model, ref_model, tokenizer, rows
 
 

@@ -36,7 +36,6 @@ from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.data.prompts import repeat_columns
-from astarpo.llm.models.fit import check_prompts_fit, max_positions
 from astarpo.llm.models.lora import maybe_apply_lora
 from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
@@ -102,7 +101,7 @@ class Trainer:
             template); the other keys (e.g. ``answer``) are passed to the reward functions as
             columns. Rows the model cannot read (characters its tokenizer maps to unknown,
             prompts longer than its positions) are refused here
-            (:func:`~astarpo.llm.models.fit.check_model_fits`), and so are rows lacking a
+            (:func:`~astarpo.llm.models.fit.check_sampling_fits`), and so are rows lacking a
             column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
@@ -173,8 +172,6 @@ class Trainer:
                 )
             self.v_star = lookup_v_star(v_star_table, [r["prompt"] for r in self.rows])
         self.tokenizer = tokenizer
-        limit = max_positions(model)
-        check_prompts_fit(self.rows, tokenizer, limit, args.max_new_tokens, "train_dataset")
         check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
