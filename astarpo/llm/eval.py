@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
+from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rows import check_reward_columns
-from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.rollout.base import SamplingConfig, derive_seed
+from astarpo.llm.rollout.scored import sample_and_score
 
 __all__ = [
     "BENCHMARKS",
@@ -169,26 +169,14 @@ def evaluate(
     )
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
-        prompts = [r["prompt"] for r in batch]
-        rollout = generator.generate(prompts, k, sampling, derive_seed("eval", seed, b))
-        if len(rollout.completions) != len(batch) * k:
-            raise ValueError(
-                f"generator returned {len(rollout.completions)} responses for {len(batch)} x {k}."
-            )
-        columns = repeat_columns(batch, k)
-        flat, metrics = compute_rewards(
-            reward_funcs,
-            rollout.prompts,
-            rollout.completions,
-            columns,
-            completion_ids=rollout.response_ids,
-            truncated=rollout.truncated,
-            timeout=reward_timeout,
+        seed_b = derive_seed("eval", seed, b)
+        scored = sample_and_score(
+            generator.generate, batch, k, sampling, seed_b, reward_funcs, timeout=reward_timeout
         )
-        for name, v in metrics.items():
-            if name.startswith("rewards/") and not name.endswith("/mean"):
-                unscored[name] = unscored.get(name, 0.0) + v
-        r = flat.reshape(len(batch), k)
+        rollout = scored.rollout
+        for name, v in scored.unscored.items():
+            unscored[name] = unscored.get(name, 0.0) + v
+        r = scored.by_prompt
         rewards_all.append(r)
         correct.extend(int(c) for c in (r > 0).sum(axis=1))
         truncated += sum(bool(t) for t in rollout.truncated)

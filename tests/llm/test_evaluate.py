@@ -172,7 +172,7 @@ def test_cli_benchmarks_from_another_directory(tmp_path):
 def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
     """``astarpo eval --reward-timeout`` is the deadline of every scoring call, on the packaged
     benchmarks as on a data file."""
-    import astarpo.llm.eval as eval_module
+    import astarpo.llm.rollout.scored as scored_module  # evaluation scores through it
 
     seen = []
 
@@ -180,7 +180,7 @@ def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
         seen.append(kwargs["timeout"])
         return np.zeros(len(completions)), {}
 
-    monkeypatch.setattr(eval_module, "compute_rewards", spy)
+    monkeypatch.setattr(scored_module, "compute_rewards", spy)
     data = tmp_path / "d.jsonl"
     data.write_text('{"problem": "1+1=", "answer": "2"}\n')
     what = "math500" if source == "--benchmarks" else str(data)

@@ -35,13 +35,13 @@ from tqdm.auto import tqdm
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
 from astarpo.llm.algorithms.registry import build_algorithm
 from astarpo.llm.algorithms.train_config import TrainConfig
-from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.models.lora import maybe_apply_lora
 from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
-from astarpo.llm.rewards.scoring import as_reward_funcs, compute_rewards
+from astarpo.llm.rewards.scoring import as_reward_funcs
 from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import Generator, derive_seed
+from astarpo.llm.rollout.base import Generator, Rollout, derive_seed
+from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.provenance import model_name
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.callbacks import Schedule, call_hook, check_callbacks
@@ -224,33 +224,34 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         record: dict[str, Any] = {"step": t}
 
-        # 1. Prompts and generation.
+        # 1-2. Prompts, generation and rewards (dataset columns repeated per sample).
         global_idx = self.order.take(args.batch_size)
         positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
-        idx = [global_idx[i] for i in positions]
-        prompts = [self.rows[i]["prompt"] for i in idx]
         n = algo.samples_per_prompt
-        with timed(times, "generate", self.device), self.dp.watch("generate", t):
-            self.generator.sync_weights(self.model)
-            rollout = self.dp.generate(
-                self.generator, prompts, n, args.sampling, derive_seed(args.seed, t), positions
-            )
 
-        # 2. Rewards (other dataset columns repeated per sample).
-        with timed(times, "reward"):
-            with self.dp.watch("reward", t):
-                columns = repeat_columns([self.rows[i] for i in idx], n)
-                rewards, reward_metrics = compute_rewards(
-                    self.reward_funcs,
-                    rollout.prompts,
-                    rollout.completions,
-                    columns,
-                    completion_ids=rollout.response_ids,
-                    truncated=rollout.truncated,
-                    timeout=args.reward_timeout,
-                )
-            rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
-        record.update(self.dp.reduce(reward_metrics))
+        def generate(prompts: list[str], n: int, sampling: Any, seed: int) -> Rollout:
+            self.generator.sync_weights(self.model)
+            return self.dp.generate(self.generator, prompts, n, sampling, seed, positions)
+
+        def phase(name: str) -> contextlib.ExitStack[Any]:  # timed, and watched under torchrun
+            stack = contextlib.ExitStack()
+            stack.enter_context(timed(times, name, self.device))
+            stack.enter_context(self.dp.watch(name, t))
+            return stack
+
+        scored = sample_and_score(
+            generate,
+            [self.rows[global_idx[i]] for i in positions],
+            n,
+            args.sampling,
+            derive_seed(args.seed, t),
+            self.reward_funcs,
+            timeout=args.reward_timeout,
+            phase=phase,
+        )
+        with timed(times, "reward"):  # the global batch, on every rank
+            rollout, rewards = self.dp.gather_rollout(scored.rollout, scored.rewards)
+        record.update(self.dp.reduce(scored.metrics))
         v_star = None
         if self.v_star is not None:
             v_star = np.repeat(self.v_star[global_idx], n)
