@@ -4,6 +4,7 @@
 (Hugging Face ``generate``), ``vllm`` (a colocated vLLM engine), ``chunked`` (rank-invariant
 sampling and gathering under ``torchrun``), ``backend`` (choosing one; a reference model in
 place of a generator) and ``scored`` (``sample_and_score``: generate, then score with the rows'
-columns; what Stage 1, the trainer and evaluation run on a batch). May import :mod:`astarpo.llm.parallel`, :mod:`astarpo.llm.models`,
-:mod:`astarpo.llm.data` and :mod:`astarpo.llm.rewards`.
+columns; what Stage 1, the trainer and evaluation run on a batch). May import
+:mod:`astarpo.llm.parallel`, :mod:`astarpo.llm.models`, :mod:`astarpo.llm.data` and
+:mod:`astarpo.llm.rewards`.
 """
