@@ -14,17 +14,16 @@ paper) and the others as greedy pass@1.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rows import check_reward_columns
+from astarpo.llm.parallel.progress import progress_bar
 from astarpo.llm.rollout.base import SamplingConfig, derive_seed
 from astarpo.llm.rollout.scored import sample_and_score
 
@@ -175,15 +174,7 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    tty = sys.stderr.isatty()
-    bar = tqdm(
-        total=len(rows),
-        desc="eval",
-        unit="prompt",
-        disable=not progress,
-        mininterval=0.1 if tty else 30,
-        miniters=1,
-    )
+    bar = progress_bar(len(rows), "eval", "prompt", enabled=progress)
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
         seed_b = derive_seed("eval", seed, b)

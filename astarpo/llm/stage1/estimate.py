@@ -27,13 +27,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from astarpo import __version__
 from astarpo.llm.data.files import append_bytes
 from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.parallel.progress import progress_bar
 from astarpo.llm.parallel.signals import StopSignals
 from astarpo.llm.rewards.scoring import as_reward_funcs, reward_name, reward_path
 from astarpo.llm.rollout.backend import reference_sampler
@@ -173,15 +172,7 @@ def estimate_values(
     batches = [todo[i : i + step] for i in range(0, len(todo), step)]
 
     initial = sum(k in done for k, _ in todo)
-    bar = tqdm(
-        total=len(todo),
-        desc="Stage 1 (V*)",
-        unit="prompt",
-        initial=initial,
-        disable=not cfg.progress,
-        mininterval=0.1 if sys.stderr.isatty() else 30,
-        miniters=1,
-    )
+    bar = progress_bar(len(todo), "Stage 1 (V*)", "prompt", initial=initial, enabled=cfg.progress)
     counts: dict[str, float] = {}
     signals = StopSignals("the current batch and writing its rows")
     with fh as f, signals:

@@ -16,25 +16,29 @@ Epoch ``e`` visits the rows in the order
 a step takes the next ``batch_size`` of them, crossing into the next epoch when one runs out.
 The position ``(epoch, index)`` is saved in checkpoints, so a resumed run continues exactly where
 the interrupted one stopped. The permutation is computed once per epoch, not once per step.
-
-Inside a step, update epoch ``e`` visits the step's prompt groups in the order
-:func:`minibatch_order` ``(seed, t, e, groups)``: ``torch.randperm`` seeded by
-``derive_seed(seed, "minibatch", t, e)``.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
-import torch
 
 from astarpo.llm.data.rows import as_rows
 from astarpo.llm.models.fit import check_sampling_fits
 from astarpo.llm.models.loading import named_tokenizer, resolve_model
 from astarpo.llm.rollout.base import derive_seed
 
-__all__ = ["EpochOrder", "minibatch_order", "resolve_inputs", "resolve_tokenizer"]
+__all__ = ["EpochOrder", "frozen_reference", "resolve_inputs", "resolve_tokenizer"]
+
+
+def frozen_reference(model: Any, ref_model: Any, device: Any) -> Any:
+    """The reference the loop reads: ``ref_model`` (or, when ``None``, a copy of ``model`` as it
+    is now) on ``device``, in eval mode, with no gradients."""
+    if ref_model is None:
+        ref_model = copy.deepcopy(model)  # the policy as it starts
+    return ref_model.to(device).eval().requires_grad_(False)
 
 
 def resolve_tokenizer(model: Any, tokenizer: Any, processing_class: Any, loaded: Any) -> Any:
@@ -128,12 +132,3 @@ class EpochOrder:
             if self.index >= self.n:
                 self.epoch, self.index = self.epoch + 1, 0
         return out
-
-
-def minibatch_order(seed: int, step: int, epoch: int, groups: int) -> torch.Tensor:
-    """The order in which update epoch ``epoch`` of step ``step`` visits the step's ``groups``
-    prompt groups (split into minibatches in this order): a permutation ``[groups]`` (int64)
-    seeded by ``derive_seed(seed, "minibatch", step, epoch)``, the same on every rank and in a
-    resumed run."""
-    gen = torch.Generator().manual_seed(derive_seed(seed, "minibatch", step, epoch))
-    return torch.randperm(groups, generator=gen)

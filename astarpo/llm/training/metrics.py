@@ -27,7 +27,7 @@ import torch
 
 from astarpo.llm.data.files import append_bytes, read_jsonl_log
 
-__all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
+__all__ = ["MetricsLogger", "peak_memory", "read_metrics", "response_metrics", "timed"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,17 @@ def peak_memory(device: torch.device) -> dict[str, float]:
         out["memory/cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
         out["memory/cuda_peak_reserved_mb"] = torch.cuda.max_memory_reserved(device) / 2**20
     return out
+
+
+def response_metrics(lengths: torch.Tensor, truncated: torch.Tensor) -> dict[str, float]:
+    """``response_length/mean``, ``response_length/max`` and ``truncation_rate`` of a step's
+    responses, from their token counts ``[B]`` and truncation flags ``[B]``."""
+    lengths = lengths.float()
+    return {
+        "response_length/mean": float(lengths.mean()),
+        "response_length/max": float(lengths.max()),
+        "truncation_rate": float(truncated.float().mean()),
+    }
 
 
 @contextmanager

@@ -162,8 +162,8 @@ def test_data_order_covers_each_prompt_once_per_epoch(tokenizer, tmp_path):
 
 def test_minibatch_shuffle_is_seeded_by_its_own_named_tag(tokenizer, tmp_path, monkeypatch):
     from astarpo.llm.rollout.base import derive_seed
-    from astarpo.llm.training import trainer as trainer_module
-    from astarpo.llm.training.inputs import minibatch_order
+    from astarpo.llm.training import update as update_module
+    from astarpo.llm.training.update import minibatch_order
 
     gen = torch.Generator().manual_seed(derive_seed(1, "minibatch", 3, 0))
     assert torch.equal(minibatch_order(1, 3, 0, 8), torch.randperm(8, generator=gen))
@@ -175,7 +175,7 @@ def test_minibatch_shuffle_is_seeded_by_its_own_named_tag(tokenizer, tmp_path, m
         calls.append((seed, step, epoch, groups))
         return minibatch_order(seed, step, epoch, groups)
 
-    monkeypatch.setattr(trainer_module, "minibatch_order", spy)
+    monkeypatch.setattr(update_module, "minibatch_order", spy)
     tr = make_trainer(tokenizer, tmp_path, max_steps=1, update_epochs=2)
     tr.step()
     assert calls == [(1, 1, 0, 8), (1, 1, 1, 8)]

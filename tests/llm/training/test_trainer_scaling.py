@@ -80,7 +80,7 @@ def test_vllm_backend_is_synced_after_every_update(
 def test_final_lora_model_is_saved_merged(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from astarpo.llm.training.checkpoint import save_final_model
+    from astarpo.llm.training.final_model import save_final_model
 
     tr = make_trainer(str(tmp_path / "run"), lora_r=4, lora_alpha=8, learning_rate=0.05)
     batches = record_batches(tr)
