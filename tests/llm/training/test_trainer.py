@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 
 import numpy as np
 import pytest
 import torch
 from fakes import record_batches
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import comparison_run, first_digit_reward, toy_trainer
 
 from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
@@ -15,42 +16,12 @@ from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.toy.problems import addition_task
-from astarpo.llm.training.trainers import AStarPOTrainer
 from astarpo.objective import advantage_regression_loss
 
-ROWS = addition_task(24, seed=0)
-TABLE = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(ROWS)}
-
-
-def first_digit_reward(prompts, completions, answer, **_):
-    """Dense enough for a random model: 1 when the first character is right."""
-    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
-
-
-def make_trainer(tokenizer, tmp_path, **overrides):
-    cfg = {
-        "max_steps": 4,
-        "batch_size": 8,
-        "minibatches": 2,
-        "max_new_tokens": 4,
-        "learning_rate": 3e-3,
-        "save_steps": 2,
-        "seed": 1,
-    }
-    cfg.update(overrides)
-    model = make_tiny_model(tokenizer)
-    ref = make_tiny_model(tokenizer)
-    tr = AStarPOTrainer(
-        model,
-        ref,
-        [first_digit_reward, exact_match_reward],
-        args=quick_config(tmp_path, **cfg),
-        train_dataset=ROWS,
-        v_star_table=TABLE,
-        tokenizer=tokenizer,
-    )
-    tr.batches = record_batches(tr)
-    return tr
+# This file's runs: 24 prompts, 8 per step in 2 minibatches, two rewards, a separate reference.
+RUN = comparison_run()
+make_trainer = functools.partial(toy_trainer, **RUN)
+ROWS, TABLE = RUN["rows"], RUN["table"]
 
 
 def test_astarpo_satisfies_protocol():
@@ -60,9 +31,10 @@ def test_astarpo_satisfies_protocol():
 
 def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1, beta2=0.05)
+    batches = record_batches(tr)
     before = copy.deepcopy(tr.model)
     rec = tr.step()
-    b = tr.batches[-1]
+    b = batches[-1]
     assert b is not None and len(b) == 8
     with torch.no_grad():
         logp = sequence_logprobs(before, b.packed).logp
@@ -90,8 +62,9 @@ def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
 def test_astarpo_prepare_logs_the_advantage_and_stores_none(tokenizer, tmp_path):
     """r - V* is computed in one place for the update, inside the loss; prepare only logs it."""
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1)
+    batches = record_batches(tr)
     rec = tr.step()
-    b = tr.batches[-1]
+    b = batches[-1]
     assert "advantage" not in b.extra
     adv = b.rewards - b.v_star
     assert rec["advantage/mean"] == pytest.approx(float(adv.mean()), abs=1e-6)
@@ -187,27 +160,10 @@ def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     del table[missing]
     with pytest.raises(KeyError, match=missing.replace("+", r"\+")):
         lookup_v_star(table, [r["prompt"] for r in ROWS])
-    model = make_tiny_model(tokenizer)
     with pytest.raises(KeyError, match="missing"):
-        AStarPOTrainer(
-            model,
-            None,
-            [exact_match_reward],
-            args=AStarPOConfig(max_new_tokens=4),
-            train_dataset=ROWS,
-            v_star_table=table,
-            tokenizer=tokenizer,
-        )
+        make_trainer(tokenizer, tmp_path, table=table)
     with pytest.raises(ValueError, match="V\\* table"):
-        AStarPOTrainer(
-            model,
-            None,
-            [exact_match_reward],
-            args=AStarPOConfig(max_new_tokens=4),
-            train_dataset=ROWS,
-            v_star_table=None,
-            tokenizer=tokenizer,
-        )
+        make_trainer(tokenizer, tmp_path, table=None)
 
 
 def test_rollout_batch_select_keeps_rows_aligned():
@@ -285,13 +241,14 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
 def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
     coef = 0.5
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_grad_norm=0.0, entropy_coef=coef)
+    batches = record_batches(tr)
     start = copy.deepcopy(tr.model)
     captured = []
     tr.optimizer.step = lambda *a, **k: captured.append(  # type: ignore[method-assign]
         [p.grad.clone() for p in tr.model.parameters()]
     )
     tr.step()
-    b = tr.batches[-1]
+    b = batches[-1]
     out = sequence_logprobs(start, b.packed, entropy=True)
     loss = advantage_regression_loss(out.logp, b.logp_ref, b.rewards, b.v_star, 1e-3, "mean")
     (loss - coef * out.entropy_mean()).backward()
@@ -336,23 +293,13 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
 
     algo = GroupAlgo()
     assert isinstance(algo, Algorithm)
-    cfg = quick_config(tmp_path, TrainConfig, max_steps=2, batch_size=4, minibatches=2,
-                       update_epochs=2, max_new_tokens=3, learning_rate=1e-2)  # fmt: skip
-    model = make_tiny_model(tokenizer)
-    ref = make_tiny_model(tokenizer)
     w0 = algo.critic.weight.detach().clone()
-    tr = Trainer(
-        model,
-        ref,
-        [first_digit_reward],
-        args=cfg,
-        train_dataset=ROWS,
-        tokenizer=tokenizer,
-        algorithm=algo,
-    )
-    tr.batches = record_batches(tr)
+    tr = make_trainer(tokenizer, tmp_path, cls=TrainConfig, trainer=Trainer, algorithm=algo,
+                      table=None, rewards=[first_digit_reward], max_steps=2, batch_size=4,
+                      update_epochs=2, max_new_tokens=3, learning_rate=1e-2)  # fmt: skip
+    batches = record_batches(tr)
     hist = tr.train()
-    b = tr.batches[-1]
+    b = batches[-1]
     assert len(b) == 8 and b.group.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert b.prompts[0] == b.prompts[1] and b.logp_old is not None
     # Every minibatch holds whole groups: 2 prompts x 2 samples; 2 epochs x 2 minibatches.
