@@ -32,6 +32,7 @@ Reduction = Literal["none", "mean", "sum"]
 __all__ = [
     "AdvantageRegression",
     "advantage_regression_loss",
+    "check_beta",
     "optimal_advantage",
     "optimal_policy",
     "optimal_value",
@@ -39,15 +40,31 @@ __all__ = [
 ]
 
 
-def _check_beta(beta: float, name: str = "beta") -> float:
+def check_beta(beta: float, name: str = "beta") -> float:
+    """``beta`` as a float, checked: a KL-regularization strength is a finite number > 0.
+
+    The one check of ``beta1`` and ``beta2``: the functions below call it (unless
+    ``check=False``), and so do the configs that hold them (``AStarPOConfig``,
+    ``Stage1Config``) and ``AStarPO(beta2=...)``.
+
+    Args:
+        beta: The value (a Python or numpy number; ``bool`` is refused).
+        name: Its name in the error (``"beta1"``, ``"beta2"``).
+
+    Raises:
+        ValueError: ``"NAME must be a finite number > 0, got VALUE ..."``.
+    """
     if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a positive float, got {beta!r} ({type(beta).__name__}).")
-    beta = float(beta)
-    if not math.isfinite(beta) or beta <= 0.0:
         raise ValueError(
-            f"{name} must be a finite number > 0 (it is a KL-regularization strength), got {beta}."
+            f"{name} must be a finite number > 0, got {beta!r} ({type(beta).__name__})."
         )
-    return beta
+    value = float(beta)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(
+            f"{name} must be a finite number > 0, got {value!r} (it is a KL-regularization "
+            "strength)."
+        )
+    return value
 
 
 def _all_finite(x: np.ndarray | torch.Tensor) -> bool:
@@ -110,7 +127,7 @@ def optimal_value(rewards: T, beta: float) -> T:
         ValueError: if ``beta <= 0`` or not finite, if ``N == 0`` or the input is 0-d, or if any
             reward is NaN or infinite.
     """
-    beta = _check_beta(beta)
+    beta = check_beta(beta)
     r = _as_array(rewards, "rewards")
     if r.ndim == 0:
         raise ValueError(
@@ -161,9 +178,9 @@ def reduce_loss(x: T, reduction: Reduction) -> T:
     if reduction == "none":
         return x
     if reduction == "mean":
-        return x.mean()  # type: ignore[return-value]
+        return x.mean()
     if reduction == "sum":
-        return x.sum()  # type: ignore[return-value]
+        return x.sum()
     raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}.")
 
 
@@ -208,7 +225,7 @@ def advantage_regression_loss(
             a finite number > 0 or any input is NaN or infinite.
     """
     if check:
-        beta = _check_beta(beta)
+        beta = check_beta(beta)
     _check_same_shape("logp", logp, logp_ref=logp_ref, reward=reward, v_star=v_star)
     inputs = (("logp", logp), ("logp_ref", logp_ref), ("reward", reward), ("v_star", v_star))
     for name, x in inputs if check else ():
@@ -241,7 +258,7 @@ def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:
         ValueError: if ``beta`` is invalid, a reward is not finite, or ``ref_logprobs`` is
             ``-inf`` on every action of some context (numpy and torch alike).
     """
-    beta = _check_beta(beta)
+    beta = check_beta(beta)
     if not _all_finite(rewards):
         raise ValueError("rewards contain NaN or infinite values.")
     z = ref_logprobs + rewards / beta
@@ -252,7 +269,7 @@ def optimal_policy(ref_logprobs: T, rewards: T, beta: float) -> T:
     z = np.asarray(z)
     if not np.isfinite(z.max(axis=-1)).all():
         raise ValueError("ref_logprobs put zero mass on every action of some context.")
-    return z - logsumexp(z, axis=-1, keepdims=True)  # type: ignore[return-value]
+    return z - logsumexp(z, axis=-1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -285,8 +302,8 @@ class AdvantageRegression:
     beta2: float = 1e-3
 
     def __post_init__(self) -> None:
-        _check_beta(self.beta1, "beta1")
-        _check_beta(self.beta2, "beta2")
+        check_beta(self.beta1, "beta1")
+        check_beta(self.beta2, "beta2")
 
     def value(self, rewards: T) -> T:
         """``optimal_value(rewards, beta1)``: rewards ``[..., N]`` -> ``v_star`` ``[...]``."""

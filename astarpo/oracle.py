@@ -33,7 +33,7 @@ Schedule = Literal["constant", "inverse_sqrt", "inverse"]
 __all__ = ["OGDState", "OnlineGradientDescent"]
 
 
-class OGDState(NamedTuple, Generic[P]):  # type: ignore[misc]
+class OGDState(NamedTuple, Generic[P]):
     """State of :class:`OnlineGradientDescent`."""
 
     step: int
@@ -99,7 +99,7 @@ class OnlineGradientDescent:
             return params * torch.clamp(self.radius / norm.clamp_min(1e-300), max=1.0)
         norm = np.linalg.norm(params, axis=-1, keepdims=True)
         scale = np.minimum(1.0, self.radius / np.maximum(norm, 1e-300))
-        return params * scale  # type: ignore[return-value]
+        return params * scale
 
     def init(self, params: P) -> OGDState[P]:
         """Initial state for ``params`` (a numpy array or torch tensor)."""

@@ -1,10 +1,11 @@
-"""Fixtures shared by the test tree: the toy tokenizer, the tiny model and a quick trainer config
-(built by :mod:`toy_setup`; transformers is imported only by the tests that use them)."""
+"""Fixtures shared by the test tree: the toy tokenizer and the tiny model (built by
+:mod:`toy_setup`, whose ``toy_trainer`` is the tests' one trainer factory; transformers is
+imported only by the tests that use them)."""
 
 from __future__ import annotations
 
 import pytest
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import make_tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -18,9 +19,3 @@ def tokenizer():
 @pytest.fixture
 def tiny_model(tokenizer):
     return make_tiny_model(tokenizer)
-
-
-@pytest.fixture
-def train_config(tmp_path):
-    """``train_config(cls=None, **fields)``: :func:`toy_setup.quick_config` in ``tmp_path``."""
-    return lambda cls=None, **fields: quick_config(tmp_path, cls, **fields)

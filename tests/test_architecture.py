@@ -170,8 +170,10 @@ def test_modules_and_functions_are_short() -> None:
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
     }
     allowed_modules = {
-        "astarpo.llm.training.trainer": "the Stage 2 loop read top to bottom; its argument "
-        "handling is in training.inputs, its checks in training.guards and training.run_dir",
+        "astarpo.llm.training.trainer": "the Stage 2 loop read top to bottom (< 400 lines); its "
+        "argument handling is in training.inputs, its checks in training.guards and "
+        "training.run_dir, its updates in training.update, the saved model folder in "
+        "training.final_model, the stop signals in training.preemption",
     }
     long_modules = []
     long_functions = []

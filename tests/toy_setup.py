@@ -1,8 +1,10 @@
 """What the LLM tests share instead of rebuilding it by hand: the tiny model's shape and builder,
-and a quick trainer config (plain functions; the fixtures of ``tests/conftest.py`` wrap them)."""
+a quick trainer config, and the one trainer factory (plain functions, so that spawned workers
+can call them too; the fixtures of ``tests/conftest.py`` wrap them)."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,16 @@ TINY = {
 
 # What every test run of the trainer turns off: the progress bar and the trackers.
 QUIET = {"progress": False, "report_to": "none"}
+
+# The config fields of a quick toy run (toy_trainer's defaults; any field overrides them).
+QUICK_RUN = {
+    "max_steps": 2,
+    "batch_size": 4,
+    "max_new_tokens": 3,
+    "learning_rate": 1e-3,
+    "save_steps": 1,
+    "seed": 1,
+}
 
 
 def make_tiny_model(tokenizer: Any, seed: int = 0, **overrides: Any) -> Any:
@@ -34,3 +46,105 @@ def quick_config(output_dir: str | Path, cls: Any = None, /, **fields: Any) -> A
 
         cls = AStarPOConfig
     return cls(**{"output_dir": str(output_dir), **QUIET, **fields})
+
+
+def first_digit_reward(prompts: Any, completions: Any, answer: Any, **_: Any) -> list[float]:
+    """Dense enough for a random model: 1 when the first character is right."""
+    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+
+def addition_rows(n: int = 8) -> list[dict[str, str]]:
+    """``n`` addition problems of seed 0 (``{"problem", "answer", "prompt"}``)."""
+    from astarpo.llm.toy.problems import addition_task
+
+    return addition_task(n, seed=0)
+
+
+def spread_table(rows: Any) -> dict[str, float]:
+    """A V* table of 0, 0.05, ..., 0.2 in turn over ``rows``: advantages that differ per prompt."""
+    return {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(rows)}
+
+
+# A run of 8 prompts per step in 2 minibatches (the trainer tests that compare runs).
+TWO_MINIBATCHES = {
+    "max_steps": 4,
+    "batch_size": 8,
+    "minibatches": 2,
+    "max_new_tokens": 4,
+    "learning_rate": 3e-3,
+    "save_steps": 2,
+}
+
+
+def comparison_run(**fields: Any) -> dict[str, Any]:
+    """:func:`toy_trainer`'s keywords for the trainer tests that compare runs: 24 addition
+    prompts with :func:`spread_table` values, ``first_digit_reward`` and ``exact_match_reward``,
+    a separate fresh reference, :data:`TWO_MINIBATCHES`; ``fields`` override any of them."""
+    from astarpo.llm.rewards.builtin import exact_match_reward
+
+    rows = addition_rows(24)
+    return {
+        "rows": rows,
+        "table": spread_table(rows),
+        "rewards": [first_digit_reward, exact_match_reward],
+        "fresh_ref": True,
+        **TWO_MINIBATCHES,
+        **fields,
+    }
+
+
+def toy_trainer(
+    tokenizer: Any,
+    out: str | Path,
+    /,
+    *,
+    rows: Any = None,
+    table: Any = ...,
+    rewards: Any = None,
+    model: Any = None,
+    ref: Any = None,
+    fresh_ref: bool = False,
+    cls: Any = None,
+    trainer: Any = None,
+    **options: Any,
+) -> Any:
+    """The tests' one trainer: a fresh tiny model on addition rows, writing to ``out``.
+
+    Args:
+        tokenizer: The character tokenizer (the ``tokenizer`` fixture; ``None``: a new one).
+        out: The run's ``output_dir``.
+        rows: ``train_dataset`` (default :func:`addition_rows` ``(8)``).
+        table: The V* table (default: 0.1 for each default row's prompt; ``None``: none).
+        rewards: The reward functions (default ``[first_digit_reward]``).
+        model: The policy (default a fresh :func:`make_tiny_model`).
+        ref: The reference (default ``None``: the trainer's frozen copy of the policy).
+        fresh_ref: Give a second fresh tiny model as the reference instead.
+        cls: The config class (default ``AStarPOConfig``).
+        trainer: The trainer class (default ``AStarPOTrainer``).
+        **options: ``Trainer`` keywords (``eval_fn``, ``callbacks``, ``algorithm``,
+            ``generator``, ``processing_class``) and config fields over :data:`QUICK_RUN` and
+            :data:`QUIET`.
+    """
+    from astarpo.llm.models.toy import make_char_tokenizer
+    from astarpo.llm.training.trainer import Trainer
+    from astarpo.llm.training.trainers import AStarPOTrainer
+
+    tokenizer = tokenizer if tokenizer is not None else make_char_tokenizer()
+    given = {"self", "model", "ref_model", "reward_funcs", "args", "train_dataset"}
+    given |= {"v_star_table", "tokenizer"}
+    keywords = set(inspect.signature(Trainer.__init__).parameters) - given
+    kwargs = {k: options.pop(k) for k in list(options) if k in keywords}
+    if rows is None:
+        rows = addition_rows()
+    if table is ...:
+        table = {r["prompt"]: 0.1 for r in addition_rows()}
+    return (trainer or AStarPOTrainer)(
+        model if model is not None else make_tiny_model(tokenizer),
+        make_tiny_model(tokenizer) if fresh_ref else ref,
+        list(rewards) if rewards is not None else [first_digit_reward],
+        args=quick_config(out, cls, **{**QUICK_RUN, **options}),
+        train_dataset=rows,
+        v_star_table=table,
+        tokenizer=tokenizer,
+        **kwargs,
+    )

@@ -126,7 +126,7 @@ def mean_ci(values: np.ndarray | Sequence[Any]) -> dict[str, list[float] | float
     lmean, lh = half(np.log10(np.maximum(v, 1e-300)))
 
     def out(x: np.ndarray) -> list[float] | float:
-        return np.asarray(x, dtype=float).tolist()  # type: ignore[no-any-return]
+        return np.asarray(x, dtype=float).tolist()
 
     def exp10(z: np.ndarray) -> list[float] | float:
         return out(10 ** np.clip(z, -300, 300))

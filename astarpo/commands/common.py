@@ -1,9 +1,10 @@
 """Shared CLI helpers of ``astarpo value``, ``train`` and ``eval``: model, data, rewards and
 the generation backend (one set of flags, ``--backend`` and ``--gpu-memory-utilization``).
 
-Models are loaded from a local directory only (``local_files_only=True``): the command line
-never downloads weights. ``toy`` is the embedded tiny model of :mod:`astarpo.llm.models.toy`
-(randomly initialized; for smoke tests).
+Models are loaded by :mod:`astarpo.llm.models.loading` (the package's one loader) from a local
+directory only: the command line never downloads weights (a name that is no directory is a
+usage error here, not a hub id). ``toy`` is the embedded tiny model
+(:data:`~astarpo.llm.models.loading.TOY`; randomly initialized; for smoke tests).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from typing import Any
 import torch
 
 from astarpo.commands.fields import Repeatable
-from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
-from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.loading import is_toy, load_pretrained_model
 from astarpo.llm.models.loading import load_tokenizer as load_saved_tokenizer
-from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.rewards.math_verify import MathVerifyReward
 from astarpo.llm.rewards.scoring import load_reward
@@ -183,12 +183,15 @@ def build_rewards(names: list[str] | None, timeout: float, default: str) -> list
 
 
 def load_tokenizer(spec: str | None) -> Any:
-    """The tokenizer of ``spec`` (``toy`` or a local directory) without loading the weights."""
+    """The tokenizer of ``--model`` (``toy`` or a local directory) without loading the weights
+    (:func:`astarpo.llm.models.loading.load_tokenizer`).
+
+    Raises:
+        SystemExit: no ``--model``, or one that is neither ``toy`` nor a local directory.
+    """
     if not spec:
         raise SystemExit("error: --model is required for its tokenizer (a directory or 'toy').")
-    if spec == "toy":
-        return make_char_tokenizer()
-    if not Path(spec).is_dir():
+    if not is_toy(spec) and not Path(spec).is_dir():
         raise SystemExit(
             f"error: --model {spec!r} is not a local directory; nothing is downloaded."
         )
@@ -196,7 +199,12 @@ def load_tokenizer(spec: str | None) -> Any:
 
 
 def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from ``spec`` (``toy`` or a local directory).
+    """``(model, tokenizer)`` of ``--model`` (``toy`` or a local directory) on ``--device``, by
+    :mod:`astarpo.llm.models.loading`; the tokenizer is loaded first (a missing one is refused
+    before the weights).
+
+    ``dtype="auto"``: bfloat16 on a GPU, float32 on the CPU; the toy model stays as built
+    (float32) unless a dtype is named.
 
     Raises:
         SystemExit: with a clear message when the directory is missing or lacks a model.
@@ -205,23 +213,19 @@ def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> t
         raise SystemExit("error: --model is required (a local model directory or 'toy').")
     check_device(device)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    if spec == "toy":
-        tokenizer = make_char_tokenizer()
-        toy = make_toy_model(tokenizer, seed=0)
-        toy.config._name_or_path = "toy"  # the name a V* table made with --model toy records
-        return toy.to(dev), tokenizer
-    path = Path(spec)
-    if not (path / "config.json").is_file():
+    if not is_toy(spec) and not (Path(spec) / "config.json").is_file():
         raise SystemExit(
             f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
             "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
         )
-    if dtype == "auto":
-        torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
-    else:
+    if dtype != "auto":
         torch_dtype = getattr(torch, dtype)
-    tokenizer = load_saved_tokenizer(path)  # before the weights; refuses a missing tokenizer
-    return load_pretrained_model(path, dtype=torch_dtype, device=dev), tokenizer
+    elif is_toy(spec):
+        torch_dtype = None
+    else:
+        torch_dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
+    tokenizer = load_saved_tokenizer(spec)  # before the weights; refuses a missing tokenizer
+    return load_pretrained_model(spec, dtype=torch_dtype, device=dev), tokenizer
 
 
 def make_generator(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
@@ -247,4 +251,4 @@ def make_generator(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
 def needs_hf_model(args: argparse.Namespace) -> bool:
     """Whether ``--backend`` needs the weights loaded in this process (not for vLLM from a
     saved model directory)."""
-    return args.model == "toy" or resolve_backend(args.backend) == "hf"
+    return is_toy(args.model) or resolve_backend(args.backend) == "hf"

@@ -17,7 +17,6 @@ from astarpo.commands.common import (
     add_reward_arguments,
     build_rewards,
     load_model,
-    load_prompts_from_args,
     load_tokenizer,
     make_generator,
     needs_hf_model,
@@ -30,7 +29,7 @@ from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import (
     PROMPTS_PER_CALL,
     SAMPLED,
-    evaluate,
+    Benchmark,
     evaluate_benchmarks,
     resolve_benchmarks,
 )
@@ -121,47 +120,30 @@ def run(args: argparse.Namespace) -> int:
         model, tokenizer = None, load_tokenizer(args.model)
     gen = make_generator(args, model, tokenizer)
     rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
-    greedy = SamplingConfig(args.max_new_tokens, 0.0, 1.0)
-    sampled = SamplingConfig(args.max_new_tokens, args.temperature, args.top_p)
-    if benchmarks:
-        ks = {b.name: every for b in benchmarks} if every else per_name
-        results = evaluate_benchmarks(
-            gen,
-            benchmarks,
-            rewards,
-            k=ks,
-            greedy=greedy,
-            sampled=sampled,
-            seed=args.seed,
-            batch_size=args.prompts_per_call,
-            limit=args.limit,
-            template=args.template,
-            progress=not args.no_progress,
-            prompt_options={
-                "tokenizer": tokenizer,
-                "chat_template": args.chat_template,
-                "system_prompt": args.system_prompt,
-                "max_prompt_tokens": args.max_prompt_tokens,
-            },
-            reward_timeout=args.reward_timeout,
-        )
-    else:
-        results = {}
-        for path in args.data:
-            rows = load_prompts_from_args(args, path, tokenizer)
-            k = every or per_name.get(Path(path).stem, 1)
-            res = evaluate(
-                gen,
-                rows,
-                rewards,
-                k=k,
-                sampling=greedy if k == 1 else sampled,
-                seed=args.seed,
-                batch_size=args.prompts_per_call,
-                progress=not args.no_progress,
-                reward_timeout=args.reward_timeout,
-            )
-            results[Path(path).stem] = {"title": Path(path).stem, **res}
+    sets = benchmarks or [Benchmark.from_file(path) for path in args.data]
+    options = {
+        "tokenizer": tokenizer,
+        "chat_template": args.chat_template,
+        "system_prompt": args.system_prompt,
+        "max_prompt_tokens": args.max_prompt_tokens,
+    }
+    if not benchmarks:  # the columns of a file of the user's (the packaged ones are known)
+        options |= {"problem_key": args.problem_key, "answer_key": args.answer_key}
+    results = evaluate_benchmarks(
+        gen,
+        sets,
+        rewards,
+        k={b.name: every for b in sets} if every else per_name,
+        greedy=SamplingConfig(args.max_new_tokens, 0.0, 1.0),
+        sampled=SamplingConfig(args.max_new_tokens, args.temperature, args.top_p),
+        seed=args.seed,
+        batch_size=args.prompts_per_call,
+        limit=args.limit,
+        template=args.template,
+        progress=not args.no_progress,
+        prompt_options=options,
+        reward_timeout=args.reward_timeout,
+    )
     print(format_table(results))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,18 +14,18 @@ paper) and the others as greedy pass@1.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from astarpo.llm.data.prompts import benchmark_path, load_prompts, repeat_columns
+from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rows import check_reward_columns
-from astarpo.llm.rewards.scoring import compute_rewards
+from astarpo.llm.parallel.progress import progress_bar
 from astarpo.llm.rollout.base import SamplingConfig, derive_seed
+from astarpo.llm.rollout.scored import sample_and_score
 
 __all__ = [
     "BENCHMARKS",
@@ -51,20 +51,36 @@ PROMPTS_PER_CALL = 32
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark file shipped with the package.
+    """A set of prompts to evaluate: a benchmark file shipped with the package, or any prompt
+    file (:meth:`from_file`).
 
     Args:
-        name: Short name used on the command line and in tables.
+        name: Short name used on the command line, in tables and as the result's key.
         path: File name in the package's ``benchmarks`` folder (see
-            :func:`~astarpo.llm.data.prompts.benchmark_path`).
+            :func:`~astarpo.llm.data.prompts.benchmark_path`), or, with ``packaged=False``, the
+            path of a prompt file (JSONL, JSON, Parquet, a ``save_to_disk`` folder, ``hf:...``).
         k: Default responses per prompt: 1 = greedy pass@1, > 1 = sampled avg@k.
         title: Column title in the table.
+        packaged: Whether ``path`` names a packaged file (default) or a file of the user's.
     """
 
     name: str
     path: str
     k: int = 1
     title: str = ""
+    packaged: bool = True
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Benchmark:
+        """A prompt file of the user's as a benchmark: named and titled by its stem, k = 1."""
+        stem = Path(path).stem
+        return cls(stem, str(path), 1, stem, packaged=False)
+
+    @property
+    def file(self) -> Path | str:
+        """What :func:`~astarpo.llm.data.prompts.load_prompts` reads: the packaged file
+        (:func:`~astarpo.llm.data.prompts.benchmark_path`) or the user's path as given."""
+        return benchmark_path(self.path) if self.packaged else self.path
 
 
 BENCHMARKS: dict[str, Benchmark] = {
@@ -158,37 +174,17 @@ def evaluate(
     rewards_all: list[np.ndarray] = []
     truncated = tokens = 0
     unscored: dict[str, float] = {}
-    tty = sys.stderr.isatty()
-    bar = tqdm(
-        total=len(rows),
-        desc="eval",
-        unit="prompt",
-        disable=not progress,
-        mininterval=0.1 if tty else 30,
-        miniters=1,
-    )
+    bar = progress_bar(len(rows), "eval", "prompt", enabled=progress)
     for b, start in enumerate(range(0, len(rows), batch_size)):
         batch = rows[start : start + batch_size]
-        prompts = [r["prompt"] for r in batch]
-        rollout = generator.generate(prompts, k, sampling, derive_seed("eval", seed, b))
-        if len(rollout.completions) != len(batch) * k:
-            raise ValueError(
-                f"generator returned {len(rollout.completions)} responses for {len(batch)} x {k}."
-            )
-        columns = repeat_columns(batch, k)
-        flat, metrics = compute_rewards(
-            reward_funcs,
-            rollout.prompts,
-            rollout.completions,
-            columns,
-            completion_ids=rollout.response_ids,
-            truncated=rollout.truncated,
-            timeout=reward_timeout,
+        seed_b = derive_seed("eval", seed, b)
+        scored = sample_and_score(
+            generator.generate, batch, k, sampling, seed_b, reward_funcs, timeout=reward_timeout
         )
-        for name, v in metrics.items():
-            if name.startswith("rewards/") and not name.endswith("/mean"):
-                unscored[name] = unscored.get(name, 0.0) + v
-        r = flat.reshape(len(batch), k)
+        rollout = scored.rollout
+        for name, v in scored.unscored.items():
+            unscored[name] = unscored.get(name, 0.0) + v
+        r = scored.by_prompt
         rewards_all.append(r)
         correct.extend(int(c) for c in (r > 0).sum(axis=1))
         truncated += sum(bool(t) for t in rollout.truncated)
@@ -228,9 +224,13 @@ def evaluate_benchmarks(
 ) -> dict[str, dict[str, Any]]:
     """:func:`evaluate` on each benchmark; ``k`` overrides the default k by name.
 
+    What ``astarpo eval`` runs, on ``--benchmarks`` as on ``--data`` files
+    (:meth:`Benchmark.from_file`): greedy sampling for k = 1, ``sampled`` for k > 1.
+
     Args:
         generator: The model's :class:`~astarpo.llm.rollout.hf.Generator`.
-        benchmarks: From :func:`resolve_benchmarks`.
+        benchmarks: From :func:`resolve_benchmarks`, or :meth:`Benchmark.from_file` of any
+            prompt file.
         reward_funcs: Reward functions (usually ``[math_verify_reward]``).
         k: Name -> responses per prompt, overriding :attr:`Benchmark.k`.
         greedy: Sampling for k = 1 (default :data:`GREEDY`: greedy, 1024 new tokens).
@@ -242,8 +242,9 @@ def evaluate_benchmarks(
         template: Prompt template (``"auto"`` keeps the files' own instruction).
         progress: Show tqdm bars.
         prompt_options: Other keyword arguments of :func:`~astarpo.llm.data.load_prompts`
-            (``tokenizer``, ``chat_template``, ``system_prompt``, ``max_prompt_tokens``), e.g.
-            to evaluate an instruct model with its chat template.
+            (``tokenizer``, ``chat_template``, ``system_prompt``, ``max_prompt_tokens``, and for
+            a file of the user's ``problem_key``, ``answer_key``), e.g. to evaluate an instruct
+            model with its chat template.
         reward_timeout: Deadline in seconds of a custom reward's call on a batch (0 = none),
             as in :func:`evaluate`.
 
@@ -256,7 +257,7 @@ def evaluate_benchmarks(
     for bench in benchmarks:
         kk = (k or {}).get(bench.name, bench.k)
         rows = load_prompts(
-            benchmark_path(bench.path), template=template, limit=limit, **dict(prompt_options or {})
+            bench.file, template=template, limit=limit, **dict(prompt_options or {})
         )
         res = evaluate(
             generator,

@@ -133,7 +133,7 @@ class LogLinearBandit:
         phi = self.torch_arrays()["phi_flat"]
         scores = (phi @ torch.from_numpy(np.ascontiguousarray(flat)).T).T.numpy()
         logits = self.log_ref + scores.reshape(*theta.shape[:-1], *self.log_ref.shape)
-        return logits - logsumexp(logits, axis=-1, keepdims=True)  # type: ignore[no-any-return]
+        return logits - logsumexp(logits, axis=-1, keepdims=True)
 
     def policy(self, theta: np.ndarray) -> np.ndarray:
         """``pi_theta(y|x)``, shape ``[..., X, Y]`` for ``theta`` ``[..., d]``."""
@@ -155,7 +155,7 @@ class LogLinearBandit:
         """
         if not beta > 0:
             raise ValueError(f"beta must be > 0, got {beta}.")
-        return beta * logsumexp(self.log_ref + self.rewards / beta, axis=-1)  # type: ignore[no-any-return]
+        return beta * logsumexp(self.log_ref + self.rewards / beta, axis=-1)
 
     def optimal_theta(self, beta: float) -> tuple[np.ndarray, float]:
         r"""The parameter :math:`\theta^*_\beta` with :math:`\pi_{\theta^*} = \pi^*_\beta`, if any.
@@ -190,7 +190,7 @@ class LogLinearBandit:
         pos = p > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - log_q), 0.0)
-        return terms.sum(-1)  # type: ignore[no-any-return]
+        return terms.sum(-1)
 
     def objective(self, policy: np.ndarray, beta: float) -> np.ndarray:
         r""":math:`J_\beta(\pi) = E_{x\sim\rho}[E_{y\sim\pi} r(x,y) - \beta\,KL(\pi\|\pi_{ref})]`.
@@ -205,7 +205,7 @@ class LogLinearBandit:
         """
         p = np.asarray(policy, dtype=np.float64)
         per_x = (p * self.rewards).sum(-1) - beta * self._kl(p, self.log_ref)
-        return per_x @ self.context_probs  # type: ignore[no-any-return]
+        return per_x @ self.context_probs
 
     def suboptimality(self, policy: np.ndarray, beta: float) -> np.ndarray:
         r"""The gap :math:`J_\beta(\pi^*_\beta) - J_\beta(\pi) = \beta E_{x} KL(\pi\|\pi^*_\beta)`.
@@ -221,7 +221,7 @@ class LogLinearBandit:
             ``[...]``, clipped at 0 from below (rounding).
         """
         per_x = self.context_suboptimality(policy, beta)
-        return np.maximum(per_x @ self.context_probs, 0.0)  # type: ignore[no-any-return]
+        return np.maximum(per_x @ self.context_probs, 0.0)
 
     def context_suboptimality(self, policy: np.ndarray, beta: float) -> np.ndarray:
         r"""Per-context gap :math:`V^*_\beta(x) - J_\beta(\pi; x) = \beta KL(\pi\|\pi^*_\beta)(x)`.
@@ -239,7 +239,7 @@ class LogLinearBandit:
         """``p(x) = P_{y ~ pi_ref}(r(x, y) = 1)``, shape ``[X]``; needs rewards in {0, 1}."""
         if not np.isin(self.rewards, (0.0, 1.0)).all():
             raise ValueError("solve_rate needs binary rewards (every r(x, y) in {0, 1}).")
-        return (self.ref_probs * self.rewards).sum(-1)  # type: ignore[no-any-return]
+        return (self.ref_probs * self.rewards).sum(-1)
 
     # ------------------------------------------------------------------ sampling
     def sample(self, policy: np.ndarray, rng: np.random.Generator, n: int = 1) -> np.ndarray:

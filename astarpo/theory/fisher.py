@@ -29,14 +29,14 @@ def fisher_information(bandit: LogLinearBandit, theta: np.ndarray) -> np.ndarray
     mean = np.einsum("...xy,xyd->...xd", pol, phi)
     second = np.einsum("...xy,xyd,xye,x->...de", pol, phi, phi, bandit.context_probs)
     first = np.einsum("...xd,...xe,x->...de", mean, mean, bandit.context_probs)
-    return second - first  # type: ignore[no-any-return]
+    return second - first
 
 
 def identifiable_basis(bandit: LogLinearBandit, rtol: float = 1e-9) -> np.ndarray:
     """Orthonormal basis ``[d, r]`` of the directions that change the policy (range of F(0))."""
     f0 = fisher_information(bandit, np.zeros(bandit.dim))
     w, u = np.linalg.eigh(f0)
-    return u[:, w > rtol * max(w.max(), 1e-300)]  # type: ignore[no-any-return]
+    return u[:, w > rtol * max(w.max(), 1e-300)]
 
 
 def fisher_floor(
@@ -55,4 +55,4 @@ def fisher_floor(
     u = identifiable_basis(bandit) if basis is None else basis
     f = fisher_information(bandit, theta)
     restricted = np.einsum("dr,...de,es->...rs", u, f, u)
-    return np.linalg.eigvalsh(restricted)[..., 0]  # type: ignore[no-any-return]
+    return np.linalg.eigvalsh(restricted)[..., 0]

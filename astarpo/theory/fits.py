@@ -49,17 +49,17 @@ def local_slopes(x: np.ndarray, y: np.ndarray) -> list[float]:
     """
     lx = np.log10(np.asarray(x, dtype=float))
     ly = np.log10(np.maximum(np.asarray(y, dtype=float), 1e-300))
-    return (np.diff(ly) / np.diff(lx)).tolist()  # type: ignore[no-any-return]
+    return (np.diff(ly) / np.diff(lx)).tolist()
 
 
 def _additive(params: np.ndarray, t: np.ndarray, n: np.ndarray) -> np.ndarray:
     la, p, lb, q, lc = params
-    return np.log(np.exp(la) * t**-p + np.exp(lb) * n**-q + np.exp(lc))  # type: ignore[no-any-return]
+    return np.log(np.exp(la) * t**-p + np.exp(lb) * n**-q + np.exp(lc))
 
 
 def _product(params: np.ndarray, t: np.ndarray, n: np.ndarray) -> np.ndarray:
     la, p, q, lc = params
-    return la - p * np.log(t) + np.log(n**-q + np.exp(lc))  # type: ignore[no-any-return]
+    return la - p * np.log(t) + np.log(n**-q + np.exp(lc))
 
 
 #: name -> (log-model, parameter names, which are fitted as logs, lower and upper bounds)
@@ -92,7 +92,7 @@ def _fit_once(model: str, t: np.ndarray, n: np.ndarray, y: np.ndarray) -> np.nda
         start["c"] = -3.0
     x0 = np.clip([start[k] for k in names], np.array(lo) + 1e-6, np.array(hi) - 1e-6)
     fit = least_squares(lambda prm: fn(prm, t, n) - ly, x0, bounds=(lo, hi))
-    return fit.x  # type: ignore[no-any-return]
+    return fit.x
 
 
 def fit_additive(

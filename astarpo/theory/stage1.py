@@ -21,7 +21,7 @@ def _reference_rewards(
     bandit: LogLinearBandit, n_samples: int, rngs: list[np.random.Generator]
 ) -> np.ndarray:
     actions = np.stack([bandit.sample(bandit.ref_probs, g, n_samples) for g in rngs])
-    return np.take_along_axis(bandit.rewards[None], actions, -1)  # type: ignore[no-any-return]
+    return np.take_along_axis(bandit.rewards[None], actions, -1)
 
 
 def estimate_values(

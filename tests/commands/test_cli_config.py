@@ -214,7 +214,7 @@ def test_beta2_is_validated_by_the_config_and_never_per_micro_batch(
     tokenizer, tmp_path, monkeypatch
 ):
     calls = {"loss_beta_checks": 0, "configs": 0}
-    check_beta = astarpo.objective._check_beta
+    check_beta = astarpo.objective.check_beta
 
     def counting_check(*a, **k):
         calls["loss_beta_checks"] += 1
@@ -237,7 +237,7 @@ def test_beta2_is_validated_by_the_config_and_never_per_micro_batch(
         calls["configs"] += 1
         post_init(self)
 
-    monkeypatch.setattr(astarpo.objective, "_check_beta", counting_check)
+    monkeypatch.setattr(astarpo.objective, "check_beta", counting_check)
     monkeypatch.setattr(AStarPOConfig, "__post_init__", counting_post_init)
     trainer = AStarPOTrainer(
         make_toy_model(tokenizer, seed=0, **TINY),
@@ -259,7 +259,7 @@ def test_beta2_outside_the_trainer_is_still_refused():
     with pytest.raises(ValueError, match="beta2 must be a finite number > 0, got -1"):
         AStarPOConfig(beta2=-1.0)
     with pytest.raises(ValueError, match="beta2 must be a finite number > 0, got 0"):
-        AStarPO(beta2=0.0)  # validated by the AStarPOConfig it builds
+        AStarPO(beta2=0.0)  # the same check, on the one float
     assert AStarPO().beta2 == AStarPOConfig.beta2 and AStarPO(0.25).beta2 == 0.25
     assert AStarPO.from_config(AStarPOConfig(beta2=0.5)).beta2 == 0.5
     with pytest.raises(ValueError, match="beta2 or config, not both"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeGenerator
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import make_tiny_model, quick_config, toy_trainer
 
 from astarpo.cli import CONFIG_VERBS, VERBS, build_parser, main
 from astarpo.commands.config_file import (
@@ -481,15 +481,9 @@ def _table(tmp_path, model_name, rows=ROWS, max_new_tokens=3):
 
 
 def _train(tokenizer, tmp_path, model, table, rows=ROWS, **kw):
-    args = quick_config(tmp_path, max_steps=1, batch_size=4, max_new_tokens=3, **kw)
-    trainer = AStarPOTrainer(
-        model=model,
-        reward_funcs=exact_match_reward,
-        args=args,
-        train_dataset=rows,
-        v_star_table=table,
-        processing_class=tokenizer,
-    )
+    """One step of ``model`` (a saved folder) on ``rows`` with the V* ``table`` (toy_trainer)."""
+    trainer = toy_trainer(tokenizer, tmp_path, model=model, table=table, rows=rows,
+                          rewards=[exact_match_reward], max_steps=1, **kw)  # fmt: skip
     return trainer.train()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from fakes import FakeGenerator
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import make_tiny_model, quick_config, toy_trainer
 
 from astarpo.cli import main
 from astarpo.llm.data.prompts import load_prompts
@@ -27,7 +27,6 @@ from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.callbacks import check_callbacks
-from astarpo.llm.training.trainers import AStarPOTrainer
 
 ROWS = addition_task(8, seed=0)
 SAMPLING = SamplingConfig(4, 1.0, 1.0)
@@ -54,25 +53,11 @@ def _data(tmp_path: Path, rows: list[dict] | None = None) -> Path:
     return path
 
 
-def _trainer(tokenizer, tmp_path, rows=ROWS, **kwargs):
-    cfg = quick_config(tmp_path / "run", max_steps=1, batch_size=4, max_new_tokens=3)
-    return AStarPOTrainer(
-        make_tiny_model(tokenizer),
-        kwargs.pop("ref", None),
-        kwargs.pop("rewards", [exact_match_reward]),
-        args=cfg,
-        train_dataset=rows,
-        v_star_table={r["prompt"]: 0.0 for r in ROWS},
-        tokenizer=tokenizer,
-        **kwargs,
-    )
-
-
 # ----------------------------------------------------------------------------------- SILENT
 
 
 def test_save_model_onto_an_existing_file_raises(tokenizer, tmp_path):
-    tr = _trainer(tokenizer, tmp_path)
+    tr = toy_trainer(tokenizer, tmp_path / "run")
     target = tmp_path / "afile"
     target.write_text("mine\n")
     with pytest.raises(FileExistsError, match="is a file, not a folder"):
@@ -81,7 +66,7 @@ def test_save_model_onto_an_existing_file_raises(tokenizer, tmp_path):
 
 
 def test_save_model_keeps_a_users_folder_unless_told_to_overwrite(tokenizer, tmp_path):
-    tr = _trainer(tokenizer, tmp_path)
+    tr = toy_trainer(tokenizer, tmp_path / "run")
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "config.json").write_text('{"mine": true}\n')
@@ -122,7 +107,7 @@ def test_duplicate_prompts_with_conflicting_answers_are_refused(tokenizer, tmp_p
             Stage1Config(n_samples=2, max_new_tokens=4),
         )
     with pytest.raises(ValueError, match=r"train_dataset\[1\] and train_dataset\[8\] " + same):
-        _trainer(tokenizer, tmp_path, rows=[*rows, clash])
+        toy_trainer(tokenizer, tmp_path / "run", rows=[*rows, clash])
     # identical duplicates stay as they were: computed once
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
     table = estimate_values(
@@ -171,9 +156,9 @@ def test_callbacks_that_would_never_be_called_are_refused():
 def test_transformers_trainer_callbacks_are_refused_with_the_astarpo_form(tokenizer, tmp_path):
     transformers = pytest.importorskip("transformers")
     with pytest.raises(TypeError, match=r"TrainerCallback.*on_step_end"):
-        _trainer(tokenizer, tmp_path, callbacks=[transformers.PrinterCallback()])
+        toy_trainer(tokenizer, tmp_path / "run", callbacks=[transformers.PrinterCallback()])
     counter = _StepCounter()
-    _trainer(tokenizer, tmp_path, callbacks=[counter]).train()
+    toy_trainer(tokenizer, tmp_path / "run", callbacks=[counter], max_steps=1).train()
     assert counter.steps == 1
 
 
@@ -340,14 +325,14 @@ def test_a_dict_or_a_path_as_rows_is_refused(tokenizer, tmp_path):
             Stage1Config(n_samples=2, max_new_tokens=4),
         )
     with pytest.raises(ValueError, match="train_dataset is the path"):
-        _trainer(tokenizer, tmp_path, rows=str(data))
+        toy_trainer(tokenizer, tmp_path / "run", rows=str(data))
 
 
 def test_eval_fn_returning_a_float_is_named(tokenizer, tmp_path):
-    tr = _trainer(tokenizer, tmp_path, eval_fn=lambda model: 0.5)
+    tr = toy_trainer(tokenizer, tmp_path / "run", eval_fn=lambda model: 0.5)
     with pytest.raises(TypeError, match=r"eval_fn returned 0.5 \(float\).*\{'accuracy': 0.5\}"):
         tr.train()
-    tr = _trainer(tokenizer, tmp_path / "b", eval_fn=lambda model: {"accuracy": "0.5"})
+    tr = toy_trainer(tokenizer, tmp_path / "b", eval_fn=lambda model: {"accuracy": "0.5"})
     with pytest.raises(TypeError, match="values must be numbers"):
         tr.train()
 
@@ -361,7 +346,7 @@ def test_rows_without_the_rewards_column_are_refused_before_generating(tokenizer
         estimate_values(gen, rows, exact_match_reward, Stage1Config(n_samples=2, max_new_tokens=4))
     assert gen.calls == []
     with pytest.raises(ValueError, match=r"train_dataset\[0\] has no 'answer'"):
-        _trainer(tokenizer, tmp_path, rows=rows)
+        toy_trainer(tokenizer, tmp_path / "run", rows=rows)
 
 
 def test_estimate_values_out_path_folder_is_refused(tmp_path):

@@ -172,7 +172,7 @@ def test_cli_benchmarks_from_another_directory(tmp_path):
 def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
     """``astarpo eval --reward-timeout`` is the deadline of every scoring call, on the packaged
     benchmarks as on a data file."""
-    import astarpo.llm.eval as eval_module
+    import astarpo.llm.rollout.scored as scored_module  # evaluation scores through it
 
     seen = []
 
@@ -180,7 +180,7 @@ def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
         seen.append(kwargs["timeout"])
         return np.zeros(len(completions)), {}
 
-    monkeypatch.setattr(eval_module, "compute_rewards", spy)
+    monkeypatch.setattr(scored_module, "compute_rewards", spy)
     data = tmp_path / "d.jsonl"
     data.write_text('{"problem": "1+1=", "answer": "2"}\n')
     what = "math500" if source == "--benchmarks" else str(data)
@@ -189,3 +189,56 @@ def test_eval_reward_timeout_reaches_the_scoring(tmp_path, monkeypatch, source):
             "--backend", "hf"]  # fmt: skip
     assert main(argv) == 0
     assert seen == [7.5]
+
+
+def test_a_users_file_is_a_benchmark_read_as_given(tmp_path):
+    from astarpo.llm.eval import BENCHMARKS, Benchmark
+
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"question": "1+1=", "target": "2"}\n{"question": "2+2=", "target": "4"}\n')
+    bench = Benchmark.from_file(data)
+    assert (bench.name, bench.title, bench.k, bench.packaged) == ("mine", "mine", 1, False)
+    assert bench.file == str(data)
+    assert BENCHMARKS["math500"].file == benchmark_path("math500.jsonl")
+    rows = load_prompts(data, template="none", problem_key="question", answer_key="target")
+    res = evaluate_benchmarks(
+        _gen_for(rows),
+        [bench],
+        [exact_match_reward],
+        template="none",
+        progress=False,
+        prompt_options={"problem_key": "question", "answer_key": "target"},
+    )
+    want = evaluate(_gen_for(rows), rows, [exact_match_reward], progress=False)
+    assert res == {"mine": {"title": "mine", **want}}
+
+
+def test_eval_verb_is_a_thin_caller_of_evaluate_benchmarks(tmp_path, monkeypatch, capsys):
+    """``astarpo eval --data`` and ``--benchmarks`` both go through the library's one
+    evaluation loop, with the verb's options (k per name, sampling, prompt options, deadline)."""
+    import astarpo.commands.eval as eval_command
+
+    calls = []
+
+    def spy(generator, benchmarks, reward_funcs, **kwargs):
+        calls.append((list(benchmarks), kwargs))
+        return evaluate_benchmarks(generator, benchmarks, reward_funcs, **kwargs)
+
+    monkeypatch.setattr(eval_command, "evaluate_benchmarks", spy)
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"q": "1+1=", "a": "2"}\n{"q": "2+2=", "a": "4"}\n')
+    common = ["eval", "--model", "toy", "--max-new-tokens", "2", "--no-progress", "--backend",
+              "hf", "--device", "cpu", "--reward", "exact_match"]  # fmt: skip
+    argv = [*common, "--data", str(data), "--problem-key", "q", "--answer-key", "a",
+            "--avg", "d=3", "--temperature", "0.7", "--reward-timeout", "9"]  # fmt: skip
+    assert main(argv) == 0
+    assert main([*common, "--benchmarks", "amc23", "--limit", "1", "--avg", "2"]) == 0
+    (files, kw), (packaged, kw2) = calls
+    assert [b.name for b in files] == ["d"] and not files[0].packaged
+    assert kw["k"] == {"d": 3} and kw["sampled"] == SamplingConfig(2, 0.7, 0.95)  # top_p: paper
+    assert kw["greedy"] == SamplingConfig(2, 0.0, 1.0) and kw["reward_timeout"] == 9.0
+    assert kw["prompt_options"]["problem_key"] == "q" and kw["prompt_options"]["answer_key"] == "a"
+    assert [b.name for b in packaged] == ["amc2023"] and kw2["k"] == {"amc2023": 2}
+    assert "problem_key" not in kw2["prompt_options"]  # the packaged files' columns are known
+    out = capsys.readouterr().out
+    assert "| d | avg@3 | 2 |" in out and "| AMC23 | avg@2 | 1 |" in out

@@ -24,7 +24,7 @@ import pytest
 import torch
 from fakes import FakeGenerator
 from filelock import FileLock
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import addition_rows, first_digit_reward, make_tiny_model, toy_trainer
 
 from astarpo.llm.algorithms.grpo import GRPOConfig
 from astarpo.llm.data.prompts import load_prompts
@@ -42,41 +42,10 @@ from astarpo.llm.training.guards import NonFiniteError
 from astarpo.llm.training.metrics import read_metrics
 from astarpo.llm.training.run_dir import RunDirError
 from astarpo.llm.training.trainer import Trainer
-from astarpo.llm.training.trainers import AStarPOTrainer
 
 ROOT = Path(__file__).parents[2]
-ROWS = addition_task(8, seed=0)
+ROWS = addition_rows()  # toy_trainer's rows and V* table
 TABLE = {r["prompt"]: 0.1 for r in ROWS}
-
-
-def first_digit_reward(prompts, completions, answer, **_):
-    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
-
-
-def config(tmp_path, **kw):
-    cfg = {
-        "max_steps": 2,
-        "batch_size": 4,
-        "max_new_tokens": 3,
-        "learning_rate": 1e-3,
-        "save_steps": 1,
-        "seed": 1,
-    }
-    cfg.update(kw)
-    return quick_config(tmp_path, **cfg)
-
-
-def trainer(tokenizer, tmp_path, rewards=(first_digit_reward,), rows=ROWS, table=None, **kw):
-    model = make_tiny_model(tokenizer)
-    return AStarPOTrainer(
-        model,
-        None,
-        list(rewards),
-        args=config(tmp_path, **kw),
-        train_dataset=rows,
-        v_star_table=TABLE if table is None else table,
-        tokenizer=tokenizer,
-    )
 
 
 def cli(*args, tmp_path=None, timeout=300, extra_path=None):
@@ -148,7 +117,7 @@ def test_huge_reward_stops_with_the_step_and_saves_nothing(tokenizer, tmp_path, 
     def reward(prompts, completions, **_):
         return [scale] * len(completions)
 
-    tr = trainer(tokenizer, tmp_path / "run", rewards=[reward])
+    tr = toy_trainer(tokenizer, tmp_path / "run", rewards=[reward])
     before = copy.deepcopy(tr.model.state_dict())
     with pytest.raises(NonFiniteError, match=rf"step 1: {what}.*reward scale.*learning rate"):
         tr.train()
@@ -164,7 +133,7 @@ def test_non_finite_v_star_mapping_refused_at_construction(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="non-finite values"):
         lookup_v_star(bad, [r["prompt"] for r in ROWS])
     with pytest.raises(ValueError, match="non-finite"):
-        trainer(tokenizer, tmp_path, table={**TABLE, ROWS[0]["prompt"]: float("inf")})
+        toy_trainer(tokenizer, tmp_path, table={**TABLE, ROWS[0]["prompt"]: float("inf")})
 
 
 def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
@@ -200,7 +169,7 @@ def test_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
     with pytest.raises(
         RunDirError, match=r"holds an earlier run \(metrics.jsonl\).*--resume.*--overwrite"
     ):
-        trainer(tokenizer, tmp_path).train()
+        toy_trainer(tokenizer, tmp_path).train()
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 13}\n'
 
 
@@ -217,26 +186,22 @@ def test_trainer_refuses_non_empty_output_dir(tokenizer, tmp_path):
     ],
 )
 def test_resume_refuses_changes_that_break_equality(tokenizer, tmp_path, change, named):
-    trainer(tokenizer, tmp_path).train()
+    toy_trainer(tokenizer, tmp_path).train()
     kw = dict(change)
     rows = kw.pop("rows", ROWS)
     rewards = kw.pop("rewards", [first_digit_reward])
-    tr = trainer(tokenizer, tmp_path, rewards=rewards, rows=rows, max_steps=3, **kw)
+    tr = toy_trainer(tokenizer, tmp_path, rewards=rewards, rows=rows, max_steps=3, **kw)
     with pytest.raises(RunDirError, match="cannot resume") as e:
         tr.train(resume=True)
     assert named in str(e.value)
 
 
 def test_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, tmp_path):
-    trainer(tokenizer, tmp_path).train()
-    model = make_tiny_model(tokenizer)
-    args = quick_config(tmp_path, GRPOConfig, max_steps=3, batch_size=4, max_new_tokens=3,
-                        learning_rate=1e-3, seed=1)  # fmt: skip
-    grpo = Trainer(model, None, [first_digit_reward], args=args, train_dataset=ROWS,
-                   tokenizer=tokenizer)  # fmt: skip
+    toy_trainer(tokenizer, tmp_path).train()
+    grpo = toy_trainer(tokenizer, tmp_path, cls=GRPOConfig, trainer=Trainer, max_steps=3)
     with pytest.raises(RunDirError, match="algorithm: 'astarpo' -> 'grpo'"):
         grpo.train(resume=True)
-    tr = trainer(tokenizer, tmp_path, max_steps=3, eval_steps=1, save_total_limit=5)
+    tr = toy_trainer(tokenizer, tmp_path, max_steps=3, eval_steps=1, save_total_limit=5)
     tr.train(resume=True)
     assert tr.step_count == 3
 
@@ -261,19 +226,19 @@ class Payload:
 
 
 def test_crafted_trainer_state_is_refused_and_runs_nothing(tokenizer, tmp_path):
-    trainer(tokenizer, tmp_path / "run").train()
+    toy_trainer(tokenizer, tmp_path / "run").train()
     marker = tmp_path / "pwned"
     ckpt = tmp_path / "run" / "checkpoint-2"
     state = {"step": 2, "modules": [], "rng": Payload(str(marker))}
     torch.save(state, ckpt / "trainer_state.pt")
-    tr = trainer(tokenizer, tmp_path / "run", max_steps=3)
+    tr = toy_trainer(tokenizer, tmp_path / "run", max_steps=3)
     with pytest.raises(CheckpointError, match="refused to load"):
         tr.resume(ckpt)
     assert not marker.exists()
 
 
 def test_checkpoints_load_with_weights_only(tokenizer, tmp_path):
-    trainer(tokenizer, tmp_path).train()
+    toy_trainer(tokenizer, tmp_path).train()
     for name in ("trainer_state.pt", "model.pt"):
         torch.load(tmp_path / "checkpoint-2" / name, weights_only=True)  # raises if not plain
 
@@ -307,15 +272,17 @@ def test_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tm
     assert prov["reward_path"] == ["astarpo.llm.rewards.builtin:exact_match_reward"]
     assert {"beta1", "n_samples", "model", "sampling", "data"} <= set(prov)
     with pytest.raises(ValueTableError, match="reward_path: table"):
-        trainer(tokenizer, tmp_path / "a", rewards=[first_digit_reward], table=table)
+        toy_trainer(tokenizer, tmp_path / "a", rewards=[first_digit_reward], table=table)
     # A subset of the table's prompts fits (the all-wrong filter, a split); another answer not.
-    trainer(tokenizer, tmp_path / "b", rewards=[exact_match_reward], rows=ROWS[:4], table=table)
+    toy_trainer(tokenizer, tmp_path / "b", rewards=[exact_match_reward], rows=ROWS[:4], table=table)
     other = [dict(ROWS[0], answer="999"), *ROWS[1:4]]
     with pytest.raises(ValueTableError, match="answer of prompt"):
-        trainer(tokenizer, tmp_path / "b2", rewards=[exact_match_reward], rows=other, table=table)
+        toy_trainer(
+            tokenizer, tmp_path / "b2", rewards=[exact_match_reward], rows=other, table=table
+        )
     # The explicit override accepts it; the right reward and data pass.
-    trainer(tokenizer, tmp_path / "c", table=table, allow_v_star_mismatch=True)
-    trainer(tokenizer, tmp_path / "d", rewards=[exact_match_reward], table=table)
+    toy_trainer(tokenizer, tmp_path / "c", table=table, allow_v_star_mismatch=True)
+    toy_trainer(tokenizer, tmp_path / "d", rewards=[exact_match_reward], table=table)
 
 
 def test_cli_refuses_a_table_of_another_model(tmp_path, data_file, value_table):
@@ -358,7 +325,7 @@ def test_a_hanging_reward_stops_with_its_name(tokenizer, tmp_path):
     t0 = time.monotonic()
     with pytest.raises(RewardTimeoutError, match=r"test_reliability:hang did not return"):
         compute_rewards([hang], ["p"], ["c"], {}, timeout=0.5)
-    tr = trainer(tokenizer, tmp_path, rewards=[hang], reward_timeout=0.5)
+    tr = toy_trainer(tokenizer, tmp_path, rewards=[hang], reward_timeout=0.5)
     with pytest.raises(RewardTimeoutError, match="reward_timeout"):
         tr.train()
     assert time.monotonic() - t0 < 60
@@ -401,7 +368,7 @@ def test_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
 def test_prompts_longer_than_the_model_are_refused_before_generation(tokenizer, tmp_path):
     rows = [*ROWS, {"prompt": "1+" * 5000, "answer": "1"}]
     with pytest.raises(ValueError, match=r"1 of 9 prompts do not fit .* 64 positions \(row 8"):
-        trainer(tokenizer, tmp_path, rows=rows, table={r["prompt"]: 0.0 for r in rows})
+        toy_trainer(tokenizer, tmp_path, rows=rows, table={r["prompt"]: 0.0 for r in rows})
 
 
 def test_cli_value_refuses_a_long_prompt(tmp_path):
@@ -413,7 +380,7 @@ def test_cli_value_refuses_a_long_prompt(tmp_path):
 
 # ------------------------------------------------------------------- disk full
 def test_disk_full_reports_the_path_and_leaves_no_debris(tokenizer, tmp_path, monkeypatch):
-    tr = trainer(tokenizer, tmp_path, max_steps=1)
+    tr = toy_trainer(tokenizer, tmp_path, max_steps=1)
     tr.train()
     real_save = torch.save
 
@@ -433,11 +400,11 @@ def test_disk_full_reports_the_path_and_leaves_no_debris(tokenizer, tmp_path, mo
 
 # -------------------------------------------------------- torn lines, corrupt ckpt
 def test_torn_metrics_line_and_corrupt_latest_checkpoint(tokenizer, tmp_path, caplog):
-    trainer(tokenizer, tmp_path, max_steps=2, save_total_limit=0).train()
+    toy_trainer(tokenizer, tmp_path, max_steps=2, save_total_limit=0).train()
     with (tmp_path / "metrics.jsonl").open("a") as f:
         f.write('{"step": 3, "lo')  # a kill during a write
     (tmp_path / "checkpoint-2" / "model.pt").write_bytes(b"not a checkpoint")
-    tr = trainer(tokenizer, tmp_path, max_steps=3, save_total_limit=0)
+    tr = toy_trainer(tokenizer, tmp_path, max_steps=3, save_total_limit=0)
     with caplog.at_level(logging.WARNING):
         tr.train(resume=True)
     assert "falling back to checkpoint-1" in caplog.text
@@ -462,7 +429,7 @@ def test_empty_prompt_refused_at_load(tokenizer, tmp_path):
     with pytest.raises(ValueError, match=r"d.jsonl:2: the problem \('problem'\) is empty"):
         load_prompts(p, template="none")
     with pytest.raises(ValueError, match="row 1 has no non-empty 'prompt'"):
-        trainer(tokenizer, tmp_path, rows=[ROWS[0], {"prompt": "", "answer": "1"}])
+        toy_trainer(tokenizer, tmp_path, rows=[ROWS[0], {"prompt": "", "answer": "1"}])
 
 
 def test_null_or_missing_answer_is_an_error_at_load(tmp_path):
@@ -478,8 +445,7 @@ def test_null_or_missing_answer_is_an_error_at_load(tmp_path):
 def test_same_object_as_model_and_reference(tokenizer, tmp_path):
     model = make_tiny_model(tokenizer)
     with pytest.raises(ValueError, match="ref_model is the same object as model"):
-        AStarPOTrainer(model, model, [first_digit_reward], args=config(tmp_path),
-                       train_dataset=ROWS, v_star_table=TABLE, tokenizer=tokenizer)  # fmt: skip
+        toy_trainer(tokenizer, tmp_path, model=model, ref=model)
 
 
 def bad_type(prompts, completions, **_):
@@ -527,7 +493,7 @@ def test_progress_prints_a_line_every_30_s_off_a_terminal(tokenizer, tmp_path, m
     monkeypatch.setattr(tqdm.std, "time", clock)  # tqdm's clock
     stream = io.StringIO()  # not a terminal
     monkeypatch.setattr(sys, "stderr", stream)
-    tr = trainer(tokenizer, tmp_path, max_steps=4, save_steps=0, progress=True)
+    tr = toy_trainer(tokenizer, tmp_path, max_steps=4, save_steps=0, progress=True)
     step = tr.step
 
     def slow_step():  # each step takes 12 s on tqdm's clock
@@ -552,12 +518,12 @@ def test_cli_train_shows_progress_and_resuming_message(tmp_path, data_file, valu
 
 
 def test_save_total_limit_keeps_the_newest(tokenizer, tmp_path):
-    trainer(tokenizer, tmp_path, max_steps=4).train()
+    toy_trainer(tokenizer, tmp_path, max_steps=4).train()
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
 
 
 def test_run_config_and_metrics_are_standard_json(tokenizer, tmp_path):
-    tr = trainer(tokenizer, tmp_path, max_steps=1)
+    tr = toy_trainer(tokenizer, tmp_path, max_steps=1)
     tr.train()
 
     def strict(text):

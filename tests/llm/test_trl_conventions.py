@@ -4,11 +4,12 @@ budget, ``processing_class``, conversational prompts, ``save_model`` and its rel
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
 import torch
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import make_tiny_model, quick_config, toy_trainer
 
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.builtin import exact_match_reward
@@ -189,23 +190,17 @@ def test_reward_kwargs_follow_the_signature():
 def test_toy_refuses_data_it_cannot_read(tmp_path):
     tok = make_char_tokenizer()
 
-    def make(rows, **kw):
-        return AStarPOTrainer(
-            make_tiny_model(tok),
-            reward_funcs=exact_match_reward,
-            args=_args(tmp_path, **kw),
-            train_dataset=rows,
-            v_star_table=dict.fromkeys((r["prompt"] for r in rows), 0.0),
-            tokenizer=tok,
-        )
-
-    with pytest.raises(ValueError, match=r"cannot encode the characters 'ABCW'"):
-        make([{"prompt": "What is ABC?", "answer": "1"}])
-    with pytest.raises(ValueError, match=r"cannot encode .* of its answer"):
-        make([{"prompt": "1+1=", "answer": "Two"}])
-    with pytest.raises(ValueError, match=r"1 of 1 prompts do not fit .* 64 positions \(row 0"):
-        make([{"prompt": "1+1=" * 16, "answer": "2"}])  # 64 tokens + max_new_tokens 4 > 64
-    make([{"prompt": "1+1=" * 15, "answer": "2"}])  # 60 + 4 tokens fit
+    for rows, error in (
+        ([{"prompt": "What is ABC?", "answer": "1"}], r"cannot encode the characters 'ABCW'"),
+        ([{"prompt": "1+1=", "answer": "Two"}], r"cannot encode .* of its answer"),
+        # 64 tokens + max_new_tokens 4 > 64
+        ([{"prompt": "1+1=" * 16, "answer": "2"}], r"1 of 1 prompts do not fit .* 64 positions"),
+        ([{"prompt": "1+1=" * 15, "answer": "2"}], None),  # 60 + 4 tokens fit
+    ):
+        table = dict.fromkeys((r["prompt"] for r in rows), 0.0)
+        with pytest.raises(ValueError, match=error) if error else contextlib.nullcontext():
+            toy_trainer(tok, tmp_path / "run", rows=rows, table=table,
+                        rewards=[exact_match_reward], max_new_tokens=4)  # fmt: skip
 
 
 def test_a_reward_in_ref_models_place_is_refused(model_dir, tmp_path):

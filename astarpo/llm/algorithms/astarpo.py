@@ -6,23 +6,23 @@ One on-policy sample per prompt, the frozen reference's log-prob and the Stage 1
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig, doc_field
+from astarpo.llm.algorithms.config import doc_field
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
-from astarpo.objective import advantage_regression_loss, optimal_advantage
+from astarpo.objective import advantage_regression_loss, check_beta, optimal_advantage
 
 __all__ = ["AStarPO", "AStarPOConfig"]
 
 
 @dataclass(frozen=True)
 class AStarPOConfig(TrainConfig):
-    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.config.TrainConfig` plus ``beta2``.
+    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``.
 
     Example:
         >>> from astarpo.llm import AStarPOConfig
@@ -42,11 +42,7 @@ class AStarPOConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        beta2 = self.beta2  # validated here only: the algorithm and its loss trust it
-        if isinstance(beta2, bool) or not (
-            isinstance(beta2, (int, float)) and math.isfinite(beta2) and beta2 > 0
-        ):
-            raise ValueError(f"beta2 must be a finite number > 0, got {beta2!r}.")
+        check_beta(self.beta2, "beta2")  # here only: the algorithm and its loss trust it
 
 
 class AStarPO:
@@ -60,8 +56,9 @@ class AStarPO:
 
     The loss is :func:`astarpo.advantage_regression_loss` with ``reduction="mean"``.
 
-    ``beta2`` is validated once, by :class:`AStarPOConfig` (built here from ``beta2`` when no
-    ``config`` is given); the loss of every micro-batch trusts it (``check=False``).
+    ``beta2`` is validated once: by :class:`AStarPOConfig`, or, given alone, here by the same
+    :func:`astarpo.objective.check_beta` (one float checked, no config built); the loss of every
+    micro-batch trusts it (``check=False``).
 
     Args:
         beta2: Regression strength, > 0 (default: :class:`AStarPOConfig`'s, 1e-3 as in the
@@ -81,9 +78,10 @@ class AStarPO:
     def __init__(self, beta2: float | None = None, *, config: AStarPOConfig | None = None) -> None:
         if config is not None and beta2 is not None:
             raise ValueError("give beta2 or config, not both.")
-        if config is None:  # the one validation of beta2
-            config = AStarPOConfig() if beta2 is None else AStarPOConfig(beta2=beta2)
-        self.beta2 = float(config.beta2)
+        if config is not None:
+            self.beta2 = float(config.beta2)  # validated by the config
+        else:  # the config's check of the one float, not a 35-field config
+            self.beta2 = check_beta(AStarPOConfig.beta2 if beta2 is None else beta2, "beta2")
 
     def __repr__(self) -> str:
         return f"AStarPO(beta2={self.beta2!r})"
@@ -101,11 +99,15 @@ class AStarPO:
         return []
 
     def prepare(self, batch: RolloutBatch) -> dict[str, float]:
-        """Store ``extra["advantage"] = reward - v_star`` ``[B]`` and log its mean and std."""
+        """Log the mean and std of the optimal advantage ``reward - v_star`` ``[B]``.
+
+        Nothing is stored in ``batch.extra``: the loss computes the advantage itself, inside
+        :func:`astarpo.advantage_regression_loss`, from ``batch.rewards`` and ``batch.v_star``
+        (the one place it is computed for the update).
+        """
         if batch.v_star is None:
             raise ValueError("A*-PO needs batch.v_star (the Stage 1 value of each prompt).")
         adv = optimal_advantage(batch.rewards, batch.v_star)
-        batch.extra["advantage"] = adv
         return {
             "advantage/mean": float(adv.mean()),
             "advantage/std": float(adv.std(unbiased=False)),

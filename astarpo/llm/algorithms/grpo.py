@@ -18,7 +18,6 @@ import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch, old_token_logp, single_update
 from astarpo.llm.algorithms.config import (
-    TrainConfig,
     check_choice,
     check_nonneg,
     check_positive_fields,
@@ -34,6 +33,7 @@ from astarpo.llm.algorithms.losses import (
     kl_penalty,
     rloo_advantages,
 )
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
 
 __all__ = [

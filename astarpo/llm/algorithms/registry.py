@@ -2,7 +2,7 @@
 
 The CLI (``astarpo train --algo``), the trainer (an algorithm built from its config), the
 benchmark and the docs' table all read it. Adding an algorithm means one new module (a frozen
-config subclassing :class:`~astarpo.llm.algorithms.config.TrainConfig` and a class with the
+config subclassing :class:`~astarpo.llm.algorithms.train_config.TrainConfig` and a class with the
 members of :class:`~astarpo.llm.algorithms.base.Algorithm` plus
 ``from_config(config, model, ref_model)``) and one line here.
 """
@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
 from astarpo.llm.algorithms.base import Algorithm
-from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.grpo import GRPO, RLOO, GRPOConfig, RLOOConfig
 from astarpo.llm.algorithms.ppo import PPO, PPOConfig
 from astarpo.llm.algorithms.rebel import REBEL, REBELConfig
+from astarpo.llm.algorithms.train_config import TrainConfig
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "build_algorithm", "name_of_config"]
 
@@ -25,7 +25,7 @@ class AlgorithmSpec(NamedTuple):
     """One registered algorithm: ``(config, algorithm, summary)``."""
 
     config: type[TrainConfig]
-    """Its config class (a :class:`~astarpo.llm.algorithms.config.TrainConfig` subclass)."""
+    """Its config class (a :class:`~astarpo.llm.algorithms.train_config.TrainConfig` subclass)."""
     algorithm: type[Any]
     """Its class; ``algorithm.from_config(config, model, ref_model)`` builds it."""
     summary: str

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.toy.tasks import TASKS
 

@@ -265,8 +265,8 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok:
             use_vllm=False,
         )
     else:
-        from trl.experimental.a2po import A2POConfig as config_type  # type: ignore[assignment]
-        from trl.experimental.a2po import A2POTrainer as trainer_type  # type: ignore[assignment]
+        from trl.experimental.a2po import A2POConfig as config_type  # type: ignore[assignment, unused-ignore]
+        from trl.experimental.a2po import A2POTrainer as trainer_type  # type: ignore[assignment, unused-ignore]
 
         own = dict(
             per_device_train_batch_size=cfg.batch_size,

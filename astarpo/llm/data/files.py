@@ -3,7 +3,9 @@
 (row). Every error names the file and the line or row: a byte that is not
 UTF-8, a line that is not JSON, a value that is not an object.
 
-Log-like files (the V* table, ``metrics.jsonl``) are appended whole or not at all
+Log-like files (the V* table, ``metrics.jsonl``) are read back by :func:`read_jsonl_log`: a torn
+last line (a kill during a write) is dropped with a warning, a corrupt line before it is an error
+naming the file and line. They are appended whole or not at all
 (:func:`append_bytes`): it writes through the file descriptor, bypassing Python's buffer, and on
 a failed write (a full disk) cuts the file back to its length before the call: the lines written
 before stay intact, no torn line is left, and a rerun or ``--resume`` continues after them. A
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import math
 import os
 import shutil
@@ -25,7 +28,16 @@ from typing import IO, Any
 
 from astarpo.llm.data.hub import is_saved_dataset, read_hf_dataset
 
-__all__ = ["FULL_BELOW", "append_bytes", "disk_full", "read_located_records", "standard_json"]
+__all__ = [
+    "FULL_BELOW",
+    "append_bytes",
+    "disk_full",
+    "read_jsonl_log",
+    "read_located_records",
+    "standard_json",
+]
+
+logger = logging.getLogger(__name__)
 
 #: A failed write with fewer free bytes than this left on its disk is taken for a full disk.
 FULL_BELOW = 1 << 20
@@ -102,6 +114,47 @@ def read_located_records(path: str | os.PathLike[str]) -> list[tuple[str, dict[s
             raise ValueError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}.")
         rows.append((f"{p}:{lineno}", row))
     return rows
+
+
+def read_jsonl_log(
+    path: str | os.PathLike[str], error: type[Exception] = ValueError, what: str = "line"
+) -> tuple[list[tuple[int, Any]], int]:
+    """The JSON values of an append-only JSONL file (the V* table, ``metrics.jsonl``), with a
+    torn last line dropped.
+
+    A kill during a write can leave the last non-blank line cut short: it is dropped with a
+    warning (``PATH:LINE: dropping a truncated last line``) and left out of the valid length,
+    so a writer that resumes cuts the file there. A line that is not JSON before it is corrupt.
+
+    Args:
+        path: The file (named in errors and the warning).
+        error: The exception type raised for a corrupt line (a subclass of ``ValueError``).
+        what: How the error calls a line (``"line"``, ``"metrics line"``).
+
+    Returns:
+        ``(values, good)``: ``(line number, value)`` of every non-blank line in order (numbers
+        from 1), and the byte length of the file's valid part (the torn line excluded).
+
+    Raises:
+        error: ``"PATH:LINE: corrupt WHAT (...)"`` for a line that is not JSON (or not UTF-8)
+            before the last non-blank one.
+    """
+    lines = Path(path).read_bytes().split(b"\n")
+    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
+    last = nonblank[-1] if nonblank else -1
+    values: list[tuple[int, Any]] = []
+    pos = 0
+    for i, raw in enumerate(lines):
+        if raw.strip():
+            try:
+                values.append((i + 1, json.loads(raw)))
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                if i != last:
+                    raise error(f"{path}:{i + 1}: corrupt {what} ({e}).") from e
+                logger.warning("%s:%d: dropping a truncated last line (%s).", path, i + 1, e)
+                break
+        pos += len(raw) + (1 if i < len(lines) - 1 else 0)
+    return values, pos
 
 
 def standard_json(obj: Any) -> Any:

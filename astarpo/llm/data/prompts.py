@@ -27,7 +27,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -290,7 +290,7 @@ def benchmark_path(name: str) -> Path:
     return Path(str(entry))  # a regular file: setuptools installs package data unzipped
 
 
-def repeat_columns(rows: Sequence[dict[str, Any]], n: int) -> dict[str, list[Any]]:
+def repeat_columns(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, list[Any]]:
     """The reward columns of ``rows`` repeated for ``n`` samples each, prompt-major.
 
     The one place that lines dataset columns up with the rows of a rollout (row ``i * n + j``

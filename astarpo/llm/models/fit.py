@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["check_model_fits", "check_prompts_fit", "check_sampling_fits", "max_positions"]
+__all__ = [
+    "check_model_fits",
+    "check_prompts_fit",
+    "check_sampling_fits",
+    "max_positions",
+    "prompt_token_ids",
+    "unknown_token_id",
+]
 
 
 def max_positions(model: Any) -> int | None:
@@ -21,12 +28,25 @@ def max_positions(model: Any) -> int | None:
     return int(n) if isinstance(n, int) and n > 0 else None
 
 
+def prompt_token_ids(rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> list[list[int]]:
+    """The token ids of every ``row["prompt"]`` (no special tokens), ``[B][L_i]``, from one
+    batched tokenizer call: what the checks below share, so a dataset is tokenized once."""
+    if not rows:
+        return []
+    ids: list[list[int]] = tokenizer([str(r["prompt"]) for r in rows], add_special_tokens=False)[
+        "input_ids"
+    ]
+    return ids
+
+
 def check_prompts_fit(
     rows: Sequence[Mapping[str, Any]],
     tokenizer: Any,
     limit: int | None,
     max_new_tokens: int,
     where: str,
+    *,
+    prompt_ids: Sequence[Sequence[int]] | None = None,
 ) -> None:
     """Raise unless every ``row["prompt"]`` plus ``max_new_tokens`` fits in ``limit`` positions.
 
@@ -36,6 +56,7 @@ def check_prompts_fit(
         limit: The model's positions (:func:`max_positions`); ``None`` skips the check.
         max_new_tokens: Tokens to generate per response.
         where: The data's name in the error (file or argument).
+        prompt_ids: The prompts' token ids (:func:`prompt_token_ids`), when already computed.
 
     Raises:
         ValueError: naming how many prompts are too long, the first ones, and the fixes.
@@ -47,7 +68,7 @@ def check_prompts_fit(
             f"max_new_tokens ({max_new_tokens}) leaves no room for a prompt in the model's "
             f"{limit} positions; lower it."
         )
-    ids = tokenizer([str(r["prompt"]) for r in rows], add_special_tokens=False)["input_ids"]
+    ids = prompt_ids if prompt_ids is not None else prompt_token_ids(rows, tokenizer)
     bad = [(i, len(x)) for i, x in enumerate(ids) if len(x) + max_new_tokens > limit]
     if bad:
         first = ", ".join(f"row {i} ({n} tokens)" for i, n in bad[:3])
@@ -60,8 +81,21 @@ def check_prompts_fit(
         )
 
 
+def unknown_token_id(tokenizer: Any) -> int | None:
+    """The id ordinary text becomes when the tokenizer cannot encode it, or ``None`` (no unknown
+    token, or a GPT-2 style one that is the EOS text and never produced by ordinary text)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or unk == getattr(tokenizer, "eos_token_id", None):
+        return None
+    return int(unk)
+
+
 def check_model_fits(
-    rows: Any, tokenizer: Any, model: Any, max_new_tokens: int, what: str = "train_dataset"
+    rows: Sequence[Mapping[str, Any]],
+    tokenizer: Any,
+    what: str = "train_dataset",
+    *,
+    prompt_ids: Sequence[Sequence[int]] | None = None,
 ) -> None:
     """Refuse data the model cannot read, before any sampling: characters its tokenizer maps
     to the unknown token (in ``prompt`` or a text ``answer``). Prompts too long for the model's
@@ -70,31 +104,38 @@ def check_model_fits(
     Without it the embedded toy model (a 44-character vocabulary, 64 positions) would train
     silently on V* = 0 and loss = 0 on, say, MATH prompts.
 
+    The prompts are tokenized in one batched call (or ``prompt_ids`` of
+    :func:`prompt_token_ids` reused) and the text answers in another, not one call per row.
+
     Raises:
         ValueError: naming the first offending row, the characters and the fix.
     """
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if unk is not None and unk == getattr(tokenizer, "eos_token_id", None):
-        unk = None  # GPT-2 style: "unk" is the EOS text, never produced by ordinary text
-    if unk is None:
+    unk = unknown_token_id(tokenizer)
+    if unk is None or not rows:
         return
-    prompts = [r["prompt"] for r in rows]
-    ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    for i, (r, p_ids) in enumerate(zip(rows, ids, strict=True)):
-        for field, text, tok in (("prompt", r["prompt"], p_ids), ("answer", r.get("answer"), None)):
-            if not isinstance(text, str):
-                continue
-            tok = tok if tok is not None else tokenizer(text, add_special_tokens=False)["input_ids"]
-            if unk in tok:
-                bad = sorted(
-                    {c for c in text if unk in tokenizer(c, add_special_tokens=False)["input_ids"]}
-                )
-                raise ValueError(
-                    f"{what} row {i}: the tokenizer cannot encode the characters {''.join(bad)!r} "
-                    f"of its {field} ({text[:60]!r}); they would all become "
-                    f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
-                    "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
-                )
+    ids = prompt_ids if prompt_ids is not None else prompt_token_ids(rows, tokenizer)
+    bad_prompt = next((i for i, p_ids in enumerate(ids) if unk in p_ids), None)
+    answers = [(i, r.get("answer")) for i, r in enumerate(rows)]
+    answers = [(i, a) for i, a in answers if isinstance(a, str)]
+    bad_answer = None
+    if answers:
+        answer_ids = tokenizer([a for _, a in answers], add_special_tokens=False)["input_ids"]
+        pairs = zip(answers, answer_ids, strict=True)
+        bad_answer = next((i for (i, _), a_ids in pairs if unk in a_ids), None)
+    if bad_prompt is not None and (bad_answer is None or bad_prompt <= bad_answer):
+        i, field = bad_prompt, "prompt"  # a row's prompt is named before its answer
+    elif bad_answer is not None:
+        i, field = bad_answer, "answer"
+    else:
+        return
+    text = str(rows[i][field])
+    bad = sorted({c for c in text if unk in tokenizer(c, add_special_tokens=False)["input_ids"]})
+    raise ValueError(
+        f"{what} row {i}: the tokenizer cannot encode the characters {''.join(bad)!r} "
+        f"of its {field} ({text[:60]!r}); they would all become "
+        f"{tokenizer.unk_token!r}. Use data over the tokenizer's alphabet (the toy "
+        "model knows digits, + - * / = ( ) . , : ? space and a-z) or a real model."
+    )
 
 
 def check_sampling_fits(
@@ -106,11 +147,13 @@ def check_sampling_fits(
 ) -> None:
     """Both checks before sampling from ``model``: :func:`check_model_fits` (characters the
     tokenizer cannot encode) and :func:`check_prompts_fit` (prompt tokens + ``max_new_tokens``
-    within the model's positions; a DDP wrapper is looked through).
+    within the model's positions; a DDP wrapper is looked through), on prompts tokenized once.
 
     Raises:
         ValueError: see the two checks; ``where`` names the data.
     """
-    check_model_fits(rows, tokenizer, model, max_new_tokens, where)
     limit = max_positions(getattr(model, "module", model))
-    check_prompts_fit(rows, tokenizer, limit, max_new_tokens, where)
+    needed = rows and (unknown_token_id(tokenizer) is not None or limit is not None)
+    ids = prompt_token_ids(rows, tokenizer) if needed else None
+    check_model_fits(rows, tokenizer, where, prompt_ids=ids)
+    check_prompts_fit(rows, tokenizer, limit, max_new_tokens, where, prompt_ids=ids)

@@ -1,11 +1,17 @@
-"""Loading a causal LM and its tokenizer by name: the one place that calls ``from_pretrained``
-(the trainer, Stage 1, the command line, the toy SFT cache and the benchmark all load here).
+"""Loading a causal LM and its tokenizer by name: the one model loader of the package and the
+one place that calls ``from_pretrained`` (the trainer, Stage 1, the command line, the toy SFT
+cache and the benchmark all load here).
 
-A local directory is read with ``local_files_only=True`` (nothing is downloaded). A string that
-names no existing directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and
-downloaded by ``transformers`` as usual: the hub is contacted only when the user names a remote
-model. A string that looks like a path (starts with ``/``, ``.`` or ``~``) but does not exist is
-an error, so a typo never turns into a download.
+The name :data:`TOY` (``"toy"``) is the embedded tiny model, built in code:
+``make_toy_model(make_char_tokenizer(), seed=0)`` with ``config._name_or_path = "toy"`` (the
+name a V* table records), from Python (``AStarPOTrainer(model="toy", ...)``,
+``estimate_values(model="toy", ...)``) as from the command line (``--model toy``); the hub is
+never asked about it (a folder named ``toy`` is reached as ``./toy``). A local directory is read
+with ``local_files_only=True`` (nothing is downloaded). Any other string that names no existing
+directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and downloaded by
+``transformers`` as usual: the hub is contacted only when the user names a remote model. A
+string that looks like a path (starts with ``/``, ``.`` or ``~``) but does not exist is an error,
+so a typo never turns into a download.
 """
 
 from __future__ import annotations
@@ -19,16 +25,41 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "TOKENIZER_FILES",
+    "TOY",
     "is_model_name",
+    "is_toy",
     "load_causal_lm",
     "load_pretrained_model",
     "load_tokenizer",
+    "named_tokenizer",
+    "resolve_model",
 ]
+
+TOY = "toy"
+"""The name of the embedded toy model (:mod:`astarpo.llm.models.toy`, seed 0, float32)."""
 
 
 def is_model_name(spec: Any) -> bool:
-    """Whether ``spec`` names a model to load (a path or hub id) rather than being a model."""
+    """Whether ``spec`` names a model to load (``"toy"``, a path or a hub id) rather than being a
+    model."""
     return isinstance(spec, (str, os.PathLike))
+
+
+def is_toy(spec: Any) -> bool:
+    """Whether ``spec`` is the name :data:`TOY` (the string itself; a path is a directory)."""
+    return isinstance(spec, str) and spec == TOY
+
+
+def _toy_model(dtype: Any = None, device: str | None = None) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of :data:`TOY`, built in code (no file, no download)."""
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+
+    tokenizer = make_char_tokenizer()
+    model = make_toy_model(tokenizer, seed=0)
+    model.config._name_or_path = TOY  # the name a V* table made with it records
+    if dtype is not None:
+        model = model.to(dtype)
+    return (model.to(device) if device else model), tokenizer
 
 
 def _resolve(spec: str | os.PathLike[str]) -> tuple[str, bool]:
@@ -57,7 +88,8 @@ TOKENIZER_FILES = (
 
 
 def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
-    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``.
+    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``; the
+    character tokenizer for :data:`TOY`.
 
     Raises:
         FileNotFoundError: a local directory holds none of :data:`TOKENIZER_FILES` (without
@@ -68,6 +100,10 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
     """
     from transformers import AutoTokenizer  # the llm extra
 
+    if is_toy(spec):
+        from astarpo.llm.models.toy import make_char_tokenizer
+
+        return make_char_tokenizer()
     name, local = _resolve(spec)
     if local and not any((Path(name) / f).is_file() for f in TOKENIZER_FILES):
         raise FileNotFoundError(
@@ -91,13 +127,13 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
 def load_causal_lm(
     spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of the directory ``spec`` (local only) or of the hub id ``spec``;
-    the tokenizer is ``None`` for a local directory without one (:data:`TOKENIZER_FILES`), so
-    a caller given its own tokenizer still works, and one that needs it gets the error of
-    :func:`load_tokenizer`.
+    """``(model, tokenizer)`` of the directory ``spec`` (local only), of the hub id ``spec`` or
+    of :data:`TOY`; the tokenizer is ``None`` for a local directory without one
+    (:data:`TOKENIZER_FILES`), so a caller given its own tokenizer still works, and one that
+    needs it gets the error of :func:`load_tokenizer`.
 
     Args:
-        spec: A directory written by ``save_pretrained`` or a hub id.
+        spec: A directory written by ``save_pretrained``, a hub id or ``"toy"``.
         dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
         device: Move the model there (default: leave it on the CPU).
 
@@ -105,6 +141,8 @@ def load_causal_lm(
         FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
             does not exist.
     """
+    if is_toy(spec):
+        return _toy_model(dtype, device)
     name, local = _resolve(spec)
     model = load_pretrained_model(spec, dtype)
     has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
@@ -115,11 +153,11 @@ def load_causal_lm(
 def load_pretrained_model(
     spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
 ) -> Any:
-    """The causal LM of the directory ``spec`` (local only) or of the hub id ``spec``, without
-    its tokenizer (see :func:`load_causal_lm`).
+    """The causal LM of the directory ``spec`` (local only), of the hub id ``spec`` or of
+    :data:`TOY`, without its tokenizer (see :func:`load_causal_lm`).
 
     Args:
-        spec: A directory written by ``save_pretrained`` or a hub id.
+        spec: A directory written by ``save_pretrained``, a hub id or ``"toy"``.
         dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
         device: Move the model there (default: leave it on the CPU).
 
@@ -132,6 +170,8 @@ def load_pretrained_model(
     from safetensors import SafetensorError  # a dependency of transformers
     from transformers import AutoModelForCausalLM  # the llm extra
 
+    if is_toy(spec):
+        return _toy_model(dtype, device)[0]
     name, local = _resolve(spec)
     if local and not (Path(name) / "config.json").is_file():
         raise FileNotFoundError(
@@ -151,3 +191,36 @@ def load_pretrained_model(
             "anew with model.save_pretrained(DIR)."
         ) from e
     return model.to(device) if device else model
+
+
+def resolve_model(model: Any, role: str = "model") -> tuple[Any, Any]:
+    """``(model, tokenizer or None)``: a name (``"toy"``, a directory, a hub id) is loaded with
+    :func:`load_causal_lm`; a model object is returned as is (tokenizer ``None``).
+
+    Args:
+        model: A name, a model object, or ``None`` (returns ``(None, None)``).
+        role: Its argument's name in the error (``"model"``, ``"ref_model"``).
+
+    Raises:
+        TypeError: if ``model`` is neither a name nor a ``torch.nn.Module``-like object.
+    """
+    if model is None:
+        return None, None
+    if is_model_name(model):
+        return load_causal_lm(model)
+    if not hasattr(model, "parameters"):
+        raise TypeError(
+            f"{role} must be a model object, a local directory, a hub id or 'toy'; got "
+            f"{type(model).__name__}. (astarpo's trainers take (model, ref_model, reward_funcs) "
+            "positionally; pass rewards as reward_funcs=...)"
+        )
+    return model, None
+
+
+def named_tokenizer(model: Any) -> Any:
+    """The tokenizer a model object names in ``config._name_or_path`` when that can be loaded
+    without a download: :data:`TOY`'s, or a local directory's; else ``None``."""
+    name = getattr(getattr(model, "config", None), "_name_or_path", "")
+    if name and (is_toy(name) or Path(name).is_dir()):
+        return load_tokenizer(name)
+    return None

@@ -103,7 +103,7 @@ def apply_lora(
     with fork:
         if seed is not None:
             torch.manual_seed(seed)
-        return get_peft_model(model, config)  # type: ignore[arg-type]
+        return get_peft_model(model, config)
 
 
 def maybe_apply_lora(

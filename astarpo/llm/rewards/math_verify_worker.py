@@ -45,10 +45,10 @@ def score(item: dict[str, Any]) -> dict[str, Any]:
         ``{"score": 1.0 or 0.0}``, or ``{"reason": "unparsable"}`` when no answer could be
         extracted from the completion, or ``{"reason": "unparsable_gold"}`` for the gold answer.
     """
-    gold = parse(gold_text(str(item["gold"])), extraction_config=_GOLD_CONFIG, parsing_timeout=None)  # type: ignore[arg-type]
+    gold = parse(gold_text(str(item["gold"])), extraction_config=_GOLD_CONFIG, parsing_timeout=None)
     if not gold:
         return {"reason": "unparsable_gold"}
-    pred = parse(str(item["completion"]), extraction_config=_PRED_CONFIG, parsing_timeout=None)  # type: ignore[arg-type]
+    pred = parse(str(item["completion"]), extraction_config=_PRED_CONFIG, parsing_timeout=None)
     if not pred:
         return {"reason": "unparsable"}
     ok = verify(

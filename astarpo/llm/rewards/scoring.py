@@ -72,7 +72,7 @@ def load_reward(spec: str) -> RewardFunc:
         fn = getattr(fn, part)
     if not callable(fn):
         raise ValueError(f"reward {spec!r} is not callable (got {type(fn).__name__}).")
-    return fn  # type: ignore[return-value]
+    return fn
 
 
 def as_reward_funcs(reward_funcs: Any) -> list[Callable[..., Any]]:

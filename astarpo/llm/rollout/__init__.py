@@ -2,7 +2,9 @@
 
 ``base`` (sampling settings, the rollout, the stop set, the one seed derivation), ``hf``
 (Hugging Face ``generate``), ``vllm`` (a colocated vLLM engine), ``chunked`` (rank-invariant
-sampling and gathering under ``torchrun``) and ``backend`` (choosing one; a reference model in
-place of a generator). May import :mod:`astarpo.llm.parallel`, :mod:`astarpo.llm.models`,
-:mod:`astarpo.llm.data` and :mod:`astarpo.llm.rewards`.
+sampling and gathering under ``torchrun``), ``backend`` (choosing one; a reference model in
+place of a generator) and ``scored`` (``sample_and_score``: generate, then score with the rows'
+columns; what Stage 1, the trainer and evaluation run on a batch). May import
+:mod:`astarpo.llm.parallel`, :mod:`astarpo.llm.models`, :mod:`astarpo.llm.data` and
+:mod:`astarpo.llm.rewards`.
 """

@@ -15,7 +15,7 @@ from typing import Any
 
 from astarpo.llm.data.rows import as_rows
 from astarpo.llm.models.fit import check_sampling_fits
-from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
+from astarpo.llm.models.loading import is_model_name, named_tokenizer, resolve_model
 from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.hf import HFGenerator
@@ -118,7 +118,8 @@ def reference_sampler(
 
     Args:
         generator: A generator, or None with ``model``.
-        model: The reference (object, local directory or hub id), or None with ``generator``.
+        model: The reference (object, ``"toy"``, local directory or hub id), or None with
+            ``generator``.
         tokenizer: The model's tokenizer (None: loaded with it, or the generator's).
         rows: The dataset rows.
         sampling: The :class:`~astarpo.llm.rollout.base.SamplingConfig` of Stage 1.
@@ -139,14 +140,12 @@ def reference_sampler(
             )
         return generator, table_rows, {}
     name = str(model) if is_model_name(model) else ""
-    if is_model_name(model):
-        model, loaded = load_causal_lm(model)
-        tokenizer = tokenizer if tokenizer is not None else loaded
+    model, loaded = resolve_model(model)
+    tokenizer = tokenizer if tokenizer is not None else loaded
     if tokenizer is None:
-        path = getattr(getattr(model, "config", None), "_name_or_path", "")
-        if not (path and Path(path).is_dir()):
+        tokenizer = named_tokenizer(model)
+        if tokenizer is None:
             raise ValueError("estimate_values(model=<object>) needs tokenizer=... as well.")
-        tokenizer = load_tokenizer(path)
     table_rows = as_rows(rows, tokenizer, "rows")
     check_sampling_fits(table_rows, tokenizer, model, sampling.max_new_tokens, where)
     model.eval()

@@ -6,8 +6,9 @@ through it, so a backend (:mod:`astarpo.llm.rollout.hf`, :mod:`astarpo.llm.rollo
 swapped without touching them. Every backend stops at :func:`eos_token_ids` and seeds through
 :func:`derive_seed`, the one seed derivation of astarpo: every sampling seed is a hash of named
 parts. Stage 1 seeds each batch from its prompts' keys (so a resumed table is byte-identical),
-the Stage 2 trainer seeds step ``t`` from ``(seed, t)`` and each minibatch shuffle from
-``(seed, t, epoch, 1)``, evaluation seeds batch ``b`` from ``("eval", seed, b)``, and the vLLM
+the Stage 2 trainer seeds step ``t`` from ``(seed, t)``, the data order of epoch ``e`` from
+``(seed, "epoch", e)`` and the minibatch shuffle of update epoch ``e`` from
+``(seed, "minibatch", t, e)``, evaluation seeds batch ``b`` from ``("eval", seed, b)``, and the vLLM
 backend and data-parallel generation seed each prompt from ``(seed, global index)``
 (:func:`prompt_seeds`), so a prompt's samples do not depend on the rank that draws them.
 """

@@ -2,7 +2,7 @@ r"""``Stage1Config``: the settings of Stage 1 (N reference samples per prompt, t
 
 :func:`~astarpo.llm.stage1.estimate.estimate_values` takes one, and ``astarpo value`` makes one
 flag per field (``--n-samples``, ``--beta1``, ...; ``progress`` is ``--no-progress``). Like the
-training configs (:mod:`astarpo.llm.algorithms.config`), it is frozen and validated on
+training configs (:mod:`astarpo.llm.algorithms.train_config`), it is frozen and validated on
 construction: a bad value raises ``ValueError`` naming the field and what is allowed.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.objective import check_beta
 
 __all__ = ["Stage1Config"]
 
@@ -99,11 +100,12 @@ class Stage1Config:
             v, low = getattr(self, name), 0 if name == "seed" else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
-        for name, bound in (("beta1", "> 0"), ("reward_timeout", ">= 0"), ("temperature", ">= 0")):
+        check_beta(self.beta1, "beta1")  # the objective's own check
+        for name in ("reward_timeout", "temperature"):
             x = getattr(self, name)
             ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-            if not ok or x < 0 or (bound == "> 0" and x == 0):
-                raise ValueError(f"{name} must be a finite number {bound}, got {x!r}.")
+            if not ok or x < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {x!r}.")
         for name in ("filter_all_wrong", "progress"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")

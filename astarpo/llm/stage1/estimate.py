@@ -27,17 +27,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from astarpo import __version__
 from astarpo.llm.data.files import append_bytes
-from astarpo.llm.data.prompts import prompt_key, repeat_columns
+from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.parallel.dist import barrier, init_distributed
+from astarpo.llm.parallel.progress import progress_bar
 from astarpo.llm.parallel.signals import StopSignals
-from astarpo.llm.rewards.scoring import as_reward_funcs, compute_rewards, reward_name, reward_path
+from astarpo.llm.rewards.scoring import as_reward_funcs, reward_name, reward_path
 from astarpo.llm.rollout.backend import reference_sampler
 from astarpo.llm.rollout.base import derive_seed
+from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
 from astarpo.llm.stage1.rows import (
@@ -172,44 +172,25 @@ def estimate_values(
     batches = [todo[i : i + step] for i in range(0, len(todo), step)]
 
     initial = sum(k in done for k, _ in todo)
-    bar = tqdm(
-        total=len(todo),
-        desc="Stage 1 (V*)",
-        unit="prompt",
-        initial=initial,
-        disable=not cfg.progress,
-        mininterval=0.1 if sys.stderr.isatty() else 30,
-        miniters=1,
-    )
+    bar = progress_bar(len(todo), "Stage 1 (V*)", "prompt", initial=initial, enabled=cfg.progress)
     counts: dict[str, float] = {}
     signals = StopSignals("the current batch and writing its rows")
     with fh as f, signals:
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
-            prompts = [r["prompt"] for _, r in batch]
-            rollout = generator.generate(
-                prompts, n_samples, sampling, derive_seed(seed, *(k for k, _ in batch))
-            )
-            if len(rollout.completions) != len(batch) * n_samples:
-                raise ValueError(
-                    f"generator returned {len(rollout.completions)} responses for "
-                    f"{len(batch)} prompts x {n_samples} samples."
-                )
-            columns = repeat_columns([r for _, r in batch], n_samples)
-            flat, metrics = compute_rewards(
+            scored = sample_and_score(
+                generator.generate,
+                [r for _, r in batch],
+                n_samples,
+                sampling,
+                derive_seed(seed, *(k for k, _ in batch)),
                 reward_funcs,
-                rollout.prompts,
-                rollout.completions,
-                columns,
-                completion_ids=rollout.response_ids,
-                truncated=rollout.truncated,
                 timeout=cfg.reward_timeout,
             )
-            for m, v in metrics.items():
-                if not m.startswith("reward/") and not m.endswith("/mean"):
-                    counts[m] = counts.get(m, 0.0) + v
-            rewards = flat.reshape(len(batch), n_samples)
+            for m, v in scored.unscored.items():
+                counts[m] = counts.get(m, 0.0) + v
+            rewards = scored.by_prompt
             new = {
                 key: make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
                 for (key, r), rw in zip(batch, rewards, strict=True)

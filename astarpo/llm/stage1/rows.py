@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from astarpo import optimal_value
+from astarpo.llm.data.files import read_jsonl_log
 from astarpo.llm.data.prompts import prompt_key
 
 __all__ = [
@@ -28,8 +28,6 @@ __all__ = [
     "read_table_rows",
     "resume_rows",
 ]
-
-logger = logging.getLogger(__name__)
 
 
 class ValueTableError(ValueError):
@@ -132,38 +130,26 @@ class ValueRow:
 
 
 def read_table_rows(path: Path) -> tuple[list[ValueRow], int]:
-    """Rows of a table file and the byte length of its valid part (a torn last line dropped).
+    """Rows of a table file and the byte length of its valid part (a torn last line dropped,
+    :func:`~astarpo.llm.data.files.read_jsonl_log`).
 
     Raises:
         ValueTableError: a corrupt line before the last, a bad row, or a duplicated prompt
             (file and line named).
     """
-    lines = path.read_bytes().split(b"\n")
-    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
-    last = nonblank[-1] if nonblank else -1
+    values, good = read_jsonl_log(path, ValueTableError)
     rows: list[ValueRow] = []
     seen: dict[str, int] = {}
-    pos = good = 0
-    for i, raw in enumerate(lines):
-        end = pos + len(raw) + (1 if i < len(lines) - 1 else 0)
-        if raw.strip():
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                if i == last:
-                    logger.warning("%s:%d: dropping a truncated last line (%s).", path, i + 1, e)
-                    break
-                raise ValueTableError(f"{path}:{i + 1}: corrupt line ({e}).") from e
-            row = ValueRow.from_json(obj, f"{path}:{i + 1}")
-            if row.key in seen:
-                raise ValueTableError(
-                    f"{path}:{i + 1}: prompt {row.prompt[:60]!r} is already in line "
-                    f"{seen[row.key]}; a V* table holds one row per prompt (two writers on one "
-                    "file, or an edit). Remove one of the rows or recompute the table."
-                )
-            seen[row.key] = i + 1
-            rows.append(row)
-        good = pos = end
+    for line, obj in values:
+        row = ValueRow.from_json(obj, f"{path}:{line}")
+        if row.key in seen:
+            raise ValueTableError(
+                f"{path}:{line}: prompt {row.prompt[:60]!r} is already in line "
+                f"{seen[row.key]}; a V* table holds one row per prompt (two writers on one "
+                "file, or an edit). Remove one of the rows or recompute the table."
+            )
+        seen[row.key] = line
+        rows.append(row)
     return rows, good
 
 

@@ -262,7 +262,7 @@ def _run_demo(
         policy,
         ref,
         [task.reward],
-        args=cfg.train.replace(progress=progress, eval_steps=cfg.eval_steps),  # type: ignore[arg-type]
+        args=cfg.train.replace(progress=progress, eval_steps=cfg.eval_steps),
         train_dataset=train_rows,
         v_star_table=table,
         tokenizer=tokenizer,

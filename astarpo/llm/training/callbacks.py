@@ -20,16 +20,21 @@ or a ``transformers`` ``TrainerCallback``, whose hooks take ``(args, state, cont
 Trainer.train`: evaluate every ``eval_steps`` steps or every ``eval_every_seconds`` of training
 time, stop at ``max_steps`` or once training time reaches ``max_train_seconds``. Training time
 (``time/train_total``) counts generation, rewards, reference log-probs and updates; evaluation
-and checkpointing are excluded.
+and checkpointing are excluded. The trainer's ``eval_fn`` (:data:`EvalFn`) runs on that schedule;
+:func:`eval_values` checks what it returns.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["HOOKS", "Callback", "Schedule", "call_hook", "check_callbacks"]
+__all__ = ["HOOKS", "Callback", "EvalFn", "Schedule", "call_hook", "check_callbacks", "eval_values"]
+
+EvalFn = Callable[[Any], Mapping[str, float]]
+"""``eval_fn(model) -> {name: value}``: an evaluation run between training steps (its result is
+checked by :func:`eval_values`)."""
 
 HOOKS: dict[str, str] = {
     "on_train_begin": "trainer",
@@ -143,6 +148,18 @@ class Schedule:
             else float("inf")
         )
 
+    @classmethod
+    def from_config(cls, args: Any, train_time: float = 0.0) -> Schedule:
+        """The schedule of a training config's ``max_steps``, ``max_train_seconds``,
+        ``eval_steps`` and ``eval_every_seconds``, ``train_time`` already spent."""
+        return cls(
+            args.max_steps,
+            args.max_train_seconds,
+            args.eval_steps,
+            args.eval_every_seconds,
+            train_time,
+        )
+
     def out_of_time(self, train_time: float) -> bool:
         """True once the wall-clock budget is spent."""
         return bool(self.max_train_seconds) and train_time >= self.max_train_seconds
@@ -159,3 +176,24 @@ class Schedule:
             while self._next_eval_time <= train_time:
                 self._next_eval_time += self.eval_every_seconds
         return due
+
+
+def eval_values(result: Any) -> dict[str, float]:
+    """``eval_fn``'s result as ``{name: float}``.
+
+    Raises:
+        TypeError: naming what it returned, unless a mapping of names to numbers (a text
+            ``"0.5"`` is not a number).
+    """
+    if not isinstance(result, Mapping):
+        raise TypeError(
+            f"eval_fn returned {result!r:.60} ({type(result).__name__}); it must return a "
+            "mapping of names to numbers, e.g. {'accuracy': 0.5}."
+        )
+    for k, v in result.items():
+        if not hasattr(type(v), "__float__"):
+            raise TypeError(
+                f"eval_fn returned {v!r:.60} ({type(v).__name__}) for {k!r}; values must be "
+                "numbers, e.g. {'accuracy': 0.5}."
+            )
+    return {str(k): float(v) for k, v in result.items()}

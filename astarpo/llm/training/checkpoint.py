@@ -25,12 +25,12 @@ A failed write (disk full, ...) removes the partial ``.tmp-checkpoint-<step>`` a
 previous checkpoints as they were (the error names the checkpoint, says when the disk is full,
 and names the previous checkpoint, intact); a checkpoint only ever replaces another once it is
 whole. ``save_total_limit`` keeps the newest checkpoints only (:func:`rotate_checkpoints`).
-:func:`save_final_model` on a full disk names the model folder and says so too.
+The final model (a plain Hugging Face folder) is written by
+:mod:`astarpo.llm.training.final_model`.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import pickle
 import random
@@ -46,7 +46,6 @@ from torch.distributed.checkpoint import CheckpointException
 from astarpo.llm.data.files import disk_full
 from astarpo.llm.parallel.dist import barrier, dist_info_from_env, is_main_process, unwrap_model
 from astarpo.llm.parallel.state import (
-    hf_weights,
     index_to_fqn,
     is_fsdp,
     load_full_state,
@@ -64,7 +63,6 @@ __all__ = [
     "restore_rng",
     "rotate_checkpoints",
     "save_checkpoint",
-    "save_final_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -307,39 +305,3 @@ def load_first_readable(
                 raise
             logger.warning("%s; falling back to %s.", e, found[i + 1].name)
     raise AssertionError("unreachable")
-
-
-def save_final_model(model: torch.nn.Module, tokenizer: Any, path: str | Path) -> Path:
-    """Save the trained policy as a plain Hugging Face model directory, once (rank 0).
-
-    Works for a plain, DDP, FSDP2 (shards gathered: every rank must call it) or LoRA policy
-    (adapters merged into the weights, so ``AutoModelForCausalLM.from_pretrained(path)`` loads
-    the trained policy without peft).
-
-    Returns:
-        ``path``.
-
-    Raises:
-        OSError: ``errno.ENOSPC`` naming ``path`` when the disk is full (the run's checkpoints
-            are not touched).
-    """
-    path = Path(path)
-    state = {name: t.detach().cpu().clone() for name, t in hf_weights(model)}
-    if is_main_process():
-        inner: Any = unwrap_model(model)
-        base = inner.get_base_model() if hasattr(inner, "get_base_model") else inner
-        try:
-            base.save_pretrained(path, state_dict=state)
-            if tokenizer is not None:
-                tokenizer.save_pretrained(path)
-        except Exception as e:  # safetensors wraps ENOSPC in a SafetensorError
-            if disk_full(e, path.parent):
-                raise OSError(
-                    errno.ENOSPC,
-                    f"no space left on device while saving the model to {path} ({e}); the "
-                    "folder holds a partial copy, the run's checkpoints are intact. Free space "
-                    "and save again (astarpo train: --resume saves the final model again).",
-                ) from e
-            raise
-    barrier()
-    return path

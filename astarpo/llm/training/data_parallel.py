@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,9 +48,11 @@ from astarpo.llm.parallel.dist import (
 )
 from astarpo.llm.parallel.state import is_fsdp
 from astarpo.llm.parallel.watchdog import Watchdog
+from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import Generator, Rollout, SamplingConfig
 from astarpo.llm.rollout.chunked import ChunkSeededGenerator, gather_rollout
-from astarpo.llm.training.metrics import MetricsLogger
+from astarpo.llm.training.metrics import MetricsLogger, timed
+from astarpo.llm.training.run_dir import discard_fresh_run
 
 __all__ = ["DataParallel", "NullLogger"]
 
@@ -100,6 +103,16 @@ class DataParallel:
         """Context of a phase of step ``step`` that this rank runs on its own: past
         ``dist_timeout`` the rank is stopped and named (a no-op in one process)."""
         return self.watchdog.phase(phase, step)
+
+    @contextlib.contextmanager
+    def phase(
+        self, name: str, step: int, times: dict[str, float], device: torch.device | None = None
+    ) -> Iterator[None]:
+        """A phase of step ``step``: its wall time added to ``times["time/" + name]``
+        (:func:`~astarpo.llm.training.metrics.timed`, CUDA synchronized on ``device``) and, under
+        ``torchrun``, watched (:meth:`watch`)."""
+        with timed(times, name, device), self.watch(name, step):
+            yield
 
     def agree_signal(self, received: int | None) -> int:
         """The largest stop signal number any rank received (0: none), the same on every rank,
@@ -154,6 +167,21 @@ class DataParallel:
         ):
             return wrap_model(ref_model, "fsdp", info=self.info)
         return ref_model
+
+    def build_generator(self, args: Any, model: Any, tokenizer: Any) -> Generator:
+        """The default generator of a training config
+        (:func:`~astarpo.llm.rollout.backend.build_generator` of ``args.backend``, with its
+        ``generation_batch_size``, ``gpu_memory_utilization`` and ``seed``); the vLLM backend
+        saves the model it starts from under ``output_dir/vllm_init/rank<r>``."""
+        return build_generator(
+            args.backend,
+            model,
+            tokenizer,
+            batch_size=args.generation_batch_size,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            seed=args.seed,
+            workdir=Path(args.output_dir) / "vllm_init" / f"rank{self.info.rank}",
+        )
 
     def wrap_generator(self, generator: Generator) -> Generator:
         """Seed generation per chunk of global positions when ``seed_chunk_size`` asks for it."""
@@ -245,7 +273,14 @@ class DataParallel:
 
     def logger(self, output_dir: str, report_to: Sequence[str], resume_step: int | None) -> Any:
         """The metrics logger on rank 0 (reporting to ``report_to``), a :class:`NullLogger`
-        elsewhere."""
-        if self.is_main:
+        elsewhere. When a tracker fails to start in a fresh run (``resume_step`` None), what
+        the run wrote is removed (:func:`~astarpo.llm.training.run_dir.discard_fresh_run`), so
+        the retry may start; the error is raised."""
+        if not self.is_main:
+            return NullLogger()
+        try:
             return MetricsLogger(output_dir, report_to, resume_step)
-        return NullLogger()
+        except BaseException:
+            if resume_step is None:
+                discard_fresh_run(output_dir)
+            raise

@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
 from astarpo.llm.rewards.scoring import reward_path
 from astarpo.llm.stage1.provenance import check_table_fits
-from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.training.checkpoint import latest_checkpoint
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "check_update",
     "check_v_star_table",
     "explain_non_finite",
+    "train_v_star",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,10 +99,12 @@ def explain_non_finite(
         ) from error
 
 
-def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[Any] = ()) -> None:
-    """Refuse an empty dataset, rows without a non-empty ``prompt`` string (naming the row),
-    duplicate prompts with different answers, and rows lacking a column a reward needs
-    (:func:`~astarpo.llm.data.rows.check_reward_columns`)."""
+def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[Any]) -> None:
+    """Refuse no reward function, an empty dataset, rows without a non-empty ``prompt`` string
+    (naming the row), duplicate prompts with different answers, and rows lacking a column a
+    reward needs (:func:`~astarpo.llm.data.rows.check_reward_columns`)."""
+    if not reward_funcs:
+        raise ValueError("reward_funcs is empty; give a reward function (or a list).")
     if not rows:
         raise ValueError("train_dataset is empty.")
     for i, r in enumerate(rows):
@@ -108,6 +112,23 @@ def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[A
             raise ValueError(f"train_dataset row {i} has no non-empty 'prompt' string: {r!r}.")
     check_duplicate_answers(rows, "train_dataset")
     check_reward_columns(reward_funcs, rows, "train_dataset")
+
+
+def train_v_star(
+    algorithm: Any, table: Any, rows: Sequence[Mapping[str, Any]]
+) -> np.ndarray | None:
+    """The Stage 1 value of every training row ``[N]`` (float64) when ``algorithm.needs_v_star``,
+    else ``None``; every prompt is looked up now, so a missing one fails before training.
+
+    Raises:
+        ValueError: the algorithm needs a V* table and none was given.
+        MissingPromptError: a training prompt is not in the table (the prompt named).
+    """
+    if not algorithm.needs_v_star:
+        return None
+    if table is None:
+        raise ValueError(f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`).")
+    return lookup_v_star(table, [r["prompt"] for r in rows])
 
 
 def check_distinct_reference(model: Any, ref_model: Any) -> None:

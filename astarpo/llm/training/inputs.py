@@ -1,8 +1,8 @@
 """The trainer's arguments as a TRL user passes them, resolved to what the loop needs.
 
-* ``model`` / ``ref_model``: a model object, a local directory (read with
-  ``local_files_only=True``) or a hub id (downloaded only because the user named it), through
-  :func:`~astarpo.llm.models.loading.load_causal_lm`.
+* ``model`` / ``ref_model``: a model object, ``"toy"`` (the embedded tiny model), a local
+  directory (read with ``local_files_only=True``) or a hub id (downloaded only because the user
+  named it), through :func:`~astarpo.llm.models.loading.resolve_model`.
 * ``processing_class`` (TRL's name) or ``tokenizer``: the tokenizer; when neither is given it is
   loaded from the model's directory.
 * ``reward_funcs``: one callable, a ``"module:function"`` / built-in name, or a list of them
@@ -20,42 +20,31 @@ the interrupted one stopped. The permutation is computed once per epoch, not onc
 
 from __future__ import annotations
 
-from pathlib import Path
+import copy
 from typing import Any
 
 import numpy as np
 
 from astarpo.llm.data.rows import as_rows
-from astarpo.llm.models.fit import check_model_fits
-from astarpo.llm.models.loading import is_model_name, load_causal_lm, load_tokenizer
+from astarpo.llm.models.fit import check_sampling_fits
+from astarpo.llm.models.loading import named_tokenizer, resolve_model
 from astarpo.llm.rollout.base import derive_seed
 
-__all__ = ["EpochOrder", "resolve_inputs", "resolve_model", "resolve_tokenizer"]
+__all__ = ["EpochOrder", "frozen_reference", "resolve_inputs", "resolve_tokenizer"]
 
 
-def resolve_model(model: Any, role: str = "model") -> tuple[Any, Any]:
-    """``(model, tokenizer or None)``: a name is loaded (with its tokenizer); an object is
-    returned as is.
-
-    Raises:
-        TypeError: if ``model`` is neither a name nor a ``torch.nn.Module``-like object.
-    """
-    if model is None:
-        return None, None
-    if is_model_name(model):
-        return load_causal_lm(model)
-    if not hasattr(model, "parameters"):
-        raise TypeError(
-            f"{role} must be a model object, a local directory or a hub id; got "
-            f"{type(model).__name__}. (astarpo's trainers take (model, ref_model, reward_funcs) "
-            "positionally; pass rewards as reward_funcs=...)"
-        )
-    return model, None
+def frozen_reference(model: Any, ref_model: Any, device: Any) -> Any:
+    """The reference the loop reads: ``ref_model`` (or, when ``None``, a copy of ``model`` as it
+    is now) on ``device``, in eval mode, with no gradients."""
+    if ref_model is None:
+        ref_model = copy.deepcopy(model)  # the policy as it starts
+    return ref_model.to(device).eval().requires_grad_(False)
 
 
 def resolve_tokenizer(model: Any, tokenizer: Any, processing_class: Any, loaded: Any) -> Any:
     """The tokenizer from ``processing_class`` (TRL's name) or ``tokenizer`` (not both), else
-    the one loaded with the model, else the model's local directory.
+    the one loaded with the model, else the one its config names (``"toy"`` or a local
+    directory, :func:`~astarpo.llm.models.loading.named_tokenizer`).
 
     Raises:
         ValueError: if both are given and differ, or no tokenizer can be found locally.
@@ -67,9 +56,10 @@ def resolve_tokenizer(model: Any, tokenizer: Any, processing_class: Any, loaded:
         return tok
     if loaded is not None:
         return loaded
+    named = named_tokenizer(model)
+    if named is not None:
+        return named
     name = getattr(getattr(model, "config", None), "_name_or_path", "")
-    if name and Path(name).is_dir():
-        return load_tokenizer(name)
     raise ValueError(
         f"no tokenizer: pass processing_class=tokenizer (the model's config names {name!r}, "
         "which is not a local directory; nothing is downloaded)."
@@ -86,7 +76,9 @@ def resolve_inputs(
 ) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
     """``(model, ref_model, tokenizer, rows)`` of the trainer: models loaded when named, the
     tokenizer found, the dataset as rows (conversational prompts rendered), and the rows
-    checked against the model (:func:`~astarpo.llm.models.fit.check_model_fits`).
+    checked against the model (:func:`~astarpo.llm.models.fit.check_sampling_fits`: characters
+    its tokenizer cannot encode, prompt + ``max_new_tokens`` past its positions; the prompts
+    tokenized once, in one batched call).
 
     Raises:
         ValueError: on an empty dataset or rows the model cannot read.
@@ -97,7 +89,7 @@ def resolve_inputs(
     rows = as_rows(train_dataset, tokenizer)
     if not rows:
         raise ValueError("train_dataset is empty.")
-    check_model_fits(rows, tokenizer, model, args.sampling.max_new_tokens)
+    check_sampling_fits(rows, tokenizer, model, args.max_new_tokens, "train_dataset")
     return model, ref_model, tokenizer, rows
 
 

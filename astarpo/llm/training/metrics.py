@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from astarpo.llm.data.files import append_bytes
+from astarpo.llm.data.files import append_bytes, read_jsonl_log
 
-__all__ = ["MetricsLogger", "peak_memory", "read_metrics", "timed"]
+__all__ = ["MetricsLogger", "peak_memory", "read_metrics", "response_metrics", "timed"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,17 @@ def peak_memory(device: torch.device) -> dict[str, float]:
     return out
 
 
+def response_metrics(lengths: torch.Tensor, truncated: torch.Tensor) -> dict[str, float]:
+    """``response_length/mean``, ``response_length/max`` and ``truncation_rate`` of a step's
+    responses, from their token counts ``[B]`` and truncation flags ``[B]``."""
+    lengths = lengths.float()
+    return {
+        "response_length/mean": float(lengths.mean()),
+        "response_length/max": float(lengths.max()),
+        "truncation_rate": float(truncated.float().mean()),
+    }
+
+
 @contextmanager
 def timed(times: dict[str, float], name: str, device: torch.device | None = None) -> Iterator[None]:
     """Add the wall time of the block to ``times["time/" + name]`` (synchronizing CUDA)."""
@@ -68,25 +79,16 @@ def timed(times: dict[str, float], name: str, device: torch.device | None = None
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl`` file (empty list when it does not exist).
 
-    A torn last line (a kill during a write) is dropped with a warning, as in the V* table.
+    A torn last line (a kill during a write) is dropped with a warning, as in the V* table
+    (:func:`~astarpo.llm.data.files.read_jsonl_log`).
 
     Raises:
         ValueError: a corrupt line elsewhere (file and line named).
     """
-    p = Path(path)
-    if not p.exists():
+    if not Path(path).exists():
         return []
-    lines = p.read_bytes().split(b"\n")
-    nonblank = [i for i, raw in enumerate(lines) if raw.strip()]
-    out = []
-    for i in nonblank:
-        try:
-            out.append(json.loads(lines[i]))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            if i != nonblank[-1]:
-                raise ValueError(f"{p}:{i + 1}: corrupt metrics line ({e}).") from e
-            logger.warning("%s:%d: dropping a truncated last line (%s).", p, i + 1, e)
-    return out
+    values, _ = read_jsonl_log(path, what="metrics line")
+    return [record for _, record in values]
 
 
 Tracker = tuple[Callable[[dict[str, float], int], None], Callable[[], None]]

@@ -104,20 +104,22 @@ def algorithm_settings(algorithm: Any) -> dict[str, Any]:
 
 def run_record(
     config: Any,
-    algorithm: str,
+    algorithm: Any,
     rows: Sequence[Mapping[str, Any]],
     reward_funcs: Sequence[Callable[..., Any]],
     v_star: np.ndarray | None,
 ) -> dict[str, Any]:
-    """What ``run_config.json`` holds for this run (see the module docstring)."""
+    """What ``run_config.json`` holds for this run (see the module docstring); ``algorithm``
+    is the algorithm object that runs (its ``name`` and :func:`algorithm_settings`)."""
     return {
         "astarpo_version": __version__,
-        "algorithm": algorithm,
+        "algorithm": algorithm.name,
         "config_class": type(config).__qualname__,
         "config": dataclasses.asdict(config),
         "rewards": [reward_path(f) for f in reward_funcs],
         "data": {"rows": len(rows), "sha256": fingerprint([dict(r) for r in rows])},
         "v_star": None if v_star is None else fingerprint(np.asarray(v_star, np.float64)),
+        "algorithm_settings": algorithm_settings(algorithm),
     }
 
 

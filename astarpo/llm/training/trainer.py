@@ -12,71 +12,67 @@ checkpoints, resume) is here, shared by A*-PO and the baselines. :meth:`Trainer.
 
 Determinism: the data order of epoch ``e`` is a permutation seeded by ``(seed, e)``
 (:class:`~astarpo.llm.training.inputs.EpochOrder`), the
-sampling seed of step ``t`` and the minibatch shuffles derive from ``(seed, t)``
-(:func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
+sampling seed of step ``t`` is ``derive_seed(seed, t)`` and the minibatch shuffles are
+:func:`~astarpo.llm.training.update.minibatch_order` (``derive_seed(seed, "minibatch", t,
+epoch)``; :func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
 reproduces the losses of an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import json
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import build_algorithm
-from astarpo.llm.data.prompts import repeat_columns
-from astarpo.llm.models.fit import check_prompts_fit, max_positions
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.lora import maybe_apply_lora
 from astarpo.llm.parallel.dist import barrier, resolve_device
-from astarpo.llm.parallel.signals import Interrupted, StopSignals
-from astarpo.llm.rewards.scoring import as_reward_funcs, compute_rewards
-from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import Generator, derive_seed
+from astarpo.llm.parallel.progress import progress_bar
+from astarpo.llm.rewards.scoring import as_reward_funcs
+from astarpo.llm.rollout.base import Generator, Rollout, derive_seed
+from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.provenance import model_name
-from astarpo.llm.stage1.table import lookup_v_star
-from astarpo.llm.training.callbacks import Schedule, call_hook, check_callbacks
+from astarpo.llm.training.callbacks import EvalFn, Schedule, call_hook, check_callbacks, eval_values
 from astarpo.llm.training.checkpoint import (
     checkpoints,
     load_first_readable,
     rotate_checkpoints,
     save_checkpoint,
-    save_final_model,
 )
 from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.final_model import save_model_folder
 from astarpo.llm.training.guards import (
     check_batch,
     check_distinct_reference,
     check_train_rows,
     check_v_star_table,
     explain_non_finite,
+    train_v_star,
 )
-from astarpo.llm.training.inputs import EpochOrder, resolve_inputs
-from astarpo.llm.training.metrics import peak_memory, timed
+from astarpo.llm.training.inputs import EpochOrder, frozen_reference, resolve_inputs
+from astarpo.llm.training.metrics import peak_memory, response_metrics, timed
+from astarpo.llm.training.preemption import TrainingSignals
 from astarpo.llm.training.run_dir import (
-    algorithm_settings,
     announce_resume,
-    discard_fresh_run,
     run_record,
     start_run,
 )
-from astarpo.llm.training.update import build_optimizer, optimizer_step
+from astarpo.llm.training.update import (
+    autocast_factory,
+    build_optimizer,
+    optimizer_step,
+    rollout_updates,
+    trainable_parameters,
+)
 
-__all__ = ["EvalFn", "Trainer"]
-
-_SAVED_BY = "astarpo_model.json"  # marks a folder written by Trainer.save_model
-
-EvalFn = Callable[[Any], Mapping[str, float]]
-"""``eval_fn(model) -> {name: value}``: an evaluation run between training steps."""
+__all__ = ["Trainer"]
 
 
 class Trainer:
@@ -101,7 +97,7 @@ class Trainer:
             template); the other keys (e.g. ``answer``) are passed to the reward functions as
             columns. Rows the model cannot read (characters its tokenizer maps to unknown,
             prompts longer than its positions) are refused here
-            (:func:`~astarpo.llm.models.fit.check_model_fits`), and so are rows lacking a
+            (:func:`~astarpo.llm.models.fit.check_sampling_fits`), and so are rows lacking a
             column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
             ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
@@ -154,53 +150,27 @@ class Trainer:
             algorithm = build_algorithm(args, model, ref_model)
         self.algorithm = algorithm
         check_distinct_reference(model, ref_model)
-        if algorithm.needs_reference and ref_model is None:
-            ref_model = copy.deepcopy(self.model)  # the policy as it starts, frozen below
         self.ref_model = ref_model
-        if algorithm.needs_reference:
-            self.ref_model = ref_model.to(self.device).eval().requires_grad_(False)
-            self.ref_model = self.dp.prepare_reference(self.ref_model)
+        if algorithm.needs_reference:  # frozen on the device (a copy of the policy if None)
+            frozen = frozen_reference(self.model, ref_model, self.device)
+            self.ref_model = self.dp.prepare_reference(frozen)
         self.reward_funcs = as_reward_funcs(reward_funcs)
-        if not self.reward_funcs:
-            raise ValueError("reward_funcs is empty; give a reward function (or a list).")
         check_train_rows(self.rows, self.reward_funcs)
-        self.v_star = None
-        if algorithm.needs_v_star:
-            if v_star_table is None:
-                raise ValueError(
-                    f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`)."
-                )
-            self.v_star = lookup_v_star(v_star_table, [r["prompt"] for r in self.rows])
+        self.v_star = train_v_star(algorithm, v_star_table, self.rows)  # [N] or None
         self.tokenizer = tokenizer
-        limit = max_positions(model)
-        check_prompts_fit(self.rows, tokenizer, limit, args.max_new_tokens, "train_dataset")
         check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
         if generator is None:  # built before sharding: vLLM starts from the full weights
-            generator = build_generator(
-                args.backend,
-                self.model,
-                tokenizer,
-                batch_size=args.generation_batch_size,
-                gpu_memory_utilization=args.gpu_memory_utilization,
-                seed=args.seed,
-                workdir=Path(args.output_dir) / "vllm_init" / f"rank{self.dp.info.rank}",
-            )
+            generator = self.dp.build_generator(args, self.model, tokenizer)
         self.generator = self.dp.wrap_generator(generator)
         self.train_model = self.dp.wrap_policy(self.model)  # DDP/FSDP2 under torchrun
         self.modules = [m.to(self.device) for m in algorithm.modules()]
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.params += [p for m in self.modules for p in m.parameters() if p.requires_grad]
-        if not self.params:
-            raise ValueError("the policy has no trainable parameters (requires_grad is off).")
+        self.params = trainable_parameters(model, self.modules)
         sharded = self.dp.info.distributed and self.dp.strategy == "fsdp"
         self.optimizer = build_optimizer(self.params, args, self.device, sharded)
-        bf16 = args.mixed_precision == "bf16" or (
-            args.mixed_precision == "auto" and self.device.type == "cuda"
-        )
-        self.autocast_enabled = bf16  # "bf16" opts in on CPU too; "auto" is CUDA only
+        self._autocast = autocast_factory(args.mixed_precision, self.device)
         self.eval_fn = eval_fn
         self.callbacks = check_callbacks(callbacks)
         self.step_count = 0
@@ -208,16 +178,9 @@ class Trainer:
         self.train_time = 0.0
         self.history: list[dict[str, Any]] = []
 
-    # ----------------------------------------------------------------- helpers
-    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
-        if self.autocast_enabled:
-            return torch.autocast(self.device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
     def _micro(self, rows: int) -> int:
         return self.args.micro_batch_size or rows
 
-    # --------------------------------------------------------------- one step
     def step(self) -> dict[str, Any]:
         """One rollout batch and its updates; returns the logged record."""
         args, algo, t = self.args, self.algorithm, self.step_count + 1
@@ -226,33 +189,30 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         record: dict[str, Any] = {"step": t}
 
-        # 1. Prompts and generation.
+        # 1-2. Prompts, generation and rewards (dataset columns repeated per sample).
         global_idx = self.order.take(args.batch_size)
         positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
-        idx = [global_idx[i] for i in positions]
-        prompts = [self.rows[i]["prompt"] for i in idx]
         n = algo.samples_per_prompt
-        with timed(times, "generate", self.device), self.dp.watch("generate", t):
-            self.generator.sync_weights(self.model)
-            rollout = self.dp.generate(
-                self.generator, prompts, n, args.sampling, derive_seed(args.seed, t), positions
-            )
 
-        # 2. Rewards (other dataset columns repeated per sample).
-        with timed(times, "reward"):
-            with self.dp.watch("reward", t):
-                columns = repeat_columns([self.rows[i] for i in idx], n)
-                rewards, reward_metrics = compute_rewards(
-                    self.reward_funcs,
-                    rollout.prompts,
-                    rollout.completions,
-                    columns,
-                    completion_ids=rollout.response_ids,
-                    truncated=rollout.truncated,
-                    timeout=args.reward_timeout,
-                )
-            rollout, rewards = self.dp.gather_rollout(rollout, rewards)  # the global batch
-        record.update(self.dp.reduce(reward_metrics))
+        def generate(prompts: list[str], n: int, sampling: Any, seed: int) -> Rollout:
+            self.generator.sync_weights(self.model)
+            return self.dp.generate(self.generator, prompts, n, sampling, seed, positions)
+
+        phase = functools.partial(self.dp.phase, step=t, times=times, device=self.device)
+
+        scored = sample_and_score(
+            generate,
+            [self.rows[global_idx[i]] for i in positions],
+            n,
+            args.sampling,
+            derive_seed(args.seed, t),
+            self.reward_funcs,
+            timeout=args.reward_timeout,
+            phase=phase,
+        )
+        with timed(times, "reward"):  # the global batch, on every rank
+            rollout, rewards = self.dp.gather_rollout(scored.rollout, scored.rewards)
+        record.update(self.dp.reduce(scored.metrics))
         v_star = None
         if self.v_star is not None:
             v_star = np.repeat(self.v_star[global_idx], n)
@@ -262,7 +222,7 @@ class Trainer:
             check_batch(batch)  # e.g. rewards past float32's range
 
         # 3. Reference (and old-policy) log-probs, no gradient.
-        with timed(times, "ref_logprobs", self.device), self.dp.watch("ref_logprobs", t):
+        with phase("ref_logprobs"):
             if algo.needs_reference:
                 ref = self.dp.logprobs(self.ref_model, batch, self._micro, self._autocast)
                 batch.logp_ref, batch.token_logp_ref = ref.logp, ref.token_logp
@@ -271,43 +231,28 @@ class Trainer:
                 batch.logp_old, batch.token_logp_old = old.logp, old.token_logp
 
         # 4. Updates: update_epochs x minibatches optimizer steps over whole prompt groups.
-        with timed(times, "update", self.device), self.dp.watch("update", t):
+        with phase("update"):
             with torch.no_grad(), self._autocast():
                 record.update(algo.prepare(batch))
-            sums: dict[str, float] = {}
-            n_updates = 0
-            groups = len(global_idx)
-            per_mb = groups // args.minibatches
-            for epoch in range(args.update_epochs):
-                gen = torch.Generator().manual_seed(derive_seed(args.seed, t, epoch, 1))
-                order = torch.randperm(groups, generator=gen)
-                for m in range(args.minibatches):
-                    chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
-                    rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()
-                    rows = rows[self.dp.shard(len(rows))]  # this rank's block of the minibatch
-                    with explain_non_finite(t, record, args.learning_rate, args.output_dir):
-                        stats = optimizer_step(
-                            self.train_model,
-                            self.algorithm,
-                            batch.select(rows),
-                            self.optimizer,
-                            self.params,
-                            self.modules,
-                            self.dp,
-                            args,
-                            self._autocast,
-                        )
-                    stats = self.dp.reduce(stats)
-                    for k, v in stats.items():
-                        sums[k] = sums.get(k, 0.0) + v
-                    n_updates += 1
-            record.update({k: v / n_updates for k, v in sums.items()})
+
+            def update(minibatch: RolloutBatch) -> dict[str, float]:
+                with explain_non_finite(t, record, args.learning_rate, args.output_dir):
+                    return optimizer_step(
+                        self.train_model,
+                        algo,
+                        minibatch,
+                        self.optimizer,
+                        self.params,
+                        self.modules,
+                        self.dp,
+                        args,
+                        self._autocast,
+                    )
+
+            record.update(rollout_updates(batch, len(global_idx), n, t, args, self.dp, update))
 
         # 5. Metrics.
-        lengths = batch.response_lengths.float()
-        record["response_length/mean"] = float(lengths.mean())
-        record["response_length/max"] = float(lengths.max())
-        record["truncation_rate"] = float(batch.truncated.float().mean())
+        record.update(response_metrics(batch.response_lengths, batch.truncated))
         record.update(times)
         record["time/step"] = sum(times.values())
         record.update(peak_memory(self.device))
@@ -316,7 +261,6 @@ class Trainer:
         record["time/train_total"] = self.train_time
         return record
 
-    # ------------------------------------------------------ loop, checkpoints
     def save(self) -> Path:
         """Write a checkpoint of the current step to ``output_dir`` (every rank must call it),
         then keep only the newest ``save_total_limit`` checkpoints."""
@@ -343,35 +287,20 @@ class Trainer:
         ``AutoModelForCausalLM.from_pretrained(dir)`` reloads it (LoRA adapters merged, FSDP2
         shards gathered; every rank must call it). Default ``output_dir``: ``OUT/final``.
 
-        A folder it writes gets a small ``astarpo_model.json`` (what saved it, at which step).
-        Saving again into such a folder replaces the model; a non-empty folder without it (a
-        user's files, a base model's directory) is refused unless ``overwrite=True``, so a
-        ``config.json`` or weights astarpo did not write are never replaced silently. The
-        default ``OUT/final`` lies in the run directory, which the run owns.
+        The folder is marked ``astarpo_model.json``; a non-empty folder astarpo did not write is
+        refused unless ``overwrite=True`` (:mod:`astarpo.llm.training.final_model`).
 
         Raises:
             FileExistsError: ``output_dir`` is a file, or a non-empty folder astarpo did not
                 write (without ``overwrite``).
         """
-        out = Path(output_dir) if output_dir is not None else Path(self.args.output_dir) / "final"
-        if out.exists() and not out.is_dir():
-            raise FileExistsError(
-                f"save_model: {str(out)!r} is a file, not a folder; give a folder path "
-                "(save_pretrained writes config.json, the weights and the tokenizer into it)."
-            )
-        foreign = out.is_dir() and any(out.iterdir()) and not (out / _SAVED_BY).is_file()
-        if foreign and output_dir is not None and not overwrite:
-            names = sorted(p.name for p in out.iterdir())[:5]
-            raise FileExistsError(
-                f"save_model: {str(out)!r} is a non-empty folder astarpo did not write (it holds "
-                f"{names}); saving would overwrite its files. Give a new or empty folder, or "
-                "pass overwrite=True."
-            )
-        save_final_model(self.model, self.tokenizer, out)
-        if self.dp.is_main:
-            saved = {"saved_by": "astarpo Trainer.save_model", "step": self.step_count}
-            (out / _SAVED_BY).write_text(json.dumps(saved) + "\n")
-        return out
+        if output_dir is None:  # OUT/final lies in the run directory, which the run owns
+            out, owned = Path(self.args.output_dir) / "final", True
+        else:
+            out, owned = Path(output_dir), False
+        return save_model_folder(
+            self.model, self.tokenizer, out, step=self.step_count, owned=owned, overwrite=overwrite
+        )
 
     def resume(self, path: str | Path | None = None) -> int:
         """Load ``path`` (or the latest checkpoint in ``output_dir``); returns its step.
@@ -399,7 +328,7 @@ class Trainer:
         result = self.eval_fn(self.model)
         self.model.train()  # eval_fn may have switched it to eval mode
         rec = {"step": self.step_count, "time/train_total": self.train_time}
-        rec.update({f"eval/{k}": v for k, v in _eval_values(result).items()})
+        rec.update({f"eval/{k}": v for k, v in eval_values(result).items()})
         logger.log(rec)
         self.history.append(rec)
         call_hook(self.callbacks, "on_evaluate", rec)
@@ -423,45 +352,26 @@ class Trainer:
                 finished and checkpointed (:mod:`astarpo.llm.parallel.signals`).
         """
         args = self.args
-        record = run_record(args, self.algorithm.name, self.rows, self.reward_funcs, self.v_star)
-        record["algorithm_settings"] = algorithm_settings(self.algorithm)
+        record = run_record(args, self.algorithm, self.rows, self.reward_funcs, self.v_star)
         start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
         barrier()
         resume_step = None
         if resume:
             resume_step = self.resume(None if resume is True else resume)
             announce_resume(args.output_dir, resume_step, args.max_steps, self.dp.is_main)
-        try:
-            logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
-        except BaseException:
-            if resume_step is None and self.dp.is_main:  # a tracker failed to start
-                discard_fresh_run(args.output_dir)  # what this run wrote: the retry may start
-            raise
+        logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
         self.history = []
-        schedule = Schedule(
-            args.max_steps,
-            args.max_train_seconds,
-            args.eval_steps,
-            args.eval_every_seconds,
-            self.train_time,
-        )
+        schedule = Schedule.from_config(args, self.train_time)
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             self._evaluate(logger)
-        # Off a terminal tqdm refreshes every 30 s (a log shows the run is alive, not flooded).
         show = args.progress and self.dp.is_main
-        bar = tqdm(
-            total=args.max_steps,
-            desc="train",
-            unit="step",
-            initial=self.step_count,
-            disable=not show,
-            mininterval=0.1 if sys.stderr.isatty() else 30,
-            miniters=1,
-        )
-        signals = StopSignals("the current step and a checkpoint")
-        try:
-            signals.__enter__()  # SIGTERM/SIGINT: stop after the step, with a checkpoint
+        bar = progress_bar(args.max_steps, "train", "step", initial=self.step_count, enabled=show)
+        with contextlib.ExitStack() as finally_:
+            finally_.callback(logger.close)  # closed last, after the bar and the signals
+            finally_.callback(bar.close)
+            # SIGTERM/SIGINT: stop after the step, with a checkpoint (training/preemption).
+            signals = finally_.enter_context(TrainingSignals(self.dp, args.max_steps))
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
                 record = self.step()
@@ -479,43 +389,10 @@ class Trainer:
                 saved = None
                 if args.save_steps and t % args.save_steps == 0 and not stop:
                     saved = self.save()
-                received = self.dp.agree_signal(signals.received)  # all ranks stop together
-                if received and not stop:
-                    saved = saved or self.save()
-                    raise Interrupted(
-                        received,
-                        f"{StopSignals.name(received)} after step {t} of {args.max_steps}: "
-                        f"checkpoint {saved} written; continue with --resume "
-                        "(train(resume=True)).",
-                    )
+                signals.after_step(t, stop, self.save, saved)
             if resume_step is None or resume_step < self.step_count:
                 self._evaluate(logger)
             self.save()
             self.save_model()  # OUT/final: a plain Hugging Face model directory
             call_hook(self.callbacks, "on_train_end", self.history)
-        finally:
-            signals.__exit__()
-            bar.close()
-            logger.close()
         return self.history
-
-
-def _eval_values(result: Any) -> dict[str, float]:
-    """``eval_fn``'s result as ``{name: float}``.
-
-    Raises:
-        TypeError: naming what it returned, unless a mapping of names to numbers (a text
-            ``"0.5"`` is not a number).
-    """
-    if not isinstance(result, Mapping):
-        raise TypeError(
-            f"eval_fn returned {result!r:.60} ({type(result).__name__}); it must return a "
-            "mapping of names to numbers, e.g. {'accuracy': 0.5}."
-        )
-    for k, v in result.items():
-        if not hasattr(type(v), "__float__"):
-            raise TypeError(
-                f"eval_fn returned {v!r:.60} ({type(v).__name__}) for {k!r}; values must be "
-                "numbers, e.g. {'accuracy': 0.5}."
-            )
-    return {str(k): float(v) for k, v in result.items()}

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from astarpo.llm.algorithms.config import TrainConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.training.trainer import Trainer
 
 __all__ = ["AStarPOTrainer", "GRPOTrainer", "PPOTrainer", "REBELTrainer", "RLOOTrainer"]

@@ -1,9 +1,15 @@
-"""One optimizer step of the Stage 2 loop on a minibatch of whole prompt groups.
+"""The updates of the Stage 2 loop: minibatches of whole prompt groups, one optimizer step each.
 
-The minibatch is split into micro-batches (gradient accumulation); each runs the policy forward
-with gradient, the algorithm's loss and the entropy bonus, and backward. Then the gradients of
-extra modules are averaged over ranks, clipped by global norm together with the policy's, and
-AdamW steps. Returns the minibatch's metrics (row-weighted means over the micro-batches).
+:func:`rollout_updates` runs ``update_epochs`` passes over a step's rollout batch; pass ``e``
+visits the prompt groups in the order :func:`minibatch_order` ``(seed, t, e, groups)``
+(``torch.randperm`` seeded by ``derive_seed(seed, "minibatch", t, e)``, the same on every rank)
+and splits them into ``minibatches`` equal minibatches, each rank taking its block of rows.
+
+:func:`optimizer_step` is one of them: the minibatch is split into micro-batches (gradient
+accumulation); each runs the policy forward with gradient, the algorithm's loss and the entropy
+bonus, and backward. Then the gradients of extra modules are averaged over ranks, clipped by
+global norm together with the policy's, and AdamW steps. Returns the minibatch's metrics
+(row-weighted means over the micro-batches).
 """
 
 from __future__ import annotations
@@ -15,12 +21,51 @@ from typing import Any
 import torch
 
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
-from astarpo.llm.algorithms.config import TrainConfig
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.rollout.base import derive_seed
 from astarpo.llm.training.data_parallel import DataParallel
 from astarpo.llm.training.guards import check_update
 
-__all__ = ["build_optimizer", "optimizer_step"]
+__all__ = [
+    "autocast_factory",
+    "build_optimizer",
+    "minibatch_order",
+    "optimizer_step",
+    "rollout_updates",
+    "trainable_parameters",
+]
+
+
+def trainable_parameters(
+    model: torch.nn.Module, modules: Sequence[torch.nn.Module]
+) -> list[torch.nn.Parameter]:
+    """The parameters the optimizer updates and the clipping covers: the policy's and the
+    algorithm's extra ``modules``' that require gradients.
+
+    Raises:
+        ValueError: there are none (``requires_grad`` is off everywhere).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    params += [p for m in modules for p in m.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the policy has no trainable parameters (requires_grad is off).")
+    return params
+
+
+def autocast_factory(
+    mixed_precision: str, device: torch.device
+) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """``autocast()``: the context of every forward, bf16 autocast when ``mixed_precision`` is
+    ``"bf16"`` (on CPU too, opt-in) or ``"auto"`` on CUDA, else a no-op."""
+    bf16 = mixed_precision == "bf16" or (mixed_precision == "auto" and device.type == "cuda")
+
+    def autocast() -> contextlib.AbstractContextManager[Any]:
+        if bf16:
+            return torch.autocast(device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    return autocast
 
 
 def build_optimizer(
@@ -117,3 +162,51 @@ def optimizer_step(
     check_update(dp.reduce({k: stats[k] for k in ("loss", "grad_norm")}))
     optimizer.step()
     return stats
+
+
+def minibatch_order(seed: int, step: int, epoch: int, groups: int) -> torch.Tensor:
+    """The order in which update epoch ``epoch`` of step ``step`` visits the step's ``groups``
+    prompt groups (split into minibatches in this order): a permutation ``[groups]`` (int64)
+    seeded by ``derive_seed(seed, "minibatch", step, epoch)``, the same on every rank and in a
+    resumed run."""
+    gen = torch.Generator().manual_seed(derive_seed(seed, "minibatch", step, epoch))
+    return torch.randperm(groups, generator=gen)
+
+
+def rollout_updates(
+    batch: RolloutBatch,
+    groups: int,
+    n: int,
+    step: int,
+    args: TrainConfig,
+    dp: DataParallel,
+    update: Callable[[RolloutBatch], dict[str, float]],
+) -> dict[str, float]:
+    """``update_epochs x minibatches`` calls of ``update`` (one optimizer step each) over the
+    minibatches of a step's rollout batch (see the module docstring).
+
+    Args:
+        batch: The step's global rollout batch, ``groups x n`` rows, prompt-major.
+        groups: Prompts in it.
+        n: Samples per prompt.
+        step: The step (seeds the shuffles).
+        args: ``seed``, ``update_epochs``, ``minibatches``.
+        dp: This rank's block of each minibatch (:meth:`DataParallel.shard`) and the metrics'
+            mean over ranks (:meth:`DataParallel.reduce`).
+        update: One optimizer step on a minibatch (:func:`optimizer_step`); returns its metrics.
+
+    Returns:
+        The mean over the updates of each metric (each first averaged over ranks).
+    """
+    sums: dict[str, float] = {}
+    per_mb = groups // args.minibatches
+    for epoch in range(args.update_epochs):
+        order = minibatch_order(args.seed, step, epoch, groups)
+        for m in range(args.minibatches):
+            chosen = order[m * per_mb : (m + 1) * per_mb].sort().values
+            rows = (chosen.unsqueeze(1) * n + torch.arange(n)).flatten()
+            rows = rows[dp.shard(len(rows))]  # this rank's block of the minibatch
+            for k, v in dp.reduce(update(batch.select(rows))).items():
+                sums[k] = sums.get(k, 0.0) + v
+    n_updates = args.update_epochs * args.minibatches
+    return {k: v / n_updates for k, v in sums.items()}

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 from fakes import record_batches
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import make_tiny_model, toy_trainer
 
 from astarpo.llm.algorithms.base import Algorithm
 from astarpo.llm.algorithms.grpo import GRPO, RLOO, GRPOConfig, RLOOConfig
@@ -51,13 +51,11 @@ CASES = {
 
 
 def make(tokenizer, tmp_path, name, **overrides):
+    """The case ``name`` of :data:`CASES` (toy_trainer), its rollout batches in ``tr.batches``."""
     trainer_cls, cfg_cls, extra = CASES[name]
-    model = make_tiny_model(tokenizer)
-    ref = make_tiny_model(tokenizer)
-    cfg = quick_config(tmp_path / name, cfg_cls, **{**COMMON, **extra, **overrides})
-    tr = trainer_cls(
-        model, ref, [digit_fraction_reward], args=cfg, train_dataset=ROWS, tokenizer=tokenizer
-    )
+    tr = toy_trainer(tokenizer, tmp_path / name, trainer=trainer_cls, cls=cfg_cls, rows=ROWS,
+                     table=None, rewards=[digit_fraction_reward], fresh_ref=True,
+                     **{**COMMON, **extra, **overrides})  # fmt: skip
     tr.batches = record_batches(tr)
     return tr
 

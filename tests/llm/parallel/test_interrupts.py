@@ -8,6 +8,7 @@ tests/llm/parallel/test_failures.py. A full disk is a 4 KiB tmpfs where this pro
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 from fakes import FakeGenerator
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import toy_trainer
 
 from astarpo.llm.data.files import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
@@ -188,22 +189,10 @@ def sigint_at_step_2(completions: list[str], answer: list[str], **_: Any) -> lis
     return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
 
 
-def _trainer(tokenizer: Any, out: Path, **kw: Any) -> Any:
-    from astarpo.llm.toy.problems import addition_task
-    from astarpo.llm.training.trainers import AStarPOTrainer
-
-    rows = addition_task(8, seed=0)
-    cfg = {"max_steps": 3, "batch_size": 4, "max_new_tokens": 3}
-    cfg |= {"learning_rate": 1e-3, "save_steps": 0}
-    return AStarPOTrainer(
-        make_tiny_model(tokenizer),
-        None,
-        [sigint_at_step_2],
-        args=quick_config(out, **(cfg | kw)),
-        train_dataset=rows,
-        v_star_table={r["prompt"]: 0.1 for r in rows},
-        tokenizer=tokenizer,
-    )
+# The trainer of the SIGINT tests: 3 steps, the reward that sends SIGINT at step 2.
+signalled_trainer = functools.partial(
+    toy_trainer, rewards=[sigint_at_step_2], max_steps=3, save_steps=0
+)
 
 
 def _same_weights(a: Any, b: Any) -> None:
@@ -218,17 +207,17 @@ def test_sigint_finishes_the_step_checkpoints_and_resume_is_exact(
 ) -> None:
     SENT.clear()
     SENT["sent"] = 1  # the clean run: no signal
-    clean = _trainer(tokenizer, tmp_path / "clean")
+    clean = signalled_trainer(tokenizer, tmp_path / "clean")
     clean.train()
     SENT.clear()
-    tr = _trainer(tokenizer, tmp_path / "run")
+    tr = signalled_trainer(tokenizer, tmp_path / "run")
     with pytest.raises(Interrupted, match="SIGINT after step 2 of 3: checkpoint") as e:
         tr.train()
     assert e.value.exit_code == 130
     assert (tmp_path / "run" / "checkpoint-2").is_dir()  # save_steps=0, yet saved
     assert not (tmp_path / "run" / "final").exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
-    resumed = _trainer(tokenizer, tmp_path / "run")
+    resumed = signalled_trainer(tokenizer, tmp_path / "run")
     resumed.train(resume=True)
     _same_weights(resumed, clean)
 
@@ -506,10 +495,10 @@ def test_metrics_on_a_full_disk_names_the_file_and_resume_continues(
 
     SENT.clear()
     SENT["sent"] = 1
-    clean = _trainer(tokenizer, tmp_path / "clean", save_steps=1)
+    clean = signalled_trainer(tokenizer, tmp_path / "clean", save_steps=1)
     clean.train()
     out = tmp_path / "disk"
-    tr = _trainer(tokenizer, out, save_steps=1)
+    tr = signalled_trainer(tokenizer, out, save_steps=1)
     real = os.write
     lines = []
 
@@ -528,7 +517,7 @@ def test_metrics_on_a_full_disk_names_the_file_and_resume_continues(
     finally:
         os.write = real
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2]  # intact
-    resumed = _trainer(tokenizer, out, save_steps=1)
+    resumed = signalled_trainer(tokenizer, out, save_steps=1)
     resumed.train(resume=True)
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]
     _same_weights(resumed, clean)

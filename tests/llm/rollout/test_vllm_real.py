@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from toy_setup import quick_config
+from toy_setup import toy_trainer
 from vllm_helpers import INIT_RANGE, first_digit_reward, pass_rate_permutation_test
 
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
@@ -150,24 +150,23 @@ class SyncProbe:
 
 
 def _train_and_probe(engine: VLLMGenerator, tok: Any, tmp: Path, **cfg: Any) -> SyncProbe:
-    from astarpo.llm.training.trainers import AStarPOTrainer
-
     rows = addition_task(32, seed=3)
-    args = quick_config(
-        tmp, batch_size=8, max_new_tokens=SAMPLING.max_new_tokens, device="cpu", **cfg
-    )
     model = _policy(tok)
-    ref = None if args.lora_r else copy.deepcopy(model)
+    ref = None if cfg.get("lora_r") else copy.deepcopy(model)
     probe = SyncProbe(engine)
-    trainer = AStarPOTrainer(
-        model,
-        ref,
-        [first_digit_reward],
-        args=args,
-        train_dataset=rows,
-        v_star_table={r["prompt"]: 0.5 for r in rows},
-        tokenizer=tok,
+    trainer = toy_trainer(
+        tok,
+        tmp,
+        model=model,
+        ref=ref,
+        rows=rows,
+        table={r["prompt"]: 0.5 for r in rows},
+        rewards=[first_digit_reward],
         generator=probe,
+        batch_size=8,
+        max_new_tokens=SAMPLING.max_new_tokens,
+        device="cpu",
+        **{"max_steps": 100, "save_steps": 50, "seed": 0, **cfg},  # quick_config's defaults
     )
     for _ in range(4):  # 4 steps: the syncs of steps 2-4 follow 3 optimizer updates
         trainer.step()

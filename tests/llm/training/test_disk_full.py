@@ -7,31 +7,21 @@ from __future__ import annotations
 import errno
 import os
 from collections import namedtuple
-from pathlib import Path
 
 import pytest
 import torch
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import toy_trainer
 
 import astarpo.llm.data.files as files_module
 import astarpo.llm.training.checkpoint as checkpoint_module
-from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.toy.problems import addition_task
 from astarpo.llm.training.checkpoint import CheckpointError, load_checkpoint
-from astarpo.llm.training.trainers import AStarPOTrainer
 
 ROWS = addition_task(4, seed=0)
 Usage = namedtuple("Usage", "total used free")
 
 #: What torch.save raised on a full tmpfs (torch 2.x): nothing says "no space".
 TORCH_FULL = "[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534"
-
-
-def _trainer(tokenizer, out: Path) -> AStarPOTrainer:
-    cfg = quick_config(out, max_steps=1, batch_size=2, max_new_tokens=3, save_steps=1)
-    return AStarPOTrainer(make_tiny_model(tokenizer), None, [exact_match_reward], args=cfg,
-                          train_dataset=ROWS, v_star_table={r["prompt"]: 0.0 for r in ROWS},
-                          tokenizer=tokenizer)  # fmt: skip
 
 
 def _fail_trainer_state(monkeypatch, free: int) -> None:
@@ -51,7 +41,7 @@ def test_a_full_disk_at_checkpoint_time_names_the_checkpoint_and_keeps_the_previ
     tokenizer, tmp_path, monkeypatch
 ):
     out = tmp_path / "run"
-    tr = _trainer(tokenizer, out)
+    tr = toy_trainer(tokenizer, out, max_steps=1, batch_size=2)
     tr.train()  # writes checkpoint-1
     before = {p.name: p.read_bytes() for p in (out / "checkpoint-1").iterdir()}
     with monkeypatch.context() as m:
@@ -72,7 +62,7 @@ def test_a_full_disk_at_checkpoint_time_names_the_checkpoint_and_keeps_the_previ
 
 def test_another_write_error_is_not_called_a_full_disk(tokenizer, tmp_path, monkeypatch):
     out = tmp_path / "run"
-    tr = _trainer(tokenizer, out)
+    tr = toy_trainer(tokenizer, out, max_steps=1, batch_size=2)
     _fail_trainer_state(monkeypatch, free=10**9)
     tr.step_count = 3
     with pytest.raises(CheckpointError, match=r"writing checkpoint .*checkpoint-3 failed") as e:
@@ -86,7 +76,7 @@ def test_a_full_disk_while_saving_the_final_model_names_the_folder(
 ):
     from safetensors import SafetensorError
 
-    tr = _trainer(tokenizer, tmp_path / "run")
+    tr = toy_trainer(tokenizer, tmp_path / "run", max_steps=1, batch_size=2)
 
     def full(*args, **kwargs):
         raise SafetensorError("Error while serializing: I/O error: No space left on device")

@@ -112,11 +112,7 @@ def test_a_tracker_that_fails_to_start_leaves_nothing_that_blocks_the_retry(
     import importlib.machinery
     import types
 
-    from toy_setup import make_tiny_model, quick_config
-
-    from astarpo.llm.rewards.builtin import exact_match_reward
-    from astarpo.llm.toy.problems import addition_task
-    from astarpo.llm.training.trainers import AStarPOTrainer
+    from toy_setup import toy_trainer
 
     def init(**kwargs):
         raise ConnectionError("wandb: not logged in")
@@ -125,19 +121,10 @@ def test_a_tracker_that_fails_to_start_leaves_nothing_that_blocks_the_retry(
     fake.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
     fake.init = init  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "wandb", fake)
-    rows = addition_task(4, seed=0)
     out = tmp_path / "run"
-
-    def trainer(report_to):
-        cfg = quick_config(out, max_steps=1, batch_size=2, max_new_tokens=3, save_steps=0,
-                           report_to=report_to)  # fmt: skip
-        return AStarPOTrainer(make_tiny_model(tokenizer), None, [exact_match_reward], args=cfg,
-                              train_dataset=rows, v_star_table={r["prompt"]: 0.0 for r in rows},
-                              tokenizer=tokenizer)  # fmt: skip
-
     failed = r"report_to='wandb': wandb failed to start \(ConnectionError: wandb: not logged in\)"
     with pytest.raises(RuntimeError, match=failed):
-        trainer("tensorboard,wandb").train()
+        toy_trainer(tokenizer, out, max_steps=1, report_to="tensorboard,wandb").train()
     assert sorted(p.name for p in out.iterdir()) == []  # no run_config.json, metrics.jsonl, tb/
-    trainer("tensorboard").train()  # the retry starts
+    toy_trainer(tokenizer, out, max_steps=1, report_to="tensorboard").train()  # the retry starts
     assert (out / "metrics.jsonl").is_file() and (out / "final").is_dir()

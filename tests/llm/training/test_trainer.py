@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 
 import numpy as np
 import pytest
 import torch
 from fakes import record_batches
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import comparison_run, first_digit_reward, toy_trainer
 
 from astarpo.llm.algorithms.astarpo import AStarPO, AStarPOConfig
 from astarpo.llm.algorithms.base import Algorithm, RolloutBatch
@@ -15,42 +16,12 @@ from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.toy.problems import addition_task
-from astarpo.llm.training.trainers import AStarPOTrainer
 from astarpo.objective import advantage_regression_loss
 
-ROWS = addition_task(24, seed=0)
-TABLE = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(ROWS)}
-
-
-def first_digit_reward(prompts, completions, answer, **_):
-    """Dense enough for a random model: 1 when the first character is right."""
-    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
-
-
-def make_trainer(tokenizer, tmp_path, **overrides):
-    cfg = {
-        "max_steps": 4,
-        "batch_size": 8,
-        "minibatches": 2,
-        "max_new_tokens": 4,
-        "learning_rate": 3e-3,
-        "save_steps": 2,
-        "seed": 1,
-    }
-    cfg.update(overrides)
-    model = make_tiny_model(tokenizer)
-    ref = make_tiny_model(tokenizer)
-    tr = AStarPOTrainer(
-        model,
-        ref,
-        [first_digit_reward, exact_match_reward],
-        args=quick_config(tmp_path, **cfg),
-        train_dataset=ROWS,
-        v_star_table=TABLE,
-        tokenizer=tokenizer,
-    )
-    tr.batches = record_batches(tr)
-    return tr
+# This file's runs: 24 prompts, 8 per step in 2 minibatches, two rewards, a separate reference.
+RUN = comparison_run()
+make_trainer = functools.partial(toy_trainer, **RUN)
+ROWS, TABLE = RUN["rows"], RUN["table"]
 
 
 def test_astarpo_satisfies_protocol():
@@ -60,9 +31,10 @@ def test_astarpo_satisfies_protocol():
 
 def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1, beta2=0.05)
+    batches = record_batches(tr)
     before = copy.deepcopy(tr.model)
     rec = tr.step()
-    b = tr.batches[-1]
+    b = batches[-1]
     assert b is not None and len(b) == 8
     with torch.no_grad():
         logp = sequence_logprobs(before, b.packed).logp
@@ -85,6 +57,24 @@ def test_loss_equals_core_function_on_same_tensors(tokenizer, tmp_path):
     # The update moved the policy but never the reference.
     assert not torch.equal(before.lm_head.weight, tr.model.lm_head.weight)
     assert all(not p.requires_grad for p in tr.ref_model.parameters())
+
+
+def test_astarpo_prepare_logs_the_advantage_and_stores_none(tokenizer, tmp_path):
+    """r - V* is computed in one place for the update, inside the loss; prepare only logs it."""
+    tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_steps=1)
+    batches = record_batches(tr)
+    rec = tr.step()
+    b = batches[-1]
+    assert "advantage" not in b.extra
+    adv = b.rewards - b.v_star
+    assert rec["advantage/mean"] == pytest.approx(float(adv.mean()), abs=1e-6)
+    assert rec["advantage/std"] == pytest.approx(float(adv.std(unbiased=False)), abs=1e-6)
+    metrics = AStarPO().prepare(b)
+    assert metrics == {
+        "advantage/mean": pytest.approx(float(adv.mean()), abs=1e-6),
+        "advantage/std": pytest.approx(float(adv.std(unbiased=False)), abs=1e-6),
+    }
+    assert "advantage" not in b.extra
 
 
 def test_micro_batches_accumulate_to_the_full_minibatch(tokenizer, tmp_path):
@@ -143,33 +133,37 @@ def test_data_order_covers_each_prompt_once_per_epoch(tokenizer, tmp_path):
     assert [i for _ in range(3) for i in tr2.order.take(tr2.args.batch_size)] == seen
 
 
+def test_minibatch_shuffle_is_seeded_by_its_own_named_tag(tokenizer, tmp_path, monkeypatch):
+    from astarpo.llm.rollout.base import derive_seed
+    from astarpo.llm.training import update as update_module
+    from astarpo.llm.training.update import minibatch_order
+
+    gen = torch.Generator().manual_seed(derive_seed(1, "minibatch", 3, 0))
+    assert torch.equal(minibatch_order(1, 3, 0, 8), torch.randperm(8, generator=gen))
+    orders = {tuple(minibatch_order(1, t, e, 8).tolist()) for t in (1, 2) for e in (0, 1)}
+    assert len(orders) == 4  # every (step, update epoch) has its own shuffle
+    calls = []
+
+    def spy(seed, step, epoch, groups):
+        calls.append((seed, step, epoch, groups))
+        return minibatch_order(seed, step, epoch, groups)
+
+    monkeypatch.setattr(update_module, "minibatch_order", spy)
+    tr = make_trainer(tokenizer, tmp_path, max_steps=1, update_epochs=2)
+    tr.step()
+    assert calls == [(1, 1, 0, 8), (1, 1, 1, 8)]
+
+
 def test_missing_prompt_is_a_clear_error(tokenizer, tmp_path):
     table = dict(TABLE)
     missing = ROWS[5]["prompt"]
     del table[missing]
     with pytest.raises(KeyError, match=missing.replace("+", r"\+")):
         lookup_v_star(table, [r["prompt"] for r in ROWS])
-    model = make_tiny_model(tokenizer)
     with pytest.raises(KeyError, match="missing"):
-        AStarPOTrainer(
-            model,
-            None,
-            [exact_match_reward],
-            args=AStarPOConfig(),
-            train_dataset=ROWS,
-            v_star_table=table,
-            tokenizer=tokenizer,
-        )
+        make_trainer(tokenizer, tmp_path, table=table)
     with pytest.raises(ValueError, match="V\\* table"):
-        AStarPOTrainer(
-            model,
-            None,
-            [exact_match_reward],
-            args=AStarPOConfig(),
-            train_dataset=ROWS,
-            v_star_table=None,
-            tokenizer=tokenizer,
-        )
+        make_trainer(tokenizer, tmp_path, table=None)
 
 
 def test_rollout_batch_select_keeps_rows_aligned():
@@ -247,13 +241,14 @@ def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
 def test_update_gradient_is_loss_minus_entropy_bonus(tokenizer, tmp_path):
     coef = 0.5
     tr = make_trainer(tokenizer, tmp_path, minibatches=1, max_grad_norm=0.0, entropy_coef=coef)
+    batches = record_batches(tr)
     start = copy.deepcopy(tr.model)
     captured = []
     tr.optimizer.step = lambda *a, **k: captured.append(  # type: ignore[method-assign]
         [p.grad.clone() for p in tr.model.parameters()]
     )
     tr.step()
-    b = tr.batches[-1]
+    b = batches[-1]
     out = sequence_logprobs(start, b.packed, entropy=True)
     loss = advantage_regression_loss(out.logp, b.logp_ref, b.rewards, b.v_star, 1e-3, "mean")
     (loss - coef * out.entropy_mean()).backward()
@@ -293,28 +288,18 @@ class GroupAlgo:
 
 
 def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
-    from astarpo.llm.algorithms.config import TrainConfig
+    from astarpo.llm.algorithms.train_config import TrainConfig
     from astarpo.llm.training.trainer import Trainer
 
     algo = GroupAlgo()
     assert isinstance(algo, Algorithm)
-    cfg = quick_config(tmp_path, TrainConfig, max_steps=2, batch_size=4, minibatches=2,
-                       update_epochs=2, max_new_tokens=3, learning_rate=1e-2)  # fmt: skip
-    model = make_tiny_model(tokenizer)
-    ref = make_tiny_model(tokenizer)
     w0 = algo.critic.weight.detach().clone()
-    tr = Trainer(
-        model,
-        ref,
-        [first_digit_reward],
-        args=cfg,
-        train_dataset=ROWS,
-        tokenizer=tokenizer,
-        algorithm=algo,
-    )
-    tr.batches = record_batches(tr)
+    tr = make_trainer(tokenizer, tmp_path, cls=TrainConfig, trainer=Trainer, algorithm=algo,
+                      table=None, rewards=[first_digit_reward], max_steps=2, batch_size=4,
+                      update_epochs=2, max_new_tokens=3, learning_rate=1e-2)  # fmt: skip
+    batches = record_batches(tr)
     hist = tr.train()
-    b = tr.batches[-1]
+    b = batches[-1]
     assert len(b) == 8 and b.group.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert b.prompts[0] == b.prompts[1] and b.logp_old is not None
     # Every minibatch holds whole groups: 2 prompts x 2 samples; 2 epochs x 2 minibatches.

@@ -8,6 +8,7 @@ file per rank) resumes at 1 and at 2 processes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -18,47 +19,16 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
-from toy_setup import make_tiny_model, quick_config
+from toy_setup import comparison_run, toy_trainer
 
 pytestmark = pytest.mark.timeout(180)
 
 
-def first_digit_reward(prompts: list[str], completions: list[str], answer: list[str], **_: Any):
-    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
-
-
-def make_trainer(out: str, **overrides: Any) -> Any:
-    from astarpo.llm.models.toy import make_char_tokenizer
-    from astarpo.llm.rewards.builtin import exact_match_reward
-    from astarpo.llm.toy.problems import addition_task
-    from astarpo.llm.training.trainers import AStarPOTrainer
-
-    rows = addition_task(24, seed=0)
-    table = {r["prompt"]: 0.05 * (i % 5) for i, r in enumerate(rows)}
-    tokenizer = make_char_tokenizer()
-    cfg: dict[str, Any] = {
-        "max_steps": 3,
-        "batch_size": 8,
-        "minibatches": 2,
-        "max_new_tokens": 4,
-        "learning_rate": 3e-3,
-        "save_steps": 2,
-        "seed": 1,
-        "seed_chunk_size": 1,
-        "device": "cpu",
-    }
-    cfg.update(overrides)
-    model = make_tiny_model(tokenizer)
-    ref = None if cfg.get("lora_r") else make_tiny_model(tokenizer)
-    return AStarPOTrainer(
-        model,
-        ref,
-        [first_digit_reward, exact_match_reward],
-        args=quick_config(out, **cfg),
-        train_dataset=rows,
-        v_star_table=table,
-        tokenizer=tokenizer,
-    )
+# The runs compared: test_trainer's for 3 steps, seeded per prompt (the samples do not depend
+# on the world size), on the CPU (a LoRA run passes fresh_ref=False: its reference is the base).
+make_trainer = functools.partial(
+    toy_trainer, None, **comparison_run(max_steps=3, seed_chunk_size=1, device="cpu")
+)
 
 
 def _free_port() -> int:

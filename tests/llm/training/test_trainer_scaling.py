@@ -18,7 +18,9 @@ from astarpo.llm.models.lora import AdapterDisabledReference, parameter_bytes
 
 def test_lora_reference_is_the_base_model(tmp_path: Path) -> None:
     base = make_trainer(str(tmp_path / "base"), max_steps=1).model  # the initial weights
-    tr = make_trainer(str(tmp_path / "lora"), lora_r=4, lora_alpha=8, learning_rate=0.05)
+    tr = make_trainer(
+        str(tmp_path / "lora"), lora_r=4, lora_alpha=8, learning_rate=0.05, fresh_ref=False
+    )
     assert isinstance(tr.ref_model, AdapterDisabledReference) and tr.ref_model.policy is tr.model
     assert all("lora_" in n for n, p in tr.model.named_parameters() if p.requires_grad)
     batches = record_batches(tr)
@@ -80,9 +82,11 @@ def test_vllm_backend_is_synced_after_every_update(
 def test_final_lora_model_is_saved_merged(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from astarpo.llm.training.checkpoint import save_final_model
+    from astarpo.llm.training.final_model import save_final_model
 
-    tr = make_trainer(str(tmp_path / "run"), lora_r=4, lora_alpha=8, learning_rate=0.05)
+    tr = make_trainer(
+        str(tmp_path / "run"), lora_r=4, lora_alpha=8, learning_rate=0.05, fresh_ref=False
+    )
     batches = record_batches(tr)
     tr.step()
     save_final_model(tr.model, tr.tokenizer, tmp_path / "final")
