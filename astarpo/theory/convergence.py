@@ -93,7 +93,7 @@ def window_average(steps: np.ndarray, average_path: np.ndarray, start: int, end:
         )
     total_end = end * average_path[:, pts.index(end)]
     total_start = start * average_path[:, pts.index(start)] if start else 0.0
-    return (total_end - total_start) / (end - start)  # type: ignore[no-any-return]
+    return (total_end - total_start) / (end - start)
 
 
 def window_change(

@@ -149,7 +149,7 @@ def gradient_squared_norms(
     theta_rep, v_rep = np.repeat(th, n_draws, axis=0), np.repeat(v, n_draws, axis=0)
     u = rng.random((len(theta_rep), bandit.n_contexts))
     grad, _ = regression_gradient(bandit, theta_rep, v_rep, beta2, uniforms=u, entropy=entropy)
-    return (grad**2).sum(-1).reshape(len(th), n_draws)  # type: ignore[no-any-return]
+    return (grad**2).sum(-1).reshape(len(th), n_draws)
 
 
 def stratified_interval(draws: np.ndarray) -> tuple[float, float, float]:

@@ -83,7 +83,7 @@ def offsets(bandit: LogLinearBandit, beta1: float, beta2: float) -> np.ndarray:
 
     With :math:`V^*_b(x) = b \log E_{\pi_{ref}} e^{r(x,\cdot)/b}` (exact, log-space).
     """
-    return bandit.optimal_value(beta1) - bandit.optimal_value(beta2)  # type: ignore[no-any-return]
+    return bandit.optimal_value(beta1) - bandit.optimal_value(beta2)
 
 
 def _value_rows(bandit: LogLinearBandit, seeds: int, seed: int) -> dict[str, np.ndarray]:
@@ -144,7 +144,7 @@ def entropy_stationary_points(
 
 def _kl(bandit: LogLinearBandit, theta: np.ndarray) -> np.ndarray:
     """E_rho KL(pi_theta || pi*_beta2) per row, ``[S]`` (the gap over beta2)."""
-    return bandit.suboptimality(bandit.policy(theta), BETA2) / BETA2  # type: ignore[no-any-return]
+    return bandit.suboptimality(bandit.policy(theta), BETA2) / BETA2
 
 
 def _windows(
@@ -195,7 +195,7 @@ def _variance_path(
 
 
 def _norm(g: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(g, axis=-1)  # type: ignore[no-any-return]
+    return np.linalg.norm(g, axis=-1)
 
 
 def _premise_path(
@@ -219,8 +219,8 @@ def _premise_path(
         g1, _ = regression_gradient(bandit, th, v_all, BETA2, weights=mb[0], entropy=ENTROPY)
         th2 = th - lr * g1
         kw = {"weights": mb[1], "sampling_theta": th, "entropy": ENTROPY}
-        g2, _ = regression_gradient(bandit, th2, v_all, BETA2, **kw)  # type: ignore[arg-type]
-        g2_0, _ = regression_gradient(bandit, th2, v_exact, BETA2, **kw)  # type: ignore[arg-type]
+        g2, _ = regression_gradient(bandit, th2, v_all, BETA2, **kw)
+        g2_0, _ = regression_gradient(bandit, th2, v_exact, BETA2, **kw)
         ent = _norm(full - plain) / np.maximum(_norm(full), 1e-300)
         vh = _norm(g2 - g2_0) / np.maximum(_norm(g2), 1e-300)
         for name, sl in groups.items():
