@@ -5,15 +5,16 @@ Run from the repository root::
     python benchmarks/length_sweep.py --out docs/figures/length_sweep [--lengths 4,22,38,54,70]
         [--steps 6] [--bench docs/figures/bench_cpu.json --bench docs/figures/bench_scratchpad.json]
 
-Every algorithm gets the bench's protocol (:func:`astarpo.llm.bench.config.algorithm_config`:
+Every algorithm gets the bench's protocol
+(:func:`astarpo.studies.harness.protocol.algorithm_config`:
 32 prompts per step, GRPO's G = 8, the paper's beta2) and the scratchpad task's model shape,
 untrained, with EOS masked out of the logits so that every response is exactly ``L`` tokens
 (the lengths default to the addition answer's 4 tokens and the scratchpad's worked solutions
 for 1 to 4 digits, 22 to 70). The algorithms' steps alternate (A*-PO, GRPO, PPO, REBEL, then
 again), so a load change on a shared machine hits all of them; the step-time ratios are paired
-by round (:func:`astarpo.llm.bench.stats.paired_ratio`: geometric mean, 95% t-interval). Beside
+by round (:func:`astarpo.analysis.stats.paired_ratio`: geometric mean, 95% t-interval). Beside
 them, the cost model's prediction from GRPO's measured unit costs
-(:mod:`astarpo.llm.bench.mechanism`) and, with ``--bench``, the time-to-target ratios that
+(:mod:`astarpo.studies.efficiency.mechanism`) and, with ``--bench``, the time-to-target ratios that
 complete bench runs measured at their task's response length (read from their ``bench.json``).
 
 Writes ``OUT.json`` and ``OUT.png``.
@@ -35,11 +36,11 @@ from typing import Any
 import torch
 
 from astarpo.analysis.stats import paired_ratio
-from astarpo.llm.bench.config import BenchConfig, algorithm_config
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainer import Trainer
+from astarpo.studies.harness.protocol import Protocol, algorithm_config
 
 ALGOS = ("astarpo", "grpo", "ppo", "rebel")
 PHASES = ("generate", "reward", "ref_logprobs", "update")
@@ -68,7 +69,7 @@ def measure(length: int, steps: int, warmup: int, batch: int, seed: int = 0) -> 
     base = make_toy_model(tok, seed=seed, **shape).eval()
     _no_eos(base, int(tok.eos_token_id))
     rows = scratchpad_task(batch * 4, seed=seed, digits=4)
-    cfg = BenchConfig(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
+    cfg = Protocol(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
     trainers = {}
     for algo in ALGOS:
         out = Path(tempfile.mkdtemp(prefix=f"ls-{algo}-"))

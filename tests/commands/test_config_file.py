@@ -376,7 +376,8 @@ def test_a_yaml_list_is_the_flags_comma_separated_list(tmp_path):
     assert AStarPOConfig(report_to=args.report_to).reporters == ("tensorboard", "wandb")
     text = "bench:\n  lr_grid: [1.0e-4, 3.0e-4]\n  algos: [astarpo, grpo]\n  peers: [trl]\n"
     args = _parsed("bench", text, tmp_path)
-    assert args.lr_grid == (1e-4, 3e-4) and args.algos == "astarpo,grpo" and args.peers == "trl"
+    assert args.lr_grid == (1e-4, 3e-4) and args.algos == ("astarpo", "grpo")
+    assert args.peers == ("trl",)
     args = _parsed("eval", "eval:\n  benchmarks: [math500, amc2023]\n", tmp_path)
     assert args.benchmarks == "math500,amc2023"
     assert _parsed("bench", "bench:\n  lr_grid: 3.0e-4\n", tmp_path).lr_grid == (3e-4,)

@@ -1,14 +1,14 @@
-"""Peers of the efficiency benchmark: TRL's ``GRPOTrainer`` and experimental ``A2POTrainer``
-under the bench's protocol (``astarpo bench --peers trl``; needs the ``bench-trl`` extra).
+"""Peers of the efficiency study: TRL's ``GRPOTrainer`` and experimental ``A2POTrainer``
+under the study's protocol (``astarpo bench --peers trl``; needs the ``bench-trl`` extra).
 
-:func:`run_peer` is one peer run inside the bench worker's fresh process: the policy is a copy
+:func:`run_peer` is one peer run inside the study worker's fresh process: the policy is a copy
 of the same reference model, the tokenizer the same toy tokenizer, the training pool the same
 rows (a ``datasets.Dataset`` with ``prompt`` and ``answer``), the reward
 :func:`~astarpo.llm.rewards.builtin.exact_match_reward`, the sampling the same (temperature 1,
 ``max_new_tokens``, ``batch_size`` prompts per step, GRPO's ``group_size``; A2PO's
 ``beta1``, ``beta2`` and N), generation through plain ``transformers`` on the bench's device.
 :class:`PeerClock`, a ``TrainerCallback``, keeps the bench's clock: training time without the
-evaluations, stop once the budget is spent, :func:`~astarpo.llm.bench.measure.evaluate_policy`
+evaluations, stop once the budget is spent, :func:`~astarpo.studies.harness.measure.evaluate_policy`
 every ``eval_every_seconds`` of training time. A2PO's Stage 1 (V* from N reference samples per
 prompt, which TRL runs at the start of ``train()``) is timed and counted in the run's clock, as
 the library's A*-PO arm counts its Stage 1. ``trl`` is imported only inside the functions.
@@ -23,10 +23,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from astarpo.llm.bench.config import PEER_ARMS, BenchConfig
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.callbacks import Schedule
+from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig
 
 __all__ = [
     "DIFFERENCES",
@@ -122,7 +122,7 @@ DIFFERENCES = (
 )  # fmt: skip
 
 
-def peer_info(cfg: BenchConfig) -> dict[str, Any]:
+def peer_info(cfg: EfficiencyConfig) -> dict[str, Any]:
     """``{"version", "differences"}`` of the TRL peers: :data:`DIFFERENCES` filled in with
     ``cfg``'s sizes, as ``{setting: {"trl": ..., "ours": ...}}``."""
     b, g = cfg.batch_size, cfg.group_size
@@ -221,7 +221,7 @@ def _timed_generate(model: Any, spent: list[float]) -> None:
     model.generate = generate
 
 
-def _trainer(arm: str, spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok: Any, cb: Any):
+def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, cb: Any):
     """The TRL trainer of ``arm`` with the bench's settings (see :func:`peer_info`)."""
     from datasets import Dataset
 
@@ -286,7 +286,7 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok:
 
 
 def run_peer(
-    spec: dict[str, Any], cfg: BenchConfig, policy: Any, tok: Any, eval_fn: Any
+    spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, eval_fn: Any
 ) -> dict[str, Any]:
     """One TRL run (see the module doc), called inside the worker's ``PeakRSS`` block.
 
@@ -297,7 +297,7 @@ def run_peer(
         cfg: The protocol.
         policy: A trainable copy of the reference.
         tok: The toy tokenizer.
-        eval_fn: ``model -> metrics``, :func:`~astarpo.llm.bench.measure.evaluate_policy` with
+        eval_fn: ``model -> metrics``, :func:`~astarpo.studies.harness.measure.evaluate_policy` with
             the worker's RSS probe paused.
 
     Returns:

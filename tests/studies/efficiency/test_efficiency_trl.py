@@ -1,6 +1,6 @@
 """The TRL peers for real (``make test-trl``; needs the ``bench-trl`` extra): one short run of
-each TRL trainer through the bench worker on a tiny reference, and ``astarpo bench --quick
---peers trl``. Marked ``trl``: deselected by ``make test``; in .venv-trl a failure fails."""
+each TRL trainer through the efficiency study's worker on a tiny reference, and ``astarpo bench
+--quick --peers trl``. Marked ``trl``: deselected by ``make test``; in .venv-trl a failure fails."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import time
 from dataclasses import asdict
 
 import pytest
-from test_bench import fake_run
+from study_fakes import fake_run
 
-from astarpo.llm.bench import worker
-from astarpo.llm.bench.config import BenchConfig
-from astarpo.llm.bench.report import summarize
+from astarpo.studies.efficiency import worker
+from astarpo.studies.efficiency.config import EfficiencyConfig
+from astarpo.studies.efficiency.summary import summarize
 
 pytestmark = [pytest.mark.trl, pytest.mark.timeout(300)]  # a run that never stops fails
 
@@ -29,7 +29,7 @@ def _spec(tmp_path, tiny_model, arm, stage1_inside=True):
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
     rows = addition_task(40, seed=0)
-    cfg = BenchConfig(
+    cfg = EfficiencyConfig(
         max_train_seconds=BUDGET,
         eval_every_seconds=0.5,
         batch_size=4,
@@ -103,7 +103,7 @@ def test_peer_run_keeps_the_clock(tiny_model, tmp_path, monkeypatch, arm):
     json.dumps(res)  # what the worker writes
     base = [fake_run("astarpo", 0, [0.0, 1.0, 2.0], [0.2, 0.3, 0.4])]
     result = {
-        "config": {**asdict(BenchConfig()), "max_train_seconds": BUDGET},
+        "config": {**asdict(EfficiencyConfig()), "max_train_seconds": BUDGET},
         "reference": {"expected_accuracy": 0.2},
         "runs": [*base, res],
     }
@@ -133,7 +133,7 @@ def test_bench_quick_with_trl_peers(tmp_path, capsys):
     from astarpo.cli import main
 
     out = tmp_path / "bq"
-    argv = ["bench", "--quick", "--peers", "trl", "--algos", "astarpo", "--no-drop"]
+    argv = ["bench", "--quick", "--peers", "trl", "--algos", "astarpo", "--no-drop-all-wrong"]
     argv += ["--sft-steps", "20", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
     assert main(argv) == 0
     result = json.loads((out / "bench.json").read_text())

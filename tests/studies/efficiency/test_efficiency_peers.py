@@ -1,5 +1,6 @@
-"""The bench's peers (``--peers trl``) without TRL: the config, the missing-TRL error raised
-before any run, the clock callback on a simulated loop, and the report on synthetic peer runs."""
+"""The efficiency study's peers (``--peers trl``) without TRL: the config, the missing-TRL error
+raised before any run, the clock callback on a simulated loop, and the report on synthetic peer
+runs."""
 
 from __future__ import annotations
 
@@ -9,29 +10,30 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from test_bench import fake_result, fake_run
+from study_fakes import fake_result, fake_run
 
-from astarpo.llm.bench import peers
-from astarpo.llm.bench.config import BenchConfig, arms, is_peer_arm, peer_arms
-from astarpo.llm.bench.report import summarize, to_markdown
+from astarpo.studies.efficiency import peers
+from astarpo.studies.efficiency.config import EfficiencyConfig, arms, is_peer_arm, peer_arms
+from astarpo.studies.efficiency.report import to_markdown
+from astarpo.studies.efficiency.summary import summarize
 
 
 def test_peers_config_validation_and_arms():
     with pytest.raises(ValueError, match="peers must be a tuple drawn from"):
-        BenchConfig(peers=("openrlhf",))
+        EfficiencyConfig(peers=("openrlhf",))
     with pytest.raises(ValueError, match="peers must be a tuple"):
-        BenchConfig(peers=["trl"])  # type: ignore[arg-type]
+        EfficiencyConfig(peers=["trl"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="twice"):
-        BenchConfig(peers=("trl", "trl"))
-    cfg = BenchConfig(algos=("astarpo", "grpo"), peers=("trl",))
+        EfficiencyConfig(peers=("trl", "trl"))
+    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), peers=("trl",))
     assert peer_arms(cfg) == ("trl_grpo", "trl_a2po")
     assert arms(cfg) == ("astarpo", "grpo", "astarpo_drop", "trl_grpo", "trl_a2po")
-    assert arms(BenchConfig(algos=("astarpo",))) == ("astarpo", "astarpo_drop")
+    assert arms(EfficiencyConfig(algos=("astarpo",))) == ("astarpo", "astarpo_drop")
     assert is_peer_arm("trl_a2po") and not is_peer_arm("grpo")
 
 
 def test_missing_trl_fails_before_any_run(monkeypatch, tmp_path):
-    import astarpo.llm.bench.run as run_mod
+    import astarpo.studies.efficiency.run as run_mod
 
     real = peers.importlib.util.find_spec
     monkeypatch.setattr(
@@ -41,9 +43,9 @@ def test_missing_trl_fails_before_any_run(monkeypatch, tmp_path):
         peers.check_peers(("trl",))
     peers.check_peers(())  # no peers: nothing to check
     out = tmp_path / "bench"
-    cfg = BenchConfig(out_dir=str(out), peers=("trl",))
+    cfg = EfficiencyConfig(peers=("trl",))
     with pytest.raises(RuntimeError, match=r"pip install -e \"\.\[bench-trl\]\""):
-        run_mod.run_bench(cfg, progress=False)
+        run_mod.run(cfg, out, progress=False)
     assert not out.exists()  # nothing was started
 
 
@@ -104,7 +106,7 @@ def test_report_handles_peer_runs():
         run["phases"] = {"stage1": 0.0, "generate": 5.0, "rest": 15.0}
         res["runs"].append(run)
     res["sweep"]["trl_grpo"] = {"scores": {"0.001": 0.3}, "chosen": 1e-3}
-    res["peers"] = {"trl": peers.peer_info(BenchConfig(peers=("trl",)))}
+    res["peers"] = {"trl": peers.peer_info(EfficiencyConfig(peers=("trl",)))}
     s = summarize(res)
     res["summary"] = s
     t = s["arms"]["TRL GRPO"]
@@ -119,51 +121,33 @@ def test_report_handles_peer_runs():
 
 
 def test_peer_info_records_the_differences():
-    info = peers.peer_info(BenchConfig(peers=("trl",), batch_size=16, group_size=4))
+    info = peers.peer_info(EfficiencyConfig(peers=("trl",), batch_size=16, group_size=4))
     assert info["version"] == peers.TRL_VERSION
     diff = info["differences"]
     assert "64 completions = 16 prompts x num_generations=4" in diff["GRPO rollout batch"]["trl"]
     assert all(set(d) == {"trl", "ours"} for d in diff.values())
 
 
-def test_bench_cli_peers_flag(monkeypatch, tmp_path):
-    import astarpo.llm.bench.run as bench_mod
-    from astarpo.cli import main
-
-    seen = {}
-
-    def fake_run_bench(cfg, overwrite=False):
-        seen["cfg"] = cfg
-        (tmp_path / "bench.md").write_text("table\n")
-        return {}
-
-    monkeypatch.setattr(bench_mod, "run_bench", fake_run_bench)
-    assert main(["bench", "--out", str(tmp_path), "--quick", "--peers", "trl"]) == 0
-    assert seen["cfg"].peers == ("trl",)
-    assert main(["bench", "--out", str(tmp_path), "--quick"]) == 0
-    assert seen["cfg"].peers == ()
-
-
 def test_sweep_covers_the_peer_runs(tmp_path):
     """The learning-rate sweep runs every peer like an algorithm (Stage 1 table reused)."""
-    from astarpo.llm.bench.runner import sweep
+    from astarpo.studies.efficiency.run import sweep_rates
 
-    cfg = BenchConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",), grid_extensions=0)
+    cfg = EfficiencyConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",),
+                           grid_extensions=0)  # fmt: skip
     started = []
 
     class FakeRunner:
-        def __init__(self):
-            self.cfg = cfg
+        say = staticmethod(print)
 
         def run(self, name, spec):
             started.append((name, spec["arm"], spec["stage1_inside"], spec["values"]))
             acc = 0.5 if spec["lr"] == 1e-3 else 0.3
             return fake_run(spec["arm"], spec["seed"], [0.0, 25.0], [acc, acc])
 
-    lrs = sweep(FakeRunner(), [], tmp_path / "values.jsonl")
-    assert set(lrs) == {"astarpo", "trl_grpo", "trl_a2po"}
+    lrs = sweep_rates(FakeRunner(), cfg, {"values": "/v.jsonl"})
+    assert set(lrs) == {"astarpo", "trl_grpo", "trl_a2po", "astarpo_drop"}
     assert all(w["chosen"] == 1e-3 for w in lrs.values())
-    assert ("sweep-trl_a2po-lr0.0001", "trl_a2po", False, str(tmp_path / "values.jsonl")) in started
+    assert ("sweep-trl_a2po-lr0.0001", "trl_a2po", False, "/v.jsonl") in started
     assert len(started) == 6
 
 
@@ -173,5 +157,5 @@ def test_docs_table_is_the_recorded_differences():
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "baselines.md").read_text()
     assert "TRL 1.16.0" in doc
-    for k, d in peers.peer_info(BenchConfig(peers=("trl",)))["differences"].items():
+    for k, d in peers.peer_info(EfficiencyConfig(peers=("trl",)))["differences"].items():
         assert f"| {k} | {d['trl']} | {d['ours']} |" in doc, k

@@ -1,6 +1,6 @@
 """Where the time goes: per-phase split, pool revisits, memory both ways and the cost model.
 
-Read from the runs of :func:`~astarpo.llm.bench.run.run_bench` (pure functions on their
+Read from the runs of :func:`~astarpo.studies.efficiency.run.run` (pure functions on their
 result dicts):
 
 * :func:`phase_split`: per run name, the mean seconds of each phase (Stage 1, generation,
@@ -25,22 +25,27 @@ amortised, ``((N/E + 1) g + r + u) / (G (g + r_G + u))`` per prompt.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from astarpo.analysis.stats import paired_ratio, t_interval
+from astarpo.analysis.stats import mean_interval, paired_ratio, t_interval
+from astarpo.studies.harness.report import fmt_ratio, missing, table
+from astarpo.studies.harness.training import PHASES
 
 __all__ = [
-    "STEP_PHASES",
     "cost_model",
     "markdown_lines",
     "memory_ratios",
     "phase_split",
+    "predicted_ratio",
     "revisits",
     "summarize_mechanism",
 ]
 
-#: The trainer's per-step phases (Stage 2); Stage 1 is outside the step.
-STEP_PHASES = ("generate", "reward", "ref_logprobs", "update")
+
+def _stage2_s(run: dict[str, Any]) -> float:
+    """Seconds of a run's Stage 2 steps (the sum of its :data:`PHASES`)."""
+    return sum(run["phases"].get(k, 0.0) for k in PHASES)
 
 
 def _by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -52,26 +57,23 @@ def _by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per run name: ``seconds`` (phase -> mean over seeds, Stage 1 included), ``share``
-    (phase -> mean share of the Stage 2 step time, :data:`STEP_PHASES`; each seed's shares sum
+    (phase -> mean share of the Stage 2 step time, :data:`PHASES`; each seed's shares sum
     to 1) with ``generate_share`` as a t-interval, and ``step_s`` (Stage 2 seconds per step)."""
     out: dict[str, dict[str, Any]] = {}
     for arm, rs in _by_arm(runs).items():
         if not all("phases" in r for r in rs):
             continue
         secs = {k: t_interval([r["phases"].get(k, 0.0) for r in rs])[0] for k in rs[0]["phases"]}
-        shares: dict[str, list[float]] = {k: [] for k in STEP_PHASES}
+        shares: dict[str, list[float]] = {k: [] for k in PHASES}
         for r in rs:
-            total = sum(r["phases"].get(k, 0.0) for k in STEP_PHASES)
-            for k in STEP_PHASES:
+            total = _stage2_s(r)
+            for k in PHASES:
                 shares[k].append(r["phases"].get(k, 0.0) / total if total > 0 else float("nan"))
-        g = t_interval(shares["generate"], bounds=(0.0, 1.0))
         out[arm] = {
             "seconds": secs,
             "share": {k: t_interval(v)[0] for k, v in shares.items()},
-            "generate_share": {"mean": g[0], "low": g[1], "high": g[2]},
-            "step_s": t_interval(
-                [sum(r["phases"].get(k, 0.0) for k in STEP_PHASES) / max(r["steps"], 1) for r in rs]
-            )[0],
+            "generate_share": mean_interval(shares["generate"], bounds=(0.0, 1.0)),
+            "step_s": t_interval([_stage2_s(r) / max(r["steps"], 1) for r in rs])[0],
         }
     return out
 
@@ -91,7 +93,7 @@ def revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str,
 def memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A*-PO's peak memory over each other run's, paired by seed: ``total`` (peak RSS during
     the run) and ``increment`` (that peak minus the RSS with the models loaded), each a
-    :func:`~astarpo.llm.bench.stats.paired_ratio`."""
+    :func:`~astarpo.analysis.stats.paired_ratio`."""
     groups = _by_arm(runs)
     base = groups.get("astarpo", [])
     out: dict[str, dict[str, Any]] = {}
@@ -118,6 +120,18 @@ def _unit(rs: list[dict[str, Any]], phase: str) -> float:
     return sum(r["phases"].get(phase, 0.0) for r in rs) / seqs
 
 
+def predicted_ratio(
+    units: dict[str, float], group_size: int, stage1_per_prompt: float = 0.0
+) -> float:
+    """The cost model's A*-PO/GRPO time per prompt (module doc) from per-sequence unit costs
+    ``g``, ``r``, ``r_grpo``, ``u`` (and ``w``, reward, where counted): ``((s + 1) g + r + u + w)
+    / (G (g + r_G + u + w))`` with ``s`` Stage 1's generations per prompt; NaN without a cost."""
+    w = units.get("w", 0.0)
+    grpo = group_size * (units["g"] + units["r_grpo"] + units["u"] + w)
+    ours = (stage1_per_prompt + 1) * units["g"] + units["r"] + units["u"] + w
+    return ours / grpo if grpo > 0 else float("nan")
+
+
 def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
     """The cost model's A*-PO/GRPO ratios (module doc) beside the measured ones.
 
@@ -132,29 +146,25 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
     a, g_runs = groups.get("astarpo"), groups.get("grpo")
     if not a or not g_runs:
         return {}
-    big_g = int(g_runs[0]["samples_per_prompt"])
-    g, u, r_grpo = _unit(g_runs, "generate"), _unit(g_runs, "update"), _unit(g_runs, "ref_logprobs")
-    r = _unit(a, "ref_logprobs")
+    big_g, n = int(g_runs[0]["samples_per_prompt"]), int(cfg["n_samples"])
+    units = {"g": _unit(g_runs, "generate"), "r": _unit(a, "ref_logprobs")}
+    units.update(r_grpo=_unit(g_runs, "ref_logprobs"), u=_unit(g_runs, "update"))
     passes = t_interval([x["steps"] * cfg["batch_size"] / x["pool"] for x in a])[0]
-    n = int(cfg["n_samples"])
-    grpo_prompt = big_g * (g + r_grpo + u)
 
     def step_s(x: dict[str, Any]) -> float:
-        return sum(x["phases"].get(k, 0.0) for k in STEP_PHASES) / max(x["steps"], 1)
+        return _stage2_s(x) / max(x["steps"], 1)
 
     def prompt_s(x: dict[str, Any]) -> float:
         return float(x["clock_s"]) / max(x["steps"] * cfg["batch_size"], 1)
 
     return {
-        "units": {"g": g, "r": r, "r_grpo": r_grpo, "u": u},
+        "units": units,
         "group_size": big_g,
         "n_samples": n,
         "passes": passes,
-        "predicted_step": (g + r + u) / grpo_prompt if grpo_prompt > 0 else float("nan"),
+        "predicted_step": predicted_ratio(units, big_g),
         "measured_step": paired_ratio([step_s(x) for x in a], [step_s(x) for x in g_runs]),
-        "predicted_prompt": ((n / passes + 1) * g + r + u) / grpo_prompt
-        if grpo_prompt > 0 and passes > 0
-        else float("nan"),
+        "predicted_prompt": predicted_ratio(units, big_g, n / passes) if passes > 0 else math.nan,
         "measured_prompt": paired_ratio([prompt_s(x) for x in a], [prompt_s(x) for x in g_runs]),
     }
 
@@ -180,14 +190,6 @@ def summarize_mechanism(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _r(x: dict[str, Any]) -> str:
-    if not x.get("pairs"):
-        return "n/a"
-    if x["low"] != x["low"]:  # nan: one pair
-        return f"{x['ratio']:.2f}"
-    return f"{x['ratio']:.2f} [{x['low']:.2f}, {x['high']:.2f}]"
-
-
 def markdown_lines(m: dict[str, Any]) -> list[str]:
     """The report's section on where the time and memory go (from :func:`summarize_mechanism`)."""
     lengths = m["reference_response_tokens"]
@@ -204,32 +206,36 @@ def markdown_lines(m: dict[str, Any]) -> list[str]:
             f"{100 * (lengths['truncated_rate'] or 0):.0f}% truncated.",
             "",
         ]
-    lines += [
-        "| run | s/step | generate | reward | ref pass | update | generation share [95%] | "
-        "Stage 1 s | passes over pool |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for arm, p in m["phases"].items():
-        gs = p["generate_share"]
-        ci = "" if gs["low"] != gs["low"] else f" [{gs['low']:.2f}, {gs['high']:.2f}]"
-        sh = p["share"]
-        rv = m["revisits"].get(arm, {})
-        lines.append(
-            f"| {arm} | {p['step_s']:.2f} | {sh['generate']:.2f} | {sh['reward']:.2f} | "
-            f"{sh['ref_logprobs']:.2f} | {sh['update']:.2f} | {gs['mean']:.2f}{ci} | "
-            f"{p['seconds'].get('stage1', 0.0):.1f} | {rv.get('passes', float('nan')):.2f} |"
+        gs, sh = p["generate_share"], p["share"]
+        ci = "" if missing(gs["low"]) else f" [{gs['low']:.2f}, {gs['high']:.2f}]"
+        passes = m["revisits"].get(arm, {}).get("passes", float("nan"))
+        shares = [f"{sh[k]:.2f}" for k in PHASES]
+        stage1 = p["seconds"].get("stage1", 0.0)
+        rows.append(
+            [
+                arm,
+                f"{p['step_s']:.2f}",
+                *shares,
+                f"{gs['mean']:.2f}{ci}",
+                f"{stage1:.1f}",
+                f"{passes:.2f}",
+            ]
         )
+    header = ["run", "s/step", "generate", "reward", "ref pass", "update"]
+    lines += table([*header, "generation share [95%]", "Stage 1 s", "passes over pool"], rows)
     if m["memory"]:
         lines += [
             "",
             "A*-PO's peak memory over each run's (paired by seed): total peak RSS; increment "
             "over the RSS with the models loaded.",
             "",
-            "| vs | total | increment |",
-            "|---|---|---|",
         ]
-        for arm, x in m["memory"].items():
-            lines.append(f"| {arm} | {_r(x['total'])} | {_r(x['increment'])} |")
+        memory = [
+            [a, fmt_ratio(x["total"]), fmt_ratio(x["increment"])] for a, x in m["memory"].items()
+        ]
+        lines += table(["vs", "total", "increment"], memory)
     c = m["cost_model"]
     if c:
         u = c["units"]
@@ -240,7 +246,7 @@ def markdown_lines(m: dict[str, Any]) -> list[str]:
             f"{1e3 * u['g']:.1f} ms (generation), u={1e3 * u['u']:.1f} ms (update), r_G="
             f"{1e3 * u['r_grpo']:.1f} ms; A*-PO's reference pass r={1e3 * u['r']:.1f} ms. "
             f"Step ratio predicted {c['predicted_step']:.3f}, measured "
-            f"{_r(c['measured_step'])}; per prompt with Stage 1 amortised predicted "
-            f"{c['predicted_prompt']:.3f}, measured {_r(c['measured_prompt'])}.",
+            f"{fmt_ratio(c['measured_step'])}; per prompt with Stage 1 amortised predicted "
+            f"{c['predicted_prompt']:.3f}, measured {fmt_ratio(c['measured_prompt'])}.",
         ]
     return lines

@@ -1,4 +1,5 @@
-"""The zero-pass benchmark: its hard set really has pass@k = 0, and V* = 0 exactly there."""
+"""The zero-pass study: its hard set really has pass@k = 0, V* = 0 exactly there, its verdicts
+follow their rule, and ``astarpo study zero-pass`` maps its flags."""
 
 from __future__ import annotations
 
@@ -10,21 +11,18 @@ import numpy as np
 import pytest
 
 from astarpo import optimal_value
-from astarpo.llm.bench.worker import stage1
-from astarpo.llm.bench.zero_pass_report import cell, verdict
-from astarpo.llm.bench.zero_pass_run import SuccessCounter, gold_logprobs
-from astarpo.llm.bench.zero_pass_sets import (
-    QUICK,
-    ZeroPassConfig,
-    build_hard_set,
-    pass_bounds,
-    reference,
-    seeds_of,
-)
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
+from astarpo.studies.harness.measure import gold_logprobs, timed_stage1
+from astarpo.studies.harness.output import OutputDir
+from astarpo.studies.harness.protocol import make_reference
+from astarpo.studies.harness.runner import Runner
+from astarpo.studies.zero_pass.config import QUICK, ZeroPassConfig, seeds_of
+from astarpo.studies.zero_pass.report import cell, summarize, to_markdown, verdict
+from astarpo.studies.zero_pass.sets import build_hard_set, pass_bounds
+from astarpo.studies.zero_pass.worker import SuccessCounter
 
 
 def test_pass_bounds_closed_forms() -> None:
@@ -44,12 +42,12 @@ def test_seeds_and_config_checks() -> None:
     assert seeds_of(cfg, "easy", "astarpo") == seeds_of(cfg, "hard", "ppo") == 3
     assert cfg.hard_digits == SCRATCHPAD_DIGITS + 1
     # the budget holds the hard prompts' gold responses with EOS (16 d + 6 tokens)
-    assert cfg.bench().max_new_tokens >= 16 * cfg.hard_digits + 6
+    assert cfg.protocol().max_new_tokens >= 16 * cfg.hard_digits + 6
     with pytest.raises(ValueError, match="hard_train must be an integer >= 1"):
         ZeroPassConfig(hard_train=0)
     with pytest.raises(ValueError, match="seconds must be a finite number > 0"):
         ZeroPassConfig(seconds=float("nan"))
-    with pytest.raises(ValueError, match="margin must be >= 0"):
+    with pytest.raises(ValueError, match="margin must be an integer >= 0"):
         ZeroPassConfig(margin=-1)
 
 
@@ -66,11 +64,11 @@ def test_success_counter_counts_by_prompt_kind() -> None:
 
 
 def test_verdict_rule_and_cells() -> None:
-    assert verdict({"n": 5, "mean": 0.02, "lo": 0.01, "hi": 0.03}) == "improves"
-    assert verdict({"n": 5, "mean": 0.003, "lo": 0.001, "hi": 0.005}) == "stagnates"  # < 0.5 pt
-    assert verdict({"n": 5, "mean": 0.02, "lo": -0.01, "hi": 0.05}) == "stagnates"
-    assert verdict({"n": 5, "mean": -0.02, "lo": -0.03, "hi": -0.01}) == "worsens"
-    assert verdict({"n": 1, "mean": 0.5, "lo": None, "hi": None}).startswith("n/a")
+    assert verdict({"n": 5, "mean": 0.02, "low": 0.01, "high": 0.03}) == "improves"
+    assert verdict({"n": 5, "mean": 0.003, "low": 0.001, "high": 0.005}) == "stagnates"  # < 0.5 pt
+    assert verdict({"n": 5, "mean": 0.02, "low": -0.01, "high": 0.05}) == "stagnates"
+    assert verdict({"n": 5, "mean": -0.02, "low": -0.03, "high": -0.01}) == "worsens"
+    assert verdict({"n": 1, "mean": 0.5, "low": math.nan, "high": math.nan}).startswith("n/a")
     assert "bounded by v_ref > 0" in cell("stagnates", "improves")
     assert "all stagnate" in cell("stagnates", "stagnates")
 
@@ -79,11 +77,10 @@ def test_verdict_rule_and_cells() -> None:
 def quick_set(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The quick zero-pass set (a few prompts) from the cached scratchpad reference."""
     out = tmp_path_factory.mktemp("zero_pass")
-    cfg = ZeroPassConfig(
-        out_dir=str(out), **{**QUICK, "hard_train": 4, "hard_eval": 4, "margin": 2}
-    )
-    ref, _ = reference(cfg.bench(), out)
-    train, held, hard = build_hard_set(ref, cfg, out)
+    cfg = ZeroPassConfig(**{**QUICK, "hard_train": 4, "hard_eval": 4, "margin": 2})
+    ref, _ = make_reference(cfg.protocol(), out)
+    runner = Runner(OutputDir(out, "zero_pass"), say=lambda *a: None)
+    train, held, hard = build_hard_set(ref, cfg, out, runner)
     return {"cfg": cfg, "out": out, "ref": ref, "train": train, "held": held, "info": hard}
 
 
@@ -107,9 +104,9 @@ def test_quick_hard_set_has_pass_at_k_zero(quick_set: dict) -> None:
 
 
 def test_stage1_v_star_is_exactly_zero_on_the_hard_prompts(quick_set: dict, tmp_path: Path) -> None:
-    bench = quick_set["cfg"].bench()
-    table, _ = stage1(quick_set["ref"], make_char_tokenizer(), quick_set["train"], bench,
-                      tmp_path / "values.jsonl", seed=0)  # fmt: skip
+    bench = quick_set["cfg"].protocol()
+    table, _ = timed_stage1(quick_set["ref"], make_char_tokenizer(), quick_set["train"], bench,
+                            tmp_path / "values.jsonl", seed=0)  # fmt: skip
     prompts = [r["prompt"] for r in quick_set["train"]]
     v = lookup_v_star(table, prompts)
     # all N rewards 0: V* = beta1 log mean exp(0 / beta1) = beta1 log 1 = 0, exactly
@@ -146,8 +143,6 @@ def _run(arm: str, seed: int, hard_gain: float, set_name: str = "hard") -> dict:
 
 
 def test_summary_fills_the_reviews_two_by_two_by_its_rule() -> None:
-    from astarpo.llm.bench.zero_pass_report import summarize
-
     ref = {"hard_expected_accuracy": 0.0, "hard_log10_gold": -50.0, "easy_expected_accuracy": 0.4}
     runs = [_run("astarpo", s, 0.0) for s in range(3)]
     runs += [_run("grpo", s, g) for s, g in enumerate((0.05, 0.06, 0.07))]
@@ -164,4 +159,60 @@ def test_summary_fills_the_reviews_two_by_two_by_its_rule() -> None:
     assert (answer["astarpo"], answer["baselines"]) == ("stagnates", "improves")
     assert "bounded by v_ref > 0" in answer["reading"]
     # accuracy intervals stay inside [0, 1]
-    assert hard["astarpo"]["hard_final"]["lo"] >= 0.0
+    assert hard["astarpo"]["hard_final"]["low"] >= 0.0
+
+
+def _result(runs: list[dict]) -> dict:
+    ref = {"hard_expected_accuracy": 0.0, "hard_log10_gold": -50.0, "easy_expected_accuracy": 0.4}
+    hard = {"digits": 5, "sft_digits": 4, "k": 64, "candidates": 9, "solved_at_least_once": 1}
+    hard["upper95"] = pass_bounds(64, 8)
+    return {
+        "config": dataclasses.asdict(ZeroPassConfig(**QUICK)),
+        "reference": {"eval": ref},
+        "hard_set": hard,
+        "sizes": {"hard_train": 4, "hard_eval": 4},
+        "stage1": {"hard": {"seconds": 1.0, "all_wrong": 4, "prompts": 4}},
+        "runs": runs,
+    }
+
+
+def test_the_report_and_its_figure(tmp_path: Path) -> None:
+    """zero_pass.md gives the 2x2 and every run's changes; zero_pass.png draws each run name's
+    curve at its evaluations (markers), one legend entry per run name, under the page's rules."""
+    from PIL import Image
+
+    from astarpo.studies.zero_pass.report import plot
+
+    runs = [_run("astarpo", s, 0.0) for s in range(2)] + [_run("grpo", s, 0.05) for s in range(2)]
+    res = _result(runs)
+    res["summary"] = summarize(res)
+    md = to_markdown(res)
+    assert "| hard | stagnates | improves | A*-PO stagnates" in md and "| hard | grpo | 2 |" in md
+    plot(res, tmp_path / "z.png")  # strict: fonts, width, legend entries checked
+    with Image.open(tmp_path / "z.png") as im:
+        assert im.info["dpi"][0] >= 150 and im.size[0] <= 7.5 * 150 + 1
+
+
+def test_cli_maps_flags_to_the_config(monkeypatch, tmp_path: Path, capsys) -> None:
+    import astarpo.studies.zero_pass.run as run_mod
+    from astarpo.cli import main
+
+    seen = {}
+
+    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+        seen["cfg"] = cfg
+        (Path(out_dir) / "zero_pass.md").write_text("2x2\n")
+        return {}
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    argv = ["study", "zero-pass", "--quick", "--out", str(tmp_path), "--seconds", "4"]
+    assert main([*argv, "--workers", "1", "--rerun-slow"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.seconds == 4.0 and cfg.hard_train == QUICK["hard_train"] and cfg.workers == 1
+    assert cfg.rerun_slow and "2x2" in capsys.readouterr().out
+    (tmp_path / "c.yaml").write_text("study:\n  seeds_main: 3\n")
+    argv = ["study", "zero-pass", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert seen["cfg"].seeds_main == 3 and seen["cfg"].hard_train == 200
+    assert main(["study", "zero-pass", "--out", str(tmp_path), "--k", "0"]) == 2
+    assert "--k must be an integer >= 1" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The one-pass setting of the benchmark: a pool large enough that no prompt is seen twice.
+"""The one-pass setting of the efficiency study: a pool large enough that no prompt is seen twice.
 
 In the main runs every algorithm draws from a fixed pool, epoch after epoch, so A*-PO's Stage 1
 (N reference samples per pool prompt) is paid once and used on every revisit. The one-pass
@@ -23,13 +23,12 @@ import math
 from typing import Any
 
 from astarpo.analysis.stats import paired_ratio
+from astarpo.studies.efficiency.summary import REUSED
+from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
-__all__ = ["ONE_PASS_ARMS", "REUSED", "markdown_lines", "one_pass_pool_size"]
+__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size"]
 
-#: The name of the A*-PO runs read without their Stage 1 time (as in the report).
-REUSED = "astarpo (Stage 1 reused)"
-
-#: The algorithms run again in the one-pass setting (those of the benchmark's ``algos``).
+#: The algorithms run again in the one-pass setting (those of the study's ``algos``).
 ONE_PASS_ARMS = ("astarpo", "grpo")
 
 
@@ -43,7 +42,7 @@ def one_pass_pool_size(
     """The one-pass pool size from the main runs (module doc: ``P >= rate B / (1 + rate s1)``).
 
     Args:
-        runs: The main runs' results (:func:`~astarpo.llm.bench.worker.run_one`: ``arm``,
+        runs: The main runs' results (:func:`~astarpo.studies.efficiency.worker.run_one`: ``arm``,
             ``steps``, ``train_s``, ``stage1_s``, ``pool``); only the arms of
             :data:`ONE_PASS_ARMS` count.
         budget_s: The wall-clock budget of a run, ``B``.
@@ -93,21 +92,13 @@ def one_pass_pool_size(
     }
 
 
-def _ratio(x: dict[str, Any]) -> str:
-    if not x.get("pairs"):
-        return "n/a"
-    ci = "" if x["low"] != x["low"] else f" [{x['low']:.2f}, {x['high']:.2f}]"
-    return f"{x['ratio']:.2f}{ci}"
-
-
-def _reused_ratios(summary: dict[str, Any], labels: list[str]) -> dict[str, str]:
-    """A*-PO read without its Stage 1 time over GRPO, per target (empty without both)."""
+def _ratios(summary: dict[str, Any], name: str, labels: list[str]) -> list[str]:
+    """``name``'s time to each target over GRPO's, paired by seed (n/a without both)."""
     arms = summary["arms"]
-    if REUSED not in arms or "grpo" not in arms:
-        return {}
-    times = {k: (arms[REUSED]["time_to_target"][k]["times"],
-                 arms["grpo"]["time_to_target"][k]["times"]) for k in labels}  # fmt: skip
-    return {k: _ratio(paired_ratio(*times[k])) for k in labels}
+    if name not in arms or "grpo" not in arms:
+        return ["n/a"] * len(labels)
+    ttt = arms[name]["time_to_target"], arms["grpo"]["time_to_target"]
+    return [fmt_ratio(paired_ratio(ttt[0][k]["times"], ttt[1][k]["times"])) for k in labels]
 
 
 def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> list[str]:
@@ -133,40 +124,34 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
         + "). Same seeds, learning rates and targets as the main runs; A*-PO's Stage 1 covers "
         "the whole pool inside the budget.",
         "",
-        "| run | passes over pool (max) | Stage 1 s | expected acc, one pass | expected acc, "
-        "main |",
-        "|---|---|---|---|---|",
     ]
-    for name, a in s["arms"].items():
-        if name not in passes:  # A*-PO read without its Stage 1: the ratios below
-            continue
-        fin, main = a["final"]["expected_accuracy"], main_summary["arms"].get(name)
-        rv = passes[name]
-        cell = f"{main['final']['expected_accuracy']['mean']:.3f}" if main is not None else "n/a"
-        lines.append(
-            f"| {name} | {rv['passes']:.2f} ({rv['max_passes']:.2f}) | "
-            f"{a['stage1_s']['mean']:.1f} | "
-            f"{fin['mean']:.3f} [{fin['low']:.3f}, {fin['high']:.3f}] | {cell} |"
+    rows = []
+    for name, rv in passes.items():  # not the Stage 1 reused name: the ratios below
+        a, main = s["arms"][name], main_summary["arms"].get(name)
+        cell = fmt(main["final"]["expected_accuracy"]["mean"]) if main is not None else "n/a"
+        used = f"{rv['passes']:.2f} ({rv['max_passes']:.2f})"
+        rows.append(
+            [
+                name,
+                used,
+                f"{a['stage1_s']['mean']:.1f}",
+                fmt_ci(a["final"]["expected_accuracy"]),
+                cell,
+            ]
         )
+    header = ["run", "passes over pool (max)", "Stage 1 s", "expected acc, one pass"]
+    lines += table([*header, "expected acc, main"], rows)
     if "grpo" in s["ratios"] and "grpo" in main_summary["ratios"]:
         labels = list(s["targets"])
-        lines += [
-            "",
-            "A*-PO's time to target over GRPO's (< 1: A*-PO faster), paired by seed:",
-            "",
-            "| setting | " + " | ".join(labels) + " |",
-            "|---|" + "---|" * len(labels),
-            "| main (pool revisited) | "
-            + " | ".join(_ratio(main_summary["ratios"]["grpo"][k]) for k in labels)
-            + " |",
-            "| one pass | " + " | ".join(_ratio(s["ratios"]["grpo"][k]) for k in labels) + " |",
+        settings = [
+            ("main (pool revisited)", main_summary, "astarpo"),
+            ("one pass", s, "astarpo"),
+            ("main, Stage 1 reused", main_summary, REUSED),
+            ("one pass, Stage 1 reused", s, REUSED),
         ]
-        for setting, summary in (("main", main_summary), ("one pass", s)):
-            reused = _reused_ratios(summary, labels)
-            if reused:
-                lines.append(
-                    f"| {setting}, Stage 1 reused | " + " | ".join(reused[k] for k in labels) + " |"
-                )
+        rows = [[label, *_ratios(summary, name, labels)] for label, summary, name in settings]
+        lines += ["", "A*-PO's time to target over GRPO's (< 1: A*-PO faster), paired by seed:", ""]
+        lines += table(["setting", *labels], rows)
         lines += [
             "",
             "Time to target is read on the evaluations (every `eval_every_seconds` of "
