@@ -43,6 +43,9 @@ VERBS: dict[str, str] = {
 }
 
 
+#: Verbs that are a study's short name: ``astarpo bench`` is ``astarpo study efficiency``.
+STUDY_VERBS = {"bench": "efficiency"}
+
 #: Verbs that take ``--config FILE`` (:mod:`astarpo.commands.config_file`).
 CONFIG_VERBS = ("value", "train", "eval", "study", "bench")
 
@@ -74,12 +77,21 @@ def build_parser(
     for verb, help_text in VERBS.items():
         p = sub.add_parser(verb, help=help_text, description=help_text)
         if verbs is None or verb in verbs:
-            module = importlib.import_module(f"astarpo.commands.{verb}")
-            module.add_arguments(p, **({"algo": algo} if verb == "train" and algo else {}))
+            module = importlib.import_module(f"astarpo.commands.{verb_module(verb)}")
+            if verb in STUDY_VERBS:  # the study's own flags
+                module.add_study_arguments(p, STUDY_VERBS[verb])
+            else:
+                module.add_arguments(p, **({"algo": algo} if verb == "train" and algo else {}))
             if verb in CONFIG_VERBS:
                 add_config_argument(p)
             p.set_defaults(_module=module)
     return parser
+
+
+def verb_module(verb: str) -> str:
+    """The module of :mod:`astarpo.commands` that runs ``verb`` (a study's short name:
+    ``study``)."""
+    return "study" if verb in STUDY_VERBS else verb
 
 
 def prescan(argv: Sequence[str]) -> argparse.Namespace:

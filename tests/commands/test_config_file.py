@@ -274,8 +274,10 @@ def nothing_runs(monkeypatch):
     def refuse(args):
         raise AssertionError("run() was reached: the file's value was not refused")
 
+    from astarpo.cli import verb_module
+
     for verb in CONFIG_VERBS:
-        module = __import__(f"astarpo.commands.{verb}", fromlist=["run"])
+        module = __import__(f"astarpo.commands.{verb_module(verb)}", fromlist=["run"])
         monkeypatch.setattr(module, "run", refuse)
 
 

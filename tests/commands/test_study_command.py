@@ -68,3 +68,19 @@ def test_a_config_file_section_per_study(tmp_path, monkeypatch, capsys):
     f.write_text("bench:\n  k: 8\n")
     assert main(["bench", "--config", str(f), "--out", str(tmp_path)]) == 2
     assert "unknown key 'k': not an option of `astarpo bench`" in capsys.readouterr().err
+
+
+def test_the_gpu_preset_is_a_valid_efficiency_protocol(tmp_path, monkeypatch):
+    import astarpo.studies.efficiency.run as run_mod
+
+    seen = {}
+
+    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+        seen["cfg"] = cfg
+        (tmp_path / "bench.md").write_text("x\n")
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    assert main(["bench", "--config", "gpu", "--out", str(tmp_path)]) == 0
+    cfg = seen["cfg"]
+    assert (cfg.device, cfg.mixed_precision, cfg.seeds) == ("cuda", "bf16", 3)
+    assert cfg.model_overrides["hidden_size"] == 512 and cfg.lr_grid == (1e-5, 3e-5, 1e-4)

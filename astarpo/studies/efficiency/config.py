@@ -1,10 +1,5 @@
-"""The efficiency study's settings: :class:`EfficiencyConfig`, its runs, its presets.
-
-:class:`EfficiencyConfig` is the shared :class:`~astarpo.studies.harness.protocol.Protocol`
-plus what this study varies and reads (algorithms, seeds, budget, sweep, targets, peers, the
-one-pass setting). :func:`arms` lists the runs of one seed (the algorithms, ``astarpo_drop``,
-the peers); :func:`presets` the settings of ``--task`` and ``--quick``.
-"""
+"""The efficiency study's settings (the shared protocol plus what it varies), its runs of a seed
+(:func:`arms`) and the presets of ``--task`` and ``--quick`` (:func:`presets`)."""
 
 from __future__ import annotations
 
@@ -13,27 +8,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from astarpo.llm.algorithms.config import doc_field
 from astarpo.llm.algorithms.registry import ALGORITHMS
-from astarpo.studies.harness.protocol import DROP_ARM, Protocol, check_ints, check_positive
+from astarpo.studies.harness.protocol import DROP_ARM, Protocol, option
 
 __all__ = [
     "ARM_LABELS",
     "PEER_ARMS",
     "QUICK",
-    "QUICK_TASK",
-    "TASK_DEFAULTS",
+    "TASK_PRESETS",
     "EfficiencyConfig",
     "arms",
-    "is_peer_arm",
     "peer_arms",
     "presets",
 ]
 
-#: Runs of another library per ``peers`` entry (:mod:`astarpo.studies.efficiency.peers`).
+#: Runs of another library per ``peers`` entry (:mod:`astarpo.studies.efficiency.peers`), and
+#: their names in the report.
 PEER_ARMS: dict[str, tuple[str, ...]] = {"trl": ("trl_grpo", "trl_a2po")}
-
-#: Names of the peer runs in the report.
 ARM_LABELS: dict[str, str] = {"trl_grpo": "TRL GRPO", "trl_a2po": "TRL A2PO"}
 
 
@@ -41,48 +32,41 @@ ARM_LABELS: dict[str, str] = {"trl_grpo": "TRL GRPO", "trl_a2po": "TRL A2PO"}
 class EfficiencyConfig(Protocol):
     """Settings of :func:`~astarpo.studies.efficiency.run.run` (see each field's ``help``)."""
 
-    algos: tuple[str, ...] = doc_field(
+    algos: tuple[str, ...] = option(
         ("astarpo", "grpo", "rloo", "ppo", "rebel"),
-        "Algorithms to compare, comma-separated; must include astarpo (the ratios' baseline).",
+        "Algorithms to compare; must include astarpo (the baseline of the ratios).",
     )
-    drop_all_wrong: bool = doc_field(
+    drop_all_wrong: bool = option(
         True, "Also run astarpo_drop: A*-PO without the prompts whose N Stage 1 samples all fail."
     )
-    seeds: int = doc_field(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).")
-    max_train_seconds: float = doc_field(
-        60.0, "Wall-clock budget of every run; A*-PO's Stage 1 is inside it."
+    seeds: int = option(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).", 1)
+    max_train_seconds: float = option(
+        60.0, "Wall-clock budget of every run; A*-PO's Stage 1 is inside it.", positive=True
     )
-    lr_grid: tuple[float, ...] = doc_field(
-        (1e-4, 3e-4, 1e-3),
-        "Learning rates of the sweep (one value: no sweep); each run name gets the one with "
-        "the best time-average of its validation curve.",
+    lr_grid: tuple[float, ...] = option(
+        (1e-4, 3e-4, 1e-3), "Learning rates of the sweep (one: no sweep), by validation curve."
     )
-    grid_extensions: int = doc_field(
-        2, "Times the sweep may add a rate beyond the grid's edge when the choice is that edge."
+    grid_extensions: int = option(
+        2, "Times the sweep may add a rate beyond the grid's edge the choice sits on.", 0
     )
-    sweep_seconds: float = doc_field(20.0, "Budget of each sweep run (Stage 1 reused there).")
-    sweep_seed: int = doc_field(1000, "Seed of the sweep runs (not one of the main seeds).")
-    target_fractions: tuple[float, ...] = doc_field(
-        (0.25, 0.5, 0.75),
-        "Targets, as fractions of the way from the reference's accuracy to the best final one.",
+    sweep_seconds: float = option(20.0, "Budget of a sweep run (Stage 1 reused).", positive=True)
+    sweep_seed: int = option(1000, "Seed of the sweep runs (not a main seed).")
+    target_fractions: tuple[float, ...] = option(
+        (0.25, 0.5, 0.75), "Targets: fractions of the way from the reference to the best final."
     )
-    peers: tuple[str, ...] = doc_field(
+    peers: tuple[str, ...] = option(
         (),
-        "Other libraries run under the same protocol: trl (TRL's GRPOTrainer and experimental "
-        "A2POTrainer; the bench-trl extra: torch==2.13.0 first, then "
-        'pip install -e ".[bench-trl]").',
+        "Other libraries on the same protocol: trl (TRL's GRPO and A2PO trainers; the "
+        'bench-trl extra: torch==2.13.0 first, then pip install -e ".[bench-trl]").',
     )
-    one_pass: bool = doc_field(
+    one_pass: bool = option(
         False,
-        "Then run A*-PO and GRPO again, same seeds and rates, on a pool no run goes through "
-        "twice (sized from the main runs), so that Stage 1 is paid for every prompt.",
+        "Then A*-PO and GRPO again on a pool no run goes through twice (sized from the "
+        "main runs): Stage 1 paid for every prompt.",
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_ints(self, "seeds")
-        check_ints(self, "grid_extensions", low=0)
-        check_positive(self, "max_train_seconds", "sweep_seconds")
         if not isinstance(self.peers, tuple) or any(p not in PEER_ARMS for p in self.peers):
             raise ValueError(
                 f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {self.peers!r}; e.g. "
@@ -118,14 +102,9 @@ def peer_arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
     return tuple(arm for p in cfg.peers for arm in PEER_ARMS[p])
 
 
-def is_peer_arm(arm: str) -> bool:
-    """True for a run of another library (:data:`PEER_ARMS`)."""
-    return any(arm in names for names in PEER_ARMS.values())
-
-
 def arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
     """The runs of one seed: ``cfg.algos``, ``astarpo_drop`` with ``drop_all_wrong``, the peers."""
-    own = (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else tuple(cfg.algos)
+    own = (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else cfg.algos
     return (*own, *peer_arms(cfg))
 
 
@@ -139,11 +118,10 @@ QUICK: dict[str, Any] = dict(
     eval_size=64,
     val_size=32,
 )
-
-#: ``--task scratchpad``: the task's budget and SFT rate, and a protocol sized for responses of
-#: 70 tokens on a loaded 2-core machine (docs/baselines.md gives the measured step times):
-#: every algorithm and the drop arm, 5 seeds, 60 s per run, a grid that brackets the rates
-#: (extended at an edge), then A*-PO and GRPO again in the one-pass setting.
+#: ``--task scratchpad``: its budget and SFT rate; a protocol sized for responses of 70 tokens
+#: on a loaded 2-core machine (docs/baselines.md): 5 seeds, 60 s per run, a grid that brackets
+#: the rates, then the one-pass setting. ``scratchpad2`` (38 tokens) runs A*-PO and GRPO only:
+#: the third length of the mechanism curve (benchmarks/length_sweep.py).
 _SCRATCHPAD: dict[str, Any] = dict(
     seeds=5,
     sft_lr=3e-3,
@@ -155,21 +133,11 @@ _SCRATCHPAD: dict[str, Any] = dict(
     lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
     sweep_seconds=30.0,
 )
-
-#: Per task, the fields that differ from :class:`EfficiencyConfig`'s defaults. ``scratchpad2``
-#: (38-token responses) runs A*-PO and GRPO only: its time-to-target ratio is the third length
-#: of the mechanism curve (benchmarks/length_sweep.py).
-TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "addition": {},
-    "scratchpad": dict(_SCRATCHPAD, max_new_tokens=78, one_pass=True),
-    "scratchpad2": dict(
-        _SCRATCHPAD, max_new_tokens=46, algos=("astarpo", "grpo"), drop_all_wrong=False
-    ),
-}
-
+_PAIR = dict(algos=("astarpo", "grpo"), drop_all_wrong=False)
+#: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
+#: reference (about 3-5 minutes on a loaded 2-core machine).
 _QUICK_SCRATCHPAD: dict[str, Any] = dict(
-    algos=("astarpo", "grpo"),
-    drop_all_wrong=False,
+    _PAIR,
     one_pass=False,
     seeds=2,
     max_train_seconds=20.0,
@@ -179,17 +147,15 @@ _QUICK_SCRATCHPAD: dict[str, Any] = dict(
     eval_size=32,
     val_size=32,
 )
-
-#: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
-#: reference (about 3-5 minutes on a loaded 2-core machine); :data:`QUICK` on ``addition``.
-QUICK_TASK: dict[str, dict[str, Any]] = {
-    "addition": QUICK,
-    "scratchpad": _QUICK_SCRATCHPAD,
-    "scratchpad2": _QUICK_SCRATCHPAD,
+#: Per task: the fields that differ from the defaults, and those ``--quick`` sets.
+TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "addition": ({}, QUICK),
+    "scratchpad": (dict(_SCRATCHPAD, max_new_tokens=78, one_pass=True), _QUICK_SCRATCHPAD),
+    "scratchpad2": (dict(_SCRATCHPAD, max_new_tokens=46, **_PAIR), _QUICK_SCRATCHPAD),
 }
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
-    """The fields that ``--task`` (in ``given``) and ``--quick`` set, under the given ones."""
-    task = given.get("task", "addition")
-    return {**TASK_DEFAULTS.get(task, {}), **(QUICK_TASK.get(task, QUICK) if quick else {})}
+    """The fields the given ``task`` and ``--quick`` set (:data:`TASK_PRESETS`)."""
+    task, fast = TASK_PRESETS.get(given.get("task", "addition"), TASK_PRESETS["addition"])
+    return {**task, **(fast if quick else {})}

@@ -23,10 +23,10 @@ import math
 from typing import Any
 
 from astarpo.analysis.stats import paired_ratio
-from astarpo.studies.efficiency.summary import REUSED
+from astarpo.studies.efficiency.summary import REUSED, summarize
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
-__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size"]
+__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size", "summarize_one_pass"]
 
 #: The algorithms run again in the one-pass setting (those of the study's ``algos``).
 ONE_PASS_ARMS = ("astarpo", "grpo")
@@ -90,6 +90,14 @@ def one_pass_pool_size(
         "margin": margin,
         "capped": capped,
     }
+
+
+def summarize_one_pass(
+    result: dict[str, Any], config: dict[str, Any], runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The summary of the one-pass ``runs`` (their ``config``), on the main runs' targets."""
+    one = {**result, "config": config, "runs": runs}
+    return summarize(one, targets=result["summary"]["targets"])
 
 
 def _ratios(summary: dict[str, Any], name: str, labels: list[str]) -> list[str]:

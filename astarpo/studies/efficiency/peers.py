@@ -1,23 +1,20 @@
-"""Peers of the efficiency study: TRL's ``GRPOTrainer`` and experimental ``A2POTrainer``
-under the study's protocol (``astarpo bench --peers trl``; needs the ``bench-trl`` extra).
+"""The efficiency study's peers: TRL's ``GRPOTrainer`` and experimental ``A2POTrainer`` on its
+protocol (``astarpo bench --peers trl``; the ``bench-trl`` extra).
 
-:func:`run_peer` is one peer run inside the study worker's fresh process: the policy is a copy
-of the same reference model, the tokenizer the same toy tokenizer, the training pool the same
-rows (a ``datasets.Dataset`` with ``prompt`` and ``answer``), the reward
-:func:`~astarpo.llm.rewards.builtin.exact_match_reward`, the sampling the same (temperature 1,
-``max_new_tokens``, ``batch_size`` prompts per step, GRPO's ``group_size``; A2PO's
-``beta1``, ``beta2`` and N), generation through plain ``transformers`` on the bench's device.
-:class:`PeerClock`, a ``TrainerCallback``, keeps the bench's clock: training time without the
-evaluations, stop once the budget is spent, :func:`~astarpo.studies.harness.measure.evaluate_policy`
-every ``eval_every_seconds`` of training time. A2PO's Stage 1 (V* from N reference samples per
-prompt, which TRL runs at the start of ``train()``) is timed and counted in the run's clock, as
-the library's A*-PO arm counts its Stage 1. ``trl`` is imported only inside the functions.
+:func:`run_peer` is one peer run in the study worker's process: a copy of the same reference,
+the same tokenizer, pool and sampling, the reward
+:func:`~astarpo.llm.rewards.builtin.exact_match_reward`; :class:`PeerClock` keeps the study's
+clock inside TRL's loop (training time without the evaluations, the budget, an evaluation every
+``eval_every_seconds``). A2PO's Stage 1 (inside TRL's ``train()``) is timed and counted in the
+run's clock, as the library's A*-PO counts its own; :data:`DIFFERENCES` lists what still
+differs. ``trl`` is imported only inside the functions.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ from transformers import TrainerCallback
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.callbacks import Schedule
+from astarpo.llm.training.metrics import timed
 from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig
 
 __all__ = [
@@ -50,11 +48,8 @@ INSTALL = (
 
 
 def check_peers(peers: tuple[str, ...]) -> None:
-    """Fail before any run when a peer's library is missing or not the pinned version.
-
-    Raises:
-        RuntimeError: ``trl`` is requested but not importable, or not :data:`TRL_VERSION`.
-    """
+    """Fail (``RuntimeError``) before any run when ``trl`` is requested but not importable, or
+    not :data:`TRL_VERSION`."""
     if "trl" not in peers:
         return
     message = INSTALL.format(pin=TRL_VERSION)
@@ -69,8 +64,8 @@ def check_peers(peers: tuple[str, ...]) -> None:
 
 
 def import_peer(arm: str) -> None:
-    """Import the trainer of peer run ``arm`` (and ``datasets``) so that the imports are paid
-    before the worker reads its resident memory, not inside the run's peak."""
+    """Import the trainer of peer run ``arm`` (and ``datasets``): paid before the worker reads
+    its resident memory, not inside the run's peak."""
     import datasets  # noqa: F401
 
     if arm == "trl_grpo":
@@ -123,29 +118,27 @@ DIFFERENCES = (
 
 
 def peer_info(cfg: EfficiencyConfig) -> dict[str, Any]:
-    """``{"version", "differences"}`` of the TRL peers: :data:`DIFFERENCES` filled in with
-    ``cfg``'s sizes, as ``{setting: {"trl": ..., "ours": ...}}``."""
+    """``{"version", "differences"}``: :data:`DIFFERENCES` with ``cfg``'s sizes, as
+    ``{setting: {"trl": ..., "ours": ...}}``."""
     b, g = cfg.batch_size, cfg.group_size
     sizes = {"B": b, "G": g, "BG": b * g, "GB": cfg.generation_batch_size}
-    return {
-        "version": TRL_VERSION,
-        "differences": {
-            k: {"trl": trl.format(**sizes), "ours": ours.format(**sizes)}
-            for k, trl, ours in DIFFERENCES
-        },
+    rows = {
+        k: {"trl": trl.format(**sizes), "ours": ours.format(**sizes)}
+        for k, trl, ours in DIFFERENCES
     }
+    return {"version": TRL_VERSION, "differences": rows}
 
 
 class PeerClock(TrainerCallback):
-    """The bench's clock in a ``transformers`` Trainer: stops once ``seconds`` of training time
-    (Stage 1 included) are spent, evaluates every ``eval_every`` seconds of training time, at
-    the start and after the last step; evaluation is not counted.
+    """The study's clock in a ``transformers`` Trainer: stops once ``seconds`` of training time
+    (Stage 1 included) are spent, evaluates at the start, every ``eval_every`` seconds of
+    training time and after the last step, outside the clock.
 
     Args:
         seconds: The run's budget (Stage 1 included).
         eval_every: Evaluation period in training seconds.
         eval_fn: ``model -> metrics`` (called with the trainer's model).
-        stage1_s: ``() -> seconds`` of Stage 1 spent before the loop began (read at its start).
+        stage1_s: ``() -> seconds`` of Stage 1 spent before the loop began.
     """
 
     def __init__(self, seconds: float, eval_every: float, eval_fn: Any, stage1_s: Any) -> None:
@@ -153,22 +146,15 @@ class PeerClock(TrainerCallback):
         self.eval_fn, self.stage1 = eval_fn, stage1_s
         self.evals: list[dict[str, Any]] = []
         self.stage1_s = self.train_s = self.eval_s = self.t0 = 0.0
-        self.steps = 0
-        self.schedule = Schedule(10**9)
-        self.stopped = False
+        self.steps, self.stopped, self.schedule = 0, False, Schedule(10**9)
 
     def elapsed(self) -> float:
         """Training seconds since the loop began, evaluations excluded (frozen once stopped)."""
-        if self.stopped:
-            return self.train_s
-        return time.perf_counter() - self.t0 - self.eval_s
+        return self.train_s if self.stopped else time.perf_counter() - self.t0 - self.eval_s
 
     def _evaluate(self, model: Any) -> None:
-        t = self.elapsed()
-        e0 = time.perf_counter()
-        rec = self.eval_fn(model)
-        rec.update(step=self.steps, stage2_time=t)
-        self.evals.append(rec)
+        t, e0 = self.elapsed(), time.perf_counter()
+        self.evals.append({**self.eval_fn(model), "step": self.steps, "stage2_time": t})
         self.eval_s += time.perf_counter() - e0
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
@@ -198,8 +184,7 @@ class PeerClock(TrainerCallback):
         return control
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-        """Freeze the clock; evaluate when the last step was not evaluated (a run that ran out
-        of data rather than time)."""
+        """Freeze the clock; evaluate when the last step was not (the data ran out first)."""
         if not self.stopped:
             self.train_s, self.stopped = self.elapsed(), True
             if self.evals[-1]["step"] != self.steps:
@@ -207,29 +192,23 @@ class PeerClock(TrainerCallback):
         return control
 
 
-def _timed_generate(model: Any, spent: list[float]) -> None:
-    """Wrap ``model.generate`` so that ``spent[0]`` sums its wall time."""
-    inner = model.generate
+def _timed(fn: Callable[..., Any], times: dict[str, float], name: str) -> Callable[..., Any]:
+    """``fn``, adding the wall time of each call to ``times["time/" + name]``."""
 
-    def generate(*a: Any, **k: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return inner(*a, **k)
-        finally:
-            spent[0] += time.perf_counter() - t0
+    def call(*a: Any, **k: Any) -> Any:
+        with timed(times, name):
+            return fn(*a, **k)
 
-    model.generate = generate
+    return call
 
 
 def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, cb: Any):
-    """The TRL trainer of ``arm`` with the bench's settings (see :func:`peer_info`)."""
+    """The TRL trainer of ``arm`` with the study's settings (see :func:`peer_info`)."""
     from datasets import Dataset
 
     rows = spec["train"]
-    data = Dataset.from_dict(
-        {"prompt": [r["prompt"] for r in rows], "answer": [str(r["answer"]) for r in rows]}
-    )
-    cuda = next(policy.parameters()).is_cuda  # the worker placed it on the bench's device
+    data = {"prompt": [r["prompt"] for r in rows], "answer": [str(r["answer"]) for r in rows]}
+    cuda = next(policy.parameters()).is_cuda  # the worker placed it on the study's device
     common: dict[str, Any] = dict(
         output_dir=str(Path(spec["out"]) / "trl"),
         seed=int(spec["seed"]),
@@ -275,11 +254,12 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
             beta2=cfg.beta2,
             filter_all_incorrect=False,
         )
+    args = config_type(**common, **own)
     return trainer_type(
         policy,
         reward_funcs=trl_reward,
-        args=config_type(**common, **own),
-        train_dataset=data,
+        args=args,
+        train_dataset=Dataset.from_dict(data),
         processing_class=tok,
         callbacks=[cb],
     )
@@ -288,51 +268,35 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
 def run_peer(
     spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, eval_fn: Any
 ) -> dict[str, Any]:
-    """One TRL run (see the module doc), called inside the worker's ``PeakRSS`` block.
-
-    Args:
-        spec: The worker's spec (``arm`` one of ``PEER_ARMS["trl"]``); with ``stage1_inside``
-            false (the sweep) A2PO gets the library's Stage 1 table ``values`` instead of
-            running its own.
-        cfg: The protocol.
-        policy: A trainable copy of the reference.
-        tok: The toy tokenizer.
-        eval_fn: ``model -> metrics``, :func:`~astarpo.studies.harness.measure.evaluate_policy` with
-            the worker's RSS probe paused.
+    """One TRL run (``spec["arm"]`` one of ``PEER_ARMS["trl"]``), inside the worker's
+    ``PeakRSS`` block; with ``stage1_inside`` false (the sweep) A2PO gets the library's Stage 1
+    table ``values`` instead of running its own.
 
     Returns:
-        The fields of a library run's result that depend on the trainer: ``evals``,
-        ``stage1_s``, ``train_s``, ``clock_s``, ``steps``, ``pool``, ``samples_per_prompt``,
-        ``phases`` (``stage1``, ``generate`` and the ``rest`` of training time).
+        The trainer's fields of a run's result: ``evals``, ``stage1_s``, ``train_s``,
+        ``clock_s``, ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1``,
+        ``generate`` and the ``rest`` of training time).
     """
     arm = spec["arm"]
     if arm not in PEER_ARMS["trl"]:
         raise ValueError(f"unknown peer arm {arm!r}; expected one of {PEER_ARMS['trl']}.")
-    spent = [0.0]
-    stage1 = {"s": 0.0}
-    clock = PeerClock(float(spec["seconds"]), cfg.eval_every_seconds, eval_fn, lambda: stage1["s"])
+    spent = {"time/generate": 0.0, "time/stage1": 0.0}
+    clock = PeerClock(
+        float(spec["seconds"]), cfg.eval_every_seconds, eval_fn, lambda: spent["time/stage1"]
+    )
     trainer = _trainer(arm, spec, cfg, policy, tok, clock)
     if arm == "trl_a2po":
         if not spec["stage1_inside"]:  # the sweep reuses the library's Stage 1, as ours does
             trainer._optimal_values = {r.prompt: r.v_star for r in ValueTable.load(spec["values"])}
-        estimate = trainer._estimate_optimal_values
-
-        def timed() -> None:
-            t0 = time.perf_counter()
-            estimate()
-            stage1["s"] = time.perf_counter() - t0
-
-        trainer._estimate_optimal_values = timed
+        trainer._estimate_optimal_values = _timed(trainer._estimate_optimal_values, spent, "stage1")
     from transformers import PrinterCallback, ProgressCallback
 
     for quiet in (PrinterCallback, ProgressCallback):  # no per-run log lines
         trainer.remove_callback(quiet)
-    _timed_generate(policy, spent)
+    policy.generate = _timed(policy.generate, spent, "generate")
     trainer.train()
-    for e in clock.evals:
-        e["time"] = clock.stage1_s + e["stage2_time"]
     return {
-        "evals": clock.evals,
+        "evals": [{**e, "time": clock.stage1_s + e["stage2_time"]} for e in clock.evals],
         "stage1_s": clock.stage1_s,
         "train_s": clock.train_s,
         "clock_s": clock.stage1_s + clock.train_s,
@@ -341,7 +305,7 @@ def run_peer(
         "samples_per_prompt": cfg.group_size if arm == "trl_grpo" else 1,
         "phases": {
             "stage1": clock.stage1_s,
-            "generate": spent[0],
-            "rest": clock.train_s - spent[0],
+            "generate": spent["time/generate"],
+            "rest": clock.train_s - spent["time/generate"],
         },
     }

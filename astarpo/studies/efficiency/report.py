@@ -1,45 +1,36 @@
 """The efficiency study's report: ``bench.md`` (protocol, accuracy and memory, time to targets,
 ratios to A*-PO, the sweep, the peers, where the time goes, the one-pass setting) and
-``bench.png``: held-out accuracy against the run clock at every evaluation, or, for a result
-whose runs kept no curves (``docs/figures/bench_cpu.json``), each run name's final accuracy and
-time to each target with their intervals.
+``bench.png`` (:func:`plot`; a result whose runs kept no curves: :func:`plot_summary`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from astarpo.analysis.figures import (
+    CURVES,
     MAX_LEGEND,
     WIDTH,
     errorbars,
     figure,
     legend_below,
     save,
+    seed_errorbars,
     styled,
 )
 from astarpo.studies.efficiency.config import ARM_LABELS
 from astarpo.studies.efficiency.mechanism import markdown_lines
 from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
+from astarpo.studies.efficiency.one_pass import summarize_one_pass
 from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from astarpo.studies.harness.output import OutputDir
-from astarpo.studies.harness.plots import CURVES
-from astarpo.studies.harness.plots import curve as draw_curve
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
 from astarpo.studies.harness.report import write as write_report
 
 __all__ = ["PAPER", "edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write"]
 
-#: Figures of the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH, 4xH100).
-PAPER: dict[str, Any] = {
-    "training_hours": {
-        "1.5B": {"astarpo": 6.92, "grpo": 15.01},
-        "7B": {"astarpo": 11.01, "grpo": 20.15},
-    },
-    "time_ratio_astarpo_grpo": {"1.5B": 0.46, "3B": 0.48, "7B": 0.55},
-    "peak_memory_percent_1.5B": {"astarpo": 41.6, "grpo": 42.2, "rebel": 63.3},
-}
+#: A*-PO/GRPO training time in the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH).
+PAPER = {"1.5B": 0.46, "3B": 0.48, "7B": 0.55}
 
 
 def edge_note(sweep: dict[str, Any]) -> str:
@@ -155,7 +146,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     if "one_pass_error" in result:
         lines += ["", f"The one-pass setting failed: {result['one_pass_error']}"]
     lines += process_lines(result)
-    p = PAPER["time_ratio_astarpo_grpo"]
+    p = PAPER
     lines += [
         "",
         "The paper (Table 1; Qwen2.5 on MATH, 4xH100) reports A*-PO/GRPO training "
@@ -174,10 +165,8 @@ PANELS = {
 
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
-    """``bench.png``: accuracy against the run clock at every evaluation (:data:`PANELS`, the
-    targets dotted), a row of panels with its legend per
-    :data:`~astarpo.analysis.figures.MAX_LEGEND` run names; without curves,
-    :func:`plot_summary`."""
+    """Accuracy against the run clock at every evaluation (:data:`PANELS`, the targets dotted),
+    a row of panels with its legend per :data:`~astarpo.analysis.figures.MAX_LEGEND` names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -188,27 +177,20 @@ def plot(result: dict[str, Any], path: Any) -> Any:
     rows = [names[i : i + MAX_LEGEND] for i in range(0, len(names), MAX_LEGEND)]
     fig = Figure(figsize=(WIDTH, 4.2 * len(rows)), layout="constrained")
     FigureCanvasAgg(fig)
-    colors = {n: f"C{i % 10}" for i, n in enumerate(names)}
     for part, row in zip(fig.subfigures(len(rows), 1, squeeze=False).flat, rows, strict=True):
         axes = part.subplots(1, len(PANELS))
         for ax, (key, title) in zip(axes, PANELS.items(), strict=True):
             for name in row:
                 curves = [curve(run, key, clock) for run, clock in by_name[name]]
-                draw_curve(ax, curves, name, colors[name], dashed=name == REUSED)
+                seed_errorbars(ax, curves, name, f"C{names.index(name) % 10}", name == REUSED)
             if key == "expected_accuracy":
                 for label, level in result["summary"]["targets"].items():
                     ax.axhline(level, color="gray", ls=":", lw=0.8)
-                    place = {
-                        "color": "gray",
-                        "xytext": (3, 0),
-                        "textcoords": "offset points",
-                        "va": "center",
-                    }
-                    ax.annotate(label, (1.0, level), xycoords=("axes fraction", "data"), **place)
+                    at = ((1.01, level), ("axes fraction", "data"))
+                    ax.annotate(label, at[0], xycoords=at[1], color="gray", va="center")
             ax.set(title=title, xlabel="run clock (s)", ylabel="accuracy")
             ax.grid(alpha=0.3)
-        handles, labels = axes[0].get_legend_handles_labels()
-        legend_below(part, handles, labels, ncol=2)
+        legend_below(part, *axes[0].get_legend_handles_labels())
     task = result["config"].get("task", "addition")
     title = f"{task}: clock = Stage 1 + training, evaluation excluded\n{CURVES}"
     return save(fig, path, title, strict=True)
@@ -216,28 +198,24 @@ def plot(result: dict[str, Any], path: Any) -> Any:
 
 @styled
 def plot_summary(result: dict[str, Any], path: Any) -> Any:
-    """Each run name's final expected accuracy (the reference dotted) and its time to each
-    target: means with their 95% intervals (from the summary alone)."""
+    """Each run name's final expected accuracy (the reference dotted) and time to each target,
+    means with their 95% intervals, from the summary alone."""
     s = result["summary"]
     names = list(s["arms"])
     fig, (ax1, ax2) = figure(cols=2, height=4.4)
     y = list(range(len(names)))[::-1]
     fin = [s["arms"][n]["final"]["expected_accuracy"] for n in names]
-    errorbars(ax1, *_points(fin, y), horizontal=True, color="C0", ms=4)
+    mean, low, high = _points(fin)
+    errorbars(ax1, mean, y, low, high, horizontal=True, color="C0", ms=4)
     ax1.axvline(s["reference"], color="gray", ls=":", lw=1)
     ax1.set(yticks=y, yticklabels=names, xlabel="final expected accuracy\n(reference dotted)")
     for i, label in enumerate(s["targets"]):
         cis = [s["arms"][n]["time_to_target"][label] for n in names]
+        mean, low, high = _points(cis)
         ys = [v + 0.25 * (i - 1) for v in y]
-        errorbars(
-            ax2,
-            *_points(cis, ys),
-            horizontal=True,
-            color=f"C{i + 1}",
-            ms=4,
-            label=f"target {label}",
-        )
-    ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target\n(s of the run clock)")
+        style = {"color": f"C{i + 1}", "ms": 4, "label": f"target {label}"}
+        errorbars(ax2, mean, ys, low, high, horizontal=True, **style)
+    ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target (s of the run clock)")
     ax2.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.24), ncol=3)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, axis="x")
@@ -245,22 +223,17 @@ def plot_summary(result: dict[str, Any], path: Any) -> Any:
     return save(fig, path, f"means with 95% intervals over n = {seeds} seeds", strict=True)
 
 
-def _points(
-    cis: list[dict[str, Any]], y: Sequence[float]
-) -> tuple[list[Any], Sequence[float], list[Any], list[Any]]:
-    """``(means, positions, lows, highs)`` for a horizontal :func:`errorbars`."""
-    return [c["mean"] for c in cis], y, [c["low"] for c in cis], [c["high"] for c in cis]
+def _points(cis: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
+    return [c["mean"] for c in cis], [c["low"] for c in cis], [c["high"] for c in cis]
 
 
 def refresh(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with its summaries made again from its runs, where they hold their
-    evaluations (a summary of runs that kept no curves stays as saved)."""
+    """``result`` with its summaries made again from its runs, where they hold their curves."""
     if any(r.get("evals") for r in result["runs"]):
         result["summary"] = summarize(result)
-        one = result.get("one_pass")
-        if one:
-            mini = {**result, "config": one["config"], "runs": one["runs"]}
-            one["summary"] = summarize(mini, targets=result["summary"]["targets"])
+        if result.get("one_pass"):
+            one = result["one_pass"]
+            one["summary"] = summarize_one_pass(result, one["config"], one["runs"])
     return result
 
 

@@ -11,7 +11,7 @@ the baselines on one wall-clock protocol.
 3. Stage 1 once on the pool (its time alone; the table the sweep reuses);
 4. the learning-rate sweep (``lr_grid``, :func:`~astarpo.studies.harness.runner.sweep`) on a
    separate seed and the validation split, each run scored by
-   :func:`~astarpo.studies.harness.curves.curve_area`;
+   :func:`~astarpo.analysis.curves.curve_area`;
 5. for every seed and run (:func:`~astarpo.studies.efficiency.config.arms`, the peers
    included), one training run in a fresh process with the same wall-clock budget, A*-PO's
    Stage 1 (and TRL A2PO's) inside it;
@@ -30,13 +30,17 @@ from typing import Any
 
 import torch
 
+from astarpo.analysis.curves import curve_area
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.studies.efficiency import report
 from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
-from astarpo.studies.efficiency.one_pass import ONE_PASS_ARMS, one_pass_pool_size
+from astarpo.studies.efficiency.one_pass import (
+    ONE_PASS_ARMS,
+    one_pass_pool_size,
+    summarize_one_pass,
+)
 from astarpo.studies.efficiency.peers import check_peers, peer_info
 from astarpo.studies.efficiency.summary import summarize
-from astarpo.studies.harness.curves import curve_area
 from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import (
@@ -69,7 +73,7 @@ def sweep_score(
     runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], arm: str, lr: float
 ) -> float:
     """One sweep run of ``arm`` at ``lr`` (Stage 1 reused, the validation rows of ``base``):
-    the :func:`~astarpo.studies.harness.curves.curve_area` of its expected accuracy."""
+    the :func:`~astarpo.analysis.curves.curve_area` of its expected accuracy."""
     spec = {**base, "arm": arm, "seed": cfg.sweep_seed, "lr": lr, "seconds": cfg.sweep_seconds}
     ev = runner.run(f"sweep-{arm}-lr{lr:g}", {**spec, "stage1_inside": False, "hard": None})
     curve = ([e["time"] for e in ev["evals"]], [e["expected_accuracy"] for e in ev["evals"]])
@@ -210,6 +214,5 @@ def _one_pass(
     spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"]}
     runs = seed_runs(runner, wide, spec, names, result["sweep"], prefix="onepass-")
     config = {**asdict(wide), "algos": names}
-    targets = result["summary"]["targets"]
-    summary = summarize({**result, "config": config, "runs": runs}, targets=targets)
+    summary = summarize_one_pass(result, config, runs)
     return {"sizing": sizing, "config": config, "runs": runs, "summary": summary}

@@ -1,16 +1,14 @@
 r"""What the runs of a study measure: memory, Stage 1's time, held-out accuracy and KL.
 
-* :class:`PeakRSS`: the peak resident memory of the process while a block runs;
-* :func:`timed_stage1`: the library's Stage 1 on the protocol's backend, timed;
-* :func:`sample_scores`: one sampled response per prompt, scored by the library's
-  :func:`~astarpo.llm.rewards.scoring.compute_rewards` (with the reward deadline), with
-  :math:`\log \pi - \log \pi_{ref}` of each;
-* :func:`evaluate_policy`: the held-out evaluation of a run (greedy accuracy through
-  :func:`astarpo.llm.eval.evaluate`, the sampled one through :func:`sample_scores`, the
-  expected one through :func:`~astarpo.llm.eval.answer_probability`);
-* :func:`gold_logprobs`: :math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` in float64, for the
-  gold answers whose probability is far below float32's range (the library's
-  :func:`~astarpo.llm.eval.answer_probability` returns the probability itself).
+:class:`PeakRSS` (the peak resident memory while a block runs), :func:`timed_stage1` (the
+library's Stage 1 on the protocol's backend, timed), :func:`sample_scores` (one sampled response
+per prompt scored by the library's :func:`~astarpo.llm.rewards.scoring.compute_rewards`, with
+the reward deadline, and its :math:`\log \pi - \log \pi_{ref}`), :func:`evaluate_policy` (a
+run's held-out evaluation: greedy accuracy through :func:`astarpo.llm.eval.evaluate`, the
+expected one through :func:`~astarpo.llm.eval.answer_probability`) and :func:`gold_logprobs`
+(the gold answer's log-probability in float64, for probabilities below float32's range, which
+the library's ``answer_probability`` cannot return); :func:`alternate` times steps side by side
+(the micro-benchmarks).
 """
 
 from __future__ import annotations
@@ -37,19 +35,25 @@ from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
+from astarpo.llm.training.metrics import timed
 from astarpo.studies.harness.protocol import Protocol
 
-__all__ = ["PeakRSS", "evaluate_policy", "gold_logprobs", "sample_scores", "timed_stage1"]
+__all__ = [
+    "PeakRSS",
+    "alternate",
+    "evaluate_policy",
+    "gold_logprobs",
+    "sample_scores",
+    "timed_stage1",
+]
 
 
 class PeakRSS:
-    """Peak *current* resident memory of this process while the ``with`` block runs.
+    """Peak *current* resident memory (MiB) of this process while the ``with`` block runs.
 
-    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading (a tiny model's
-    training never exceeds it), so a thread reads ``/proc/self/statm`` every ``interval``
-    seconds instead. ``start_mb`` is the resident size on entry, ``peak_mb`` the largest sample;
-    set ``paused`` to leave a phase out (the evaluations). Without ``/proc`` (macOS) both fall
-    back to ``ru_maxrss``.
+    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading, so a thread reads
+    ``/proc/self/statm`` every ``interval`` seconds (``ru_maxrss`` without ``/proc``):
+    ``start_mb`` on entry, ``peak_mb`` the largest sample; ``paused`` leaves a phase out.
     """
 
     def __init__(self, interval: float = 0.002) -> None:
@@ -91,30 +95,19 @@ class PeakRSS:
 def timed_stage1(
     ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Protocol, path: Path, seed: int
 ) -> tuple[ValueTable, float]:
-    """Stage 1 of A*-PO on ``rows`` from scratch (``path`` overwritten) on ``cfg.backend`` (a
-    vLLM engine is started under ``path.parent``: its start-up is timed, as a run pays it).
-
-    Returns:
-        ``(table, seconds)``.
-    """
+    """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
+    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it)."""
     path.unlink(missing_ok=True)
-    device = next(ref.parameters()).device
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    t0 = time.perf_counter()
-    generator = build_generator(
-        cfg.backend,
-        ref,
-        tokenizer,
-        batch_size=cfg.generation_batch_size,
-        seed=seed,
-        workdir=path.parent / f"vllm_{path.stem}",
-    )
-    reward = [get_task(cfg.task).reward]
-    table = estimate_values(generator, rows, reward, cfg.stage1_config(seed), out_path=path)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return table, time.perf_counter() - t0
+    times: dict[str, float] = {}
+    with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
+        workdir = path.parent / f"vllm_{path.stem}"
+        batch = cfg.generation_batch_size
+        gen = build_generator(
+            cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
+        )
+        reward = [get_task(cfg.task).reward]
+        table = estimate_values(gen, rows, reward, cfg.stage1_config(seed), out_path=path)
+    return table, times["time/stage1"]
 
 
 def sample_scores(
@@ -126,13 +119,9 @@ def sample_scores(
     seed: int,
     reward: Any = None,
 ) -> dict[str, np.ndarray]:
-    """One response per row at temperature 1, scored, with its log-probability ratio.
-
-    Returns:
-        ``reward`` (the task's reward, or ``reward``, through ``compute_rewards`` with the
-        protocol's deadline), ``log_ratio`` (:math:`\\log\\pi - \\log\\pi_{ref}` of the response),
-        ``tokens`` (its length, EOS included) and ``truncated`` (no EOS), each ``[B]``.
-    """
+    """One response per row at temperature 1: ``reward`` (the task's, or ``reward``, scored
+    with the protocol's deadline), ``log_ratio`` (``log pi - log pi_ref``), ``tokens`` (EOS
+    included) and ``truncated`` (no EOS), each ``[B]``."""
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
     out = gen.generate([r["prompt"] for r in rows], 1, SamplingConfig(cfg.max_new_tokens), seed)
     scores, _ = compute_rewards(
@@ -222,3 +211,26 @@ def gold_logprobs(
         with torch.no_grad():
             out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
     return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+def alternate(
+    steps: dict[str, Any], rounds: int, warmup: int = 0
+) -> dict[str, dict[str, list[float]]]:
+    """Call ``steps[name](i)`` for every name in turn, ``warmup + rounds`` times (each round in
+    the same order, so that a load change hits all of them), timing each call.
+
+    Returns:
+        Per name, over the timed rounds: ``wall`` and ``cpu`` (``process_time``) seconds, and
+        every number the call returned in a dict (a trainer step's ``time/generate``, ...).
+    """
+    out: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in steps}
+    for i in range(warmup + rounds):
+        for name, step in steps.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            record = step(i)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if i >= warmup:
+                numbers = {k: v for k, v in (record or {}).items() if isinstance(v, (int, float))}
+                for k, v in {"wall": wall, "cpu": cpu, **numbers}.items():
+                    out[name].setdefault(k, []).append(float(v))
+    return out

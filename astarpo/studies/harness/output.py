@@ -1,10 +1,9 @@
 """A study's output folder: what it wrote there, so that ``--overwrite`` deletes only that.
 
-:class:`OutputDir` records each path (relative to the folder) in ``NAME_manifest.json`` before
-the study writes it. :meth:`OutputDir.clear` refuses a folder holding files the study would
-write but did not (a user's ``runs/`` of training runs, a ``NAME.md`` of their own), and with
-``overwrite`` deletes exactly the recorded paths (and a recorded file's ``.lock``); anything else
-in the folder is never touched.
+:class:`OutputDir` records each path in ``STEM_manifest.json`` before the study writes it;
+:meth:`OutputDir.clear` refuses a folder holding files the study would write but did not (a
+user's ``runs/`` of training runs, a ``STEM.md`` of their own), and with ``overwrite`` deletes
+exactly the recorded paths (and a recorded file's ``.lock``). Nothing else is ever touched.
 """
 
 from __future__ import annotations
@@ -17,15 +16,8 @@ __all__ = ["OutputDir"]
 
 
 class OutputDir:
-    """The output folder of one study.
-
-    Args:
-        path: The folder.
-        stem: The study's file stem: it writes ``stem.json``, ``stem.md``, ``stem.png`` and
-            records them in ``stem_manifest.json``.
-        outputs: The other top-level names the study writes; ``runs`` holds one folder per
-            run, each counted on its own.
-    """
+    """The output folder ``path`` of one study, which writes ``STEM.json/md/png``, ``runs/``
+    (one folder per run) and the other top-level names ``outputs``."""
 
     def __init__(self, path: str | Path, stem: str, outputs: tuple[str, ...] = ()) -> None:
         self.path, self.stem = Path(path), stem
@@ -33,15 +25,9 @@ class OutputDir:
         self.manifest = self.path / f"{stem}_manifest.json"
 
     def recorded(self) -> list[str]:
-        """The paths the manifest lists (relative; empty without a manifest).
-
-        Raises:
-            ValueError: the manifest is not a JSON list of relative paths inside the folder.
-        """
-        if not self.manifest.exists():
-            return []
+        """The paths the manifest lists, relative (``ValueError`` for another manifest)."""
         try:
-            paths = json.loads(self.manifest.read_text())
+            paths = json.loads(self.manifest.read_text()) if self.manifest.exists() else []
         except json.JSONDecodeError as e:
             raise ValueError(f"{self.manifest} is not a study manifest ({e}); move it away.") from e
         if not isinstance(paths, list) or not all(
@@ -59,36 +45,24 @@ class OutputDir:
             self.manifest.write_text(json.dumps([*paths, rel], indent=0))
         return self.path / rel
 
-    def foreign(self) -> list[str]:
-        """The paths under the folder that the study would write but its manifest does not list."""
-        ours, found = set(self.recorded()), []
-        for name in self.outputs:
-            p = self.path / name
-            if name == "runs" and p.is_dir():
-                found += [
-                    f"runs/{c.name}" for c in sorted(p.iterdir()) if f"runs/{c.name}" not in ours
-                ]
-            elif name != "runs" and p.exists() and name not in ours:
-                found.append(name)
-        return found
-
     def clear(self, overwrite: bool) -> None:
         """Make the folder ready for a new run of the study.
 
         Raises:
-            FileExistsError: the folder holds files the study would write that its manifest does
-                not list (nothing is deleted), or an earlier run of the study and not
-                ``overwrite`` (with it, exactly the manifest's paths are deleted).
+            FileExistsError: the folder holds files the study would write that the manifest does
+                not list (nothing is deleted), or an earlier run and not ``overwrite``.
         """
-        foreign = self.foreign()
-        if foreign:
+        ours = self.recorded()
+        runs = self.path / "runs"
+        found = [f"runs/{c.name}" for c in sorted(runs.iterdir())] if runs.is_dir() else []
+        found += [n for n in self.outputs if n != "runs" and (self.path / n).exists()]
+        if foreign := [p for p in found if p not in ours]:
             more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
             raise FileExistsError(
                 f"{self.path} holds files that this study did not write ({', '.join(foreign[:6])}"
                 f"{more}; no {self.manifest.name} lists them); nothing was deleted. Choose "
                 "another --out, or move them."
             )
-        ours = self.recorded()
         present = [p for p in ours if (self.path / p).exists()]
         if present and not overwrite:
             raise FileExistsError(
@@ -104,6 +78,5 @@ class OutputDir:
                 p.unlink(missing_ok=True)
                 (self.path / f"{rel}.lock").unlink(missing_ok=True)  # a Stage 1 table's lock
         self.manifest.unlink(missing_ok=True)
-        runs = self.path / "runs"
         if runs.is_dir() and not any(runs.iterdir()):
             runs.rmdir()

@@ -1,6 +1,7 @@
 """The report every study writes, and the formatting its Markdown shares.
 
-* :func:`write`: ``NAME.json`` (standard JSON: NaN and infinities as ``null``), ``NAME.md``
+* :func:`write`: ``NAME.json`` (standard JSON: NaN and infinities as ``null``,
+  :func:`~astarpo.llm.data.files.standard_json`), ``NAME.md``
   and ``NAME.png``, each recorded in the output's manifest first;
 * :func:`fmt`, :func:`fmt_ci` (a mean with its interval), :func:`fmt_ratio` (a paired ratio
   with its interval and pairs), :func:`table` (a Markdown table);
@@ -14,10 +15,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from astarpo.llm.data.files import standard_json
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.runner import MIN_CPU_SHARE
 
-__all__ = ["fmt", "fmt_ci", "fmt_ratio", "jsonable", "missing", "process_lines", "table", "write"]
+__all__ = ["fmt", "fmt_ci", "fmt_ratio", "missing", "process_lines", "table", "write"]
 
 
 def missing(x: Any) -> bool:
@@ -53,17 +55,6 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
-def jsonable(x: Any) -> Any:
-    """``x`` with every NaN or infinite float replaced by ``None`` (JSON has neither)."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, Mapping):
-        return {k: jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    return x
-
-
 def process_lines(result: Mapping[str, Any]) -> list[str]:
     """The report's lines on the clock: the study's wall time and load average, a load warning,
     and how many runs had CPU/wall below :data:`MIN_CPU_SHARE`."""
@@ -95,7 +86,7 @@ def write(
     ``plot(result, path)``) into ``output``, recording each in its manifest first."""
     stem = output.stem
     if with_json:
-        text = json.dumps(jsonable(result), indent=1, allow_nan=False)
+        text = json.dumps(standard_json(result), indent=1, allow_nan=False)
         output.record(f"{stem}.json").write_text(text + "\n")
     output.record(f"{stem}.md").write_text(markdown)
     plot(result, output.record(f"{stem}.png"))

@@ -1,17 +1,13 @@
-"""The runs of a study, each in a fresh process, on a stated clock, and the loops over them.
+"""The runs of a study, each in a fresh process on a stated clock, and the loops over them.
 
-* :func:`run_process`: a command to completion, with its wall time and its CPU time (the
-  child's user + system time, from ``os.wait4``);
-* :class:`Runner`: one run per fresh process (a spec file of absolute paths, run by
-  :mod:`astarpo.studies.harness.worker` in the run's folder), its result stamped with a
-  ``process`` record: wall and CPU seconds, their ratio, and ``slow`` when the ratio is below
-  :data:`MIN_CPU_SHARE` (its core was shared: its timings are suspect), re-run once on request;
-  several runs ``workers`` at a time; a warning before the study starts when the 1-minute load
-  average exceeds the cores its runs will use; :meth:`Runner.stamp` the study's wall time and
-  load;
-* :func:`rotated`: the seed loop, the order of the arms rotated per seed;
-* :func:`sweep`: a grid of one setting (learning rate, batch size), one scored run per value,
-  extended beyond an edge when the choice is that edge (:func:`select`, :func:`extend_grid`).
+:class:`Runner` runs one spec in its own process (:mod:`~astarpo.studies.harness.worker`, in
+the run's folder, every path of the spec absolute) and stamps its result with the process's
+wall and CPU time (``os.wait4``): a run whose CPU/wall ratio is below :data:`MIN_CPU_SHARE`
+had its core shared and is flagged ``slow`` (and run once more on request). It runs several
+specs ``workers`` at a time, and warns before the study starts when the 1-minute load average
+exceeds the cores its runs will use. :func:`rotated` is the seed loop; :func:`sweep` scores a
+grid of one setting (learning rate, batch size) and extends it beyond an edge the choice sits
+on (:func:`select`, :func:`extend_grid`).
 """
 
 from __future__ import annotations
@@ -32,24 +28,15 @@ from typing import Any
 import astarpo
 from astarpo.studies.harness.output import OutputDir
 
-__all__ = [
-    "MIN_CPU_SHARE",
-    "Runner",
-    "extend_grid",
-    "load_average",
-    "rotated",
-    "run_process",
-    "select",
-    "sweep",
-]
+__all__ = ["MIN_CPU_SHARE", "Runner", "extend_grid", "rotated", "run_process", "select", "sweep"]
 
 #: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
 MIN_CPU_SHARE = 0.9
 
 
 def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
-    """Run ``cmd`` (``subprocess.Popen`` keyword arguments: ``cwd``, ``env``, ``stdout``) to
-    completion. Returns ``(exit code, wall seconds, CPU seconds of the child)``."""
+    """Run ``cmd`` (``Popen`` keywords: ``cwd``, ``env``, ``stdout``) to completion.
+    Returns ``(exit code, wall seconds, CPU seconds of the child)``."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, **popen)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -57,21 +44,20 @@ def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
     return proc.returncode, time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
-def load_average() -> list[float] | None:
-    """The 1/5/15-minute load averages (timings on a shared machine depend on them)."""
-    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 class Runner:
-    """Starts the runs of one study, each in a fresh process, and collects their results.
+    """Starts the runs of one study and collects their results (see the module doc).
 
     Args:
         output: The study's output folder; run ``NAME`` runs in ``runs/NAME`` (recorded).
         threads: Torch/OpenMP threads of each run.
         workers: Runs at once in :meth:`run_all`.
-        rerun_slow: Run a ``slow`` run again, once (its first attempt kept in its record).
-        say: Progress printer (``print``, or a no-op).
-        describe: ``result -> str``, the study's one-line account of a finished run.
+        rerun_slow: Run a ``slow`` run again, once.
+        say: Progress printer.
+        describe: ``result -> str``: the study's account of a finished run.
     """
 
     def __init__(
@@ -81,41 +67,36 @@ class Runner:
         workers: int = 1,
         rerun_slow: bool = False,
         say: Callable[[str], Any] = print,
-        describe: Callable[[dict[str, Any]], str] = lambda r: "",
+        describe: Callable[[dict[str, Any]], str] = lambda r: "done",
     ) -> None:
         self.output, self.workers, self.rerun_slow = output, workers, rerun_slow
         self.say, self.describe = say, describe
-        self.t0, self.load = time.perf_counter(), load_average()
-        self.warning = None
-        if self.load and self.load[0] > workers * threads:
+        self.t0, self.load, self.warning = time.perf_counter(), _load(), None
+        if self.load[0] > workers * threads:
             self.warning = (
                 f"the 1-minute load average is {self.load[0]}, above the {workers * threads} "
-                "cores these runs use: other processes share the cores, and the runs' timings "
-                "(flagged `slow` where CPU/wall < 0.9) may be longer than on an idle machine"
+                "cores these runs use: other processes share the cores, so the runs' timings "
+                "may be longer than on an idle machine (flagged `slow` where CPU/wall < 0.9)"
             )
             print(f"warning: {self.warning}", file=sys.stderr, flush=True)
         src = str(Path(astarpo.__file__).resolve().parents[1])  # the same astarpo in workers
-        self.env = {
-            **os.environ,
-            "OMP_NUM_THREADS": str(threads),
-            "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONPATH": os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])]),
-        }
+        path = os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])])
+        self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
+        self.env["TOKENIZERS_PARALLELISM"] = "false"
 
     def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Run ``spec`` in ``runs/NAME``: ``spec["entry"]`` (``"module:function"``) is called
-        with the spec in a fresh process; ``spec["paths"]`` names its entries that are paths
-        (made absolute here; ``out``, the run's folder, is added). Returns the function's result
-        with ``process``: ``wall_s``, ``cpu_s``, ``cpu_wall``, ``slow`` (and ``first_attempt``).
+        with it in a fresh process; the entries ``spec["paths"]`` names (and ``out``, the run's
+        folder) are made absolute. Returns the result with ``process``: ``wall_s``, ``cpu_s``,
+        ``cpu_wall``, ``slow`` (and ``first_attempt`` after a re-run).
 
         Raises:
-            RuntimeError: the run's process failed (its traceback is on stderr above).
+            RuntimeError: the run's process failed (its traceback is above, on stderr).
         """
         res = self._attempt(name, spec)
         if res["process"]["slow"] and self.rerun_slow:
             self.say(f"  {name}: CPU/wall {res['process']['cpu_wall']:.2f}; running it again")
-            first = res["process"]
-            res = self._attempt(name, spec)
+            first, res = res["process"], self._attempt(name, spec)
             res["process"]["first_attempt"] = first
         return res
 
@@ -144,28 +125,22 @@ class Runner:
         return res
 
     def run_all(self, runs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-        """:meth:`run` for every ``(name, spec)``, :attr:`workers` at a time; results in order."""
+        """:meth:`run` of every ``(name, spec)``, :attr:`workers` at a time; results in order."""
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(lambda run: self.run(*run), runs))
 
     def stamp(self, result: dict[str, Any]) -> None:
-        """Add the study's ``wall_s``, ``load`` (``start``, ``end``, ``warning``),
-        ``slow_runs`` (how many runs were flagged ``slow``) and ``environment`` (versions,
-        cores, the accelerator) to ``result``."""
+        """Add the study's ``wall_s``, ``load`` (``start``, ``end``, ``warning``), ``slow_runs``
+        (the runs flagged ``slow``) and ``environment`` (versions, cores, GPU) to ``result``."""
         import torch
 
-        runs = [r for r in result.get("runs", []) if "process" in r]
         result["wall_s"] = time.perf_counter() - self.t0
-        result["load"] = {"start": self.load, "end": load_average(), "warning": self.warning}
-        result["slow_runs"] = sum(bool(r["process"]["slow"]) for r in runs)
+        result["load"] = {"start": self.load, "end": _load(), "warning": self.warning}
+        result["slow_runs"] = sum(r.get("process", {}).get("slow", 0) for r in result["runs"])
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
-        result["environment"] = {
-            "astarpo": astarpo.__version__,
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "cpus": os.cpu_count(),
-            "gpu": gpu,
-        }
+        versions = {"astarpo": astarpo.__version__, "python": platform.python_version()}
+        result["environment"] = {**versions, "torch": torch.__version__, "gpu": gpu}
+        result["environment"]["cpus"] = os.cpu_count()
 
 
 def rotated(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
@@ -178,8 +153,8 @@ def rotated(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
 
 
 def select(scores: Mapping[float, float]) -> float:
-    """The rule of a sweep: the value with the highest score, the smaller value on a tie (within
-    1e-9). NaN scores (a diverged run) never win."""
+    """The rule of a sweep: the value with the highest score, the smaller one on a tie (within
+    1e-9); NaN scores (a diverged run) never win."""
     if not scores:
         raise ValueError("select needs at least one (value, score) pair.")
     best_x, best = None, -math.inf
@@ -190,10 +165,10 @@ def select(scores: Mapping[float, float]) -> float:
 
 
 def extend_grid(scores: Mapping[float, float], integer: bool = False) -> float | None:
-    """The next value to try when :func:`select`'s choice is an edge of the values tried: one
-    step of the grid beyond it (the ratio of the two values nearest that edge: 3.33e-5 below
-    1e-4, 3e-4, ...), to 3 significant digits (``integer``: rounded, e.g. a batch size). None
-    when the choice is bracketed, or fewer than two values were tried."""
+    """The value to try when :func:`select`'s choice is an edge of the values tried: one step
+    of the grid beyond it (the ratio of the two values nearest that edge: 3.33e-5 below 1e-4,
+    3e-4, ...), to 3 significant digits, or rounded (``integer``, e.g. a batch size). None when
+    the choice is bracketed or fewer than two values were tried."""
     xs = sorted(scores)
     if len(xs) < 2 or select(scores) not in (xs[0], xs[-1]):
         return None
@@ -208,24 +183,22 @@ def sweep(
     integer: bool = False,
     say: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
-    """Score every value of ``grid`` (``score(value)``: one run) and choose by :func:`select`;
-    a choice at an edge adds the value beyond it (:func:`extend_grid`), up to ``extensions``
+    """``score(value)`` (one run) of every value of ``grid``, the choice by :func:`select`; a
+    choice at an edge adds the value beyond it (:func:`extend_grid`), up to ``extensions``
     times. One value: that one, unscored.
 
     Returns:
         ``{"scores": {value: score}, "chosen": value, "extended": [values added]}``.
     """
-    scores: dict[float, float] = {}
+    scores = {x: score(x) for x in grid} if len(grid) > 1 else {}
     added: list[float] = []
-    if len(grid) > 1:
-        scores = {x: score(x) for x in grid}
-        while len(added) < extensions:
-            more = extend_grid(scores, integer)
-            if more is None or more in scores:
-                break
-            say(f"  the choice is an edge of the grid; trying {more:g}")
-            scores[more] = score(more)
-            added.append(more)
+    while scores and len(added) < extensions:
+        more = extend_grid(scores, integer)
+        if more is None or more in scores:
+            break
+        say(f"  the choice is an edge of the grid; trying {more:g}")
+        scores[more] = score(more)
+        added.append(more)
     chosen = select(scores) if scores else grid[0]
     ordered = {f"{k:g}": v for k, v in sorted(scores.items())}
     return {"scores": ordered, "chosen": chosen, "extended": added}

@@ -1,20 +1,27 @@
 """A run of the library's trainer inside a study's worker process.
 
-:func:`train_run` is :class:`~astarpo.llm.training.trainer.Trainer` with a wall-clock budget
-(the run config's ``max_train_seconds``), held-out evaluations every ``eval_every_seconds`` of
-training time (not counted in the clock) and a :class:`Recorder`; it returns the fields every
-run's result has. :func:`drop_all_wrong` is the V* table (and pool) of
-:data:`~astarpo.studies.harness.protocol.DROP_ARM`.
+:func:`load_run` gives a run's config, tokenizer, reference and policy; :func:`train_run` is
+:class:`~astarpo.llm.training.trainer.Trainer` with the run config's wall-clock budget,
+evaluations every ``eval_every_seconds`` of training time (not counted) and a :class:`Recorder`,
+returning the fields every run's result has; :func:`drop_all_wrong` is the V* table (and pool)
+of ``astarpo_drop``.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import torch
+
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
+from astarpo.studies.harness.protocol import config_from_dict
 
-__all__ = ["PHASES", "Recorder", "drop_all_wrong", "train_run"]
+__all__ = ["PHASES", "Recorder", "drop_all_wrong", "load_run", "train_run"]
 
 #: The trainer's per-step phase timers, summed into a run's ``phases``.
 PHASES = ("generate", "reward", "ref_logprobs", "update")
@@ -40,14 +47,25 @@ class Recorder:
     def on_evaluate(self, record: dict[str, Any]) -> None:
         """Keep the evaluation (``eval/`` keys without the prefix, ``step``, ``stage2_time``)."""
         rec = {k[5:]: v for k, v in record.items() if k.startswith("eval/")}
-        rec.update(step=record["step"], stage2_time=record["time/train_total"])
-        self.evals.append(rec)
+        self.evals.append(
+            {**rec, "step": record["step"], "stage2_time": record["time/train_total"]}
+        )
+
+
+def load_run(spec: dict[str, Any], cls: type) -> tuple[Any, Any, Any, Any]:
+    """``(config, tokenizer, reference, policy)`` of a run: the config ``cls`` of
+    ``spec["config"]`` (its torch threads set), the reference ``spec["reference"]`` on its
+    device in eval mode, and a trainable copy of it."""
+    cfg = config_from_dict(cls, spec["config"])
+    torch.set_num_threads(cfg.threads)
+    ref = load_pretrained_model(spec["reference"]).to(resolve_device(cfg.device)).eval()
+    return cfg, make_char_tokenizer(), ref, copy.deepcopy(ref).train()
 
 
 def drop_all_wrong(
     table: ValueTable, rows: list[dict[str, Any]]
 ) -> tuple[ValueTable, list[dict[str, Any]]]:
-    """The table and rows of ``astarpo_drop``: the prompts with a Stage 1 pass rate above 0."""
+    """The prompts of ``table`` and ``rows`` with a Stage 1 pass rate above 0."""
     kept = ValueTable([r for r in table if r.pass_rate > 0])
     return kept, [r for r in rows if r["prompt"] in kept]
 
@@ -63,17 +81,16 @@ def train_run(
     eval_fn: Any,
     stage1_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Train ``policy`` with the registry config ``args`` (its budget already net of
-    ``stage1_s``, the seconds of a Stage 1 run inside the run's clock).
+    """Train ``policy`` under the registry config ``args`` (its budget net of ``stage1_s``, a
+    Stage 1 run inside the run's clock).
 
     Returns:
         ``evals`` (each with ``time``: Stage 1 + Stage 2 training time, ``stage2_time``,
         ``step`` and what ``eval_fn`` returned), ``stage1_s``, ``train_s``, ``clock_s``,
-        ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (seconds: ``stage1`` and
-        :data:`PHASES`) and ``response_tokens_mean`` (mean over steps of the training
-        responses' mean length).
+        ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1`` and :data:`PHASES`
+        seconds) and ``response_tokens_mean`` (over steps, of the responses' mean length).
     """
-    recorder = Recorder()
+    rec = Recorder()
     trainer = Trainer(
         policy,
         ref,
@@ -83,19 +100,17 @@ def train_run(
         v_star_table=table,
         tokenizer=tokenizer,
         eval_fn=eval_fn,
-        callbacks=[recorder],
+        callbacks=[rec],
     )
     trainer.train()
-    for e in recorder.evals:
-        e["time"] = stage1_s + e["stage2_time"]
     return {
-        "evals": recorder.evals,
+        "evals": [{**e, "time": stage1_s + e["stage2_time"]} for e in rec.evals],
         "stage1_s": stage1_s,
         "train_s": trainer.train_time,
         "clock_s": stage1_s + trainer.train_time,
-        "steps": recorder.steps,
+        "steps": rec.steps,
         "pool": len(rows),
         "samples_per_prompt": trainer.algorithm.samples_per_prompt,
-        "phases": {"stage1": stage1_s, **recorder.phases},
-        "response_tokens_mean": recorder.response_tokens / max(recorder.steps, 1),
+        "phases": {"stage1": stage1_s, **rec.phases},
+        "response_tokens_mean": rec.response_tokens / max(rec.steps, 1),
     }

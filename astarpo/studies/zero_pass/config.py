@@ -1,4 +1,4 @@
-"""The zero-pass study's settings: :class:`ZeroPassConfig`, its sets and runs, ``--quick``."""
+"""The zero-pass study's settings, its training sets and runs, and ``--quick``."""
 
 from __future__ import annotations
 
@@ -6,21 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from astarpo.llm.algorithms.config import doc_field
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
-from astarpo.studies.harness.protocol import (
-    DROP_ARM,
-    Protocol,
-    RunOptions,
-    check_ints,
-    check_positive,
-)
+from astarpo.studies.harness.protocol import DROP_ARM, Protocol, RunOptions, option
 
 __all__ = ["ARMS", "QUICK", "SETS", "ZeroPassConfig", "presets", "seeds_of"]
 
-#: The training sets.
+#: The training sets, and the runs of each.
 SETS = ("hard", "mixed", "easy")
-#: The runs of each set.
 ARMS = ("astarpo", DROP_ARM, "grpo", "ppo", "rebel")
 
 
@@ -28,33 +20,26 @@ ARMS = ("astarpo", DROP_ARM, "grpo", "ppo", "rebel")
 class ZeroPassConfig(RunOptions):
     """Settings of :func:`~astarpo.studies.zero_pass.run.run` (see each field's ``help``)."""
 
-    hard_train: int = doc_field(200, "Hard training prompts (>= 200 in the full run).")
-    hard_eval: int = doc_field(200, "Hard held-out prompts (>= 200 in the full run).")
-    easy_train: int = doc_field(200, "Easy training prompts.")
-    easy_eval: int = doc_field(128, "Easy held-out prompts.")
-    margin: int = doc_field(8, "Extra hard candidates, in case the reference solves some.")
-    k: int = doc_field(64, "Reference samples per hard candidate.")
-    seconds: float = doc_field(30.0, "Stage 2 wall-clock budget of every run.")
-    eval_every_seconds: float = doc_field(
-        15.0, "Held-out evaluation every this many seconds of training time."
+    hard_train: int = option(200, "Hard training prompts (>= 200 in the full run).", 1)
+    hard_eval: int = option(200, "Hard held-out prompts (>= 200 in the full run).", 1)
+    easy_train: int = option(200, "Easy training prompts.", 1)
+    easy_eval: int = option(128, "Easy held-out prompts.", 1)
+    margin: int = option(8, "Extra hard candidates, in case the reference solves some.", 0)
+    k: int = option(64, "Reference samples per hard candidate.", 1)
+    seconds: float = option(30.0, "Stage 2 wall-clock budget of every run.", positive=True)
+    eval_every_seconds: float = option(
+        15.0, "Held-out evaluation every this many s of training time.", positive=True
     )
-    seeds_main: int = doc_field(5, "Seeds of A*-PO and GRPO on the two sets with hard prompts.")
-    seeds_other: int = doc_field(3, "Seeds of every other run.")
-    learning_rate: float = doc_field(
+    seeds_main: int = option(5, "Seeds of A*-PO and GRPO on the sets with hard prompts.", 1)
+    seeds_other: int = option(3, "Seeds of every other run.", 1)
+    learning_rate: float = option(
         3e-5,
-        "Learning rate of every run (no sweep): in a 25 s probe on the easy set (A*-PO and GRPO, "
-        "seed 0), 1e-3 took the reference's easy accuracy from 0.41 to below 0.01 in one step, "
-        "1e-4 and 3e-5 raised it, 3e-5 steadily.",
+        "Learning rate of every run (no sweep): in a 25 s probe on the easy set, 1e-3 took the "
+        "reference's accuracy from 0.41 to below 0.01 in a step; 3e-5 raised it steadily.",
+        positive=True,
     )
-    check_rows: int = doc_field(64, "Training prompts per kind in the final log-ratio check.")
-    workers: int = doc_field(2, "Runs at once (processes).")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_ints(self, "hard_train", "hard_eval", "easy_train", "easy_eval", "k", "seeds_main")
-        check_ints(self, "seeds_other", "check_rows", "workers")
-        check_ints(self, "margin", low=0)
-        check_positive(self, "seconds", "eval_every_seconds", "learning_rate")
+    check_rows: int = option(64, "Training prompts per kind in the final log-ratio check.", 1)
+    workers: int = option(2, "Runs at once (processes).", 1)
 
     @property
     def hard_digits(self) -> int:
@@ -62,9 +47,9 @@ class ZeroPassConfig(RunOptions):
         return SCRATCHPAD_DIGITS + 1
 
     def protocol(self) -> Protocol:
-        """The protocol of these runs: the scratchpad task (its reference is the efficiency
-        study's, from the same cache) with a token budget that holds the hard prompts' gold
-        responses (86 tokens) and the easy rows from its pool and held-out split."""
+        """The protocol of these runs: the scratchpad task (the efficiency study's reference,
+        from the same cache), a budget for the hard prompts' gold responses (86 tokens), the
+        easy rows as its pool and held-out split."""
         return Protocol(
             threads=self.threads,
             rerun_slow=self.rerun_slow,
@@ -93,7 +78,7 @@ QUICK: dict[str, Any] = dict(
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
-    """The fields ``--quick`` sets (:data:`QUICK`), under the given ones."""
+    """The fields ``--quick`` sets (:data:`QUICK`)."""
     return dict(QUICK) if quick else {}
 
 

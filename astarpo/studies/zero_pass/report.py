@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.figures import figure, legend_below, save, styled
+from astarpo.analysis.figures import CURVES, figure, legend_below, save, seed_errorbars, styled
 from astarpo.analysis.stats import mean_interval
 from astarpo.studies.harness.output import OutputDir
-from astarpo.studies.harness.plots import CURVES, curve
 from astarpo.studies.harness.report import fmt, fmt_ci, missing, process_lines, table
 from astarpo.studies.harness.report import write as write_report
 from astarpo.studies.zero_pass.config import ARMS
@@ -28,6 +27,7 @@ __all__ = [
     "MIN_GAIN",
     "RULE",
     "cell",
+    "describe",
     "plot",
     "refresh",
     "summarize",
@@ -58,6 +58,11 @@ ROWS = {
 }
 #: Relative difference below which a curve is drawn as "= reference" (rounding of a mean).
 SAME = 1e-12
+
+
+def describe(result: dict[str, Any]) -> str:
+    """A finished run's line: its steps, or why it was skipped."""
+    return result.get("skipped") or f"{result.get('steps', 0)} steps"
 
 
 def verdict(change: dict[str, Any]) -> str:
@@ -209,7 +214,9 @@ def plot(result: dict[str, Any], path: Any) -> Any:
                     if "skipped" not in r
                 ]
                 bounds = None if "log10" in key else (0.0, 1.0)
-                means = curve(ax, curves, arm, _COLOURS[arm], bounds=bounds, label=_LABELS[arm])
+                means = seed_errorbars(
+                    ax, curves, arm, _COLOURS[arm], bounds=bounds, label=_LABELS[arm]
+                )
                 unmoved = unmoved and bool(
                     np.all(np.abs(np.array(means) - ref[key]) <= SAME * abs(ref[key]))
                 )

@@ -1,46 +1,28 @@
-r"""One training run of the zero-pass study, in its own process (the harness worker calls
-:func:`run_one`).
-
-The library's trainer (:func:`~astarpo.studies.harness.training.train_run`) under the study's
-protocol, on one training set, plus what this study measures:
-
-* the held-out curves on the hard and the easy prompts apart, read exactly from the gold
-  response's probability (:func:`evaluate_sets`: the expected sampled accuracy of an
-  exact-match reward, and its log, which moves long before an accuracy does);
-* every training sample's reward, counted per prompt kind (:class:`SuccessCounter`): how many
-  hard-prompt successes each algorithm sampled;
-* at the end, the check of A*-PO's update on the training prompts (:func:`log_ratio_check`):
-  for a sampled response y the regression target of
-  :math:`\beta_2 \log \pi(y|x)/\pi_{ref}(y|x)` is :math:`r(x, y) - \hat V^*(x)`, so on a prompt
-  with :math:`\hat V^* = 0` a failure is pulled back to the reference (target 0) and a success
-  pushed toward 1.
+r"""One training run of the zero-pass study in its own process (:func:`run_one`, the harness
+worker's entry): the library's trainer on one training set, plus what this study measures: the
+held-out curves on the hard and the easy prompts apart, read exactly from the gold response's
+probability and its log (:func:`evaluate_sets`), every training sample's success per prompt kind
+(:class:`SuccessCounter`), and at the end the check of A*-PO's update (:func:`log_ratio_check`):
+the regression target of :math:`\beta_2 \log \pi(y|x)/\pi_{ref}(y|x)` is
+:math:`r(x, y) - \hat V^*(x)`, so where :math:`\hat V^* = 0` a failure is pulled back to the
+reference (target 0) and a success pushed toward 1.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from astarpo.llm.models.loading import load_pretrained_model
-from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scoring import reward_name
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.studies.harness.measure import gold_logprobs, sample_scores
-from astarpo.studies.harness.protocol import (
-    DROP_ARM,
-    Protocol,
-    algorithm_config,
-    arm_algorithm,
-    config_from_dict,
-)
-from astarpo.studies.harness.training import drop_all_wrong, train_run
+from astarpo.studies.harness.protocol import DROP_ARM, Protocol, algorithm_config, arm_algorithm
+from astarpo.studies.harness.training import drop_all_wrong, load_run, train_run
 
 __all__ = ["SuccessCounter", "evaluate_sets", "log_ratio_check", "run_one"]
 
@@ -147,18 +129,15 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             :class:`~astarpo.studies.harness.protocol.Protocol` as a dict), ``reference``
             (model folder), ``train`` (rows), ``hard_prompts`` (the hard ones among them),
             ``values`` (the set's Stage 1 table), ``held_out`` (``{"hard": rows, "easy":
-            rows}``), ``reference_eval`` (the reference's evaluation, the first one: the policy
-            starts as a copy of it), ``check`` (the training rows of the final log-ratio check,
-            by group), ``check_values`` (a Stage 1 table holding them) and ``out``.
+            rows}``), ``reference_eval`` (the reference's evaluation: the first one),
+            ``check`` (rows of the final log-ratio check, by kind), ``check_values`` (a table
+            holding them) and ``out``.
 
     Returns:
         ``arm``, ``algo``, ``set``, ``seed``, ``lr``, the fields of
-        :func:`~astarpo.studies.harness.training.train_run` (evaluations: the keys of
-        :func:`evaluate_sets`), ``samples`` and ``successes`` (per prompt kind) and
-        ``log_ratio`` (:func:`log_ratio_check`); or ``skipped`` with its reason.
+        :func:`~astarpo.studies.harness.training.train_run`, ``samples`` and ``successes`` (per
+        prompt kind) and ``log_ratio``; or ``skipped`` with its reason.
     """
-    cfg: Protocol = config_from_dict(Protocol, spec["config"])
-    torch.set_num_threads(cfg.threads)
     arm, seed = spec["arm"], int(spec["seed"])
     head = {"arm": arm, "algo": arm_algorithm(arm), "set": spec["set"], "seed": seed}
     head["lr"] = float(spec["lr"])
@@ -167,28 +146,22 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         table, rows = drop_all_wrong(table, rows)
         if not rows:
             return {**head, "skipped": "every prompt of the set is all wrong in Stage 1"}
-    tokenizer = make_char_tokenizer()
-    ref: Any = load_pretrained_model(spec["reference"]).eval()
-    policy = copy.deepcopy(ref).train()
-    task = get_task(cfg.task)
-    counter = SuccessCounter(task.reward, spec["hard_prompts"])
+    cfg, tokenizer, ref, policy = load_run(spec, Protocol)
+    counter = SuccessCounter(get_task(cfg.task).reward, spec["hard_prompts"])
     calls = [0]
 
     def eval_fn(model: Any) -> dict[str, float]:
-        calls[0] += 1
-        if calls[0] == 1:  # before the first step the policy is the reference
-            return dict(spec["reference_eval"])
-        return evaluate_sets(model, tokenizer, spec["held_out"])
+        calls[0] += 1  # before the first step the policy is the reference
+        return (
+            dict(spec["reference_eval"])
+            if calls[0] == 1
+            else evaluate_sets(model, tokenizer, spec["held_out"])
+        )
 
     args = algorithm_config(arm, cfg, seed, Path(spec["out"]), head["lr"], spec["seconds"])
     v_star = table if arm_algorithm(arm) == "astarpo" else None
     fields = train_run(policy, ref, tokenizer, [counter], args, rows, v_star, eval_fn)
     checked = ValueTable.load(spec["check_values"])
     check = log_ratio_check(policy, ref, tokenizer, spec["check"], checked, cfg, seed + 7919)
-    return {
-        **head,
-        **fields,
-        "samples": counter.samples,
-        "successes": counter.successes,
-        "log_ratio": check,
-    }
+    counts = {"samples": counter.samples, "successes": counter.successes}
+    return {**head, **fields, **counts, "log_ratio": check}

@@ -258,7 +258,7 @@ def test_cli_task_defaults_run_the_full_protocol(seen, tmp_path):
     """``--task scratchpad`` runs every algorithm, the drop arm and the one-pass setting;
     ``--quick`` and ``--no-one-pass`` turn the latter off; scratchpad2 runs A*-PO and GRPO."""
     from astarpo.cli import main
-    from astarpo.studies.efficiency.config import QUICK_TASK
+    from astarpo.studies.efficiency.config import TASK_PRESETS
 
     out = ["bench", "--out", str(tmp_path), "--task"]
     assert main([*out, "scratchpad"]) == 0
@@ -269,7 +269,7 @@ def test_cli_task_defaults_run_the_full_protocol(seen, tmp_path):
     assert not seen["cfg"].one_pass and seen["cfg"].grid_extensions == 0
     assert main([*out, "scratchpad", "--quick", "--micro-batch-size", "32"]) == 0
     assert not seen["cfg"].one_pass and seen["cfg"].algos == ("astarpo", "grpo")
-    assert seen["cfg"].max_train_seconds == QUICK_TASK["scratchpad"]["max_train_seconds"]
+    assert seen["cfg"].max_train_seconds == TASK_PRESETS["scratchpad"][1]["max_train_seconds"]
     assert seen["cfg"].micro_batch_size == 32 and seen["cfg"].max_new_tokens == 78
     assert main([*out, "scratchpad2"]) == 0
     assert seen["cfg"].algos == ("astarpo", "grpo") and seen["cfg"].max_new_tokens == 46

@@ -13,7 +13,7 @@ import pytest
 from study_fakes import fake_result, fake_run
 
 from astarpo.studies.efficiency import peers
-from astarpo.studies.efficiency.config import EfficiencyConfig, arms, is_peer_arm, peer_arms
+from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
 from astarpo.studies.efficiency.report import to_markdown
 from astarpo.studies.efficiency.summary import summarize
 
@@ -29,7 +29,6 @@ def test_peers_config_validation_and_arms():
     assert peer_arms(cfg) == ("trl_grpo", "trl_a2po")
     assert arms(cfg) == ("astarpo", "grpo", "astarpo_drop", "trl_grpo", "trl_a2po")
     assert arms(EfficiencyConfig(algos=("astarpo",))) == ("astarpo", "astarpo_drop")
-    assert is_peer_arm("trl_a2po") and not is_peer_arm("grpo")
 
 
 def test_missing_trl_fails_before_any_run(monkeypatch, tmp_path):

@@ -1,4 +1,5 @@
-"""Reading curves, on synthetic ones with known answers."""
+"""Reading measured curves, and several seeds' curves with their intervals, on synthetic ones
+with known answers."""
 
 from __future__ import annotations
 
@@ -6,13 +7,8 @@ import math
 
 import pytest
 
-from astarpo.studies.harness.curves import (
-    curve_area,
-    seed_curve,
-    target_levels,
-    time_to_target,
-    value_at,
-)
+from astarpo.analysis.curves import curve_area, target_levels, time_to_target, value_at
+from astarpo.analysis.stats import seed_curve
 
 
 def test_time_to_target_interpolates_and_reports_not_reached():

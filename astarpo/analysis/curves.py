@@ -1,26 +1,19 @@
-"""Reading a run's curve (a metric at its evaluations): pure functions on plain lists.
+"""Reading a measured curve (a metric at a run's evaluations): pure functions on plain lists.
 
-* :func:`time_to_target`: the first time a curve reaches a target, linearly interpolated
-  between the two evaluations that bracket the crossing (``None``: not reached);
-* :func:`value_at`: the curve at a time (linear between evaluations, held after the last);
-* :func:`curve_area`: its time-average over ``[0, horizon]`` (a sweep's score);
-* :func:`target_levels`: targets a fraction of the way from a reference to the best;
-* :func:`seed_curve`: the curves of several seeds evaluation by evaluation: the mean time and
-  the mean value with its 95% interval (:func:`~astarpo.analysis.stats.t_interval`) at each.
+:func:`time_to_target` (the first time a curve reaches a target, linear between the two
+evaluations that bracket the crossing; ``None``: not reached), :func:`value_at` (the curve at a
+time: linear between evaluations, held after the last), :func:`curve_area` (its time-average
+over ``[0, horizon]``, a sweep's score) and :func:`target_levels`. The interval of several
+seeds' curves is :func:`astarpo.analysis.stats.seed_curve`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.stats import NAN, t_interval
-
-__all__ = ["curve_area", "seed_curve", "target_levels", "time_to_target", "value_at"]
-
-Curve = tuple[Sequence[float], Sequence[float]]
+__all__ = ["curve_area", "target_levels", "time_to_target", "value_at"]
 
 
 def time_to_target(times: Sequence[float], values: Sequence[float], target: float) -> float | None:
@@ -41,7 +34,7 @@ def value_at(times: Sequence[float], values: Sequence[float], t: float) -> float
     """The curve at time ``t`` (``np.interp``): linear between evaluations, held after the last
     one, the first value before the first one; NaN without evaluations."""
     if not len(times):
-        return NAN
+        return float("nan")
     return float(np.interp(t, np.asarray(times, float), np.asarray(values, float)))
 
 
@@ -60,20 +53,3 @@ def target_levels(
 ) -> dict[str, float]:
     """Targets ``reference + f * (best_final - reference)`` keyed by the percentage ``f``."""
     return {f"{round(100 * f)}%": reference + f * (best_final - reference) for f in fractions}
-
-
-def seed_curve(
-    curves: Sequence[Curve], bounds: tuple[float, float] | None = (0.0, 1.0)
-) -> dict[str, Any]:
-    """Several seeds' curves of one run name, evaluation by evaluation (the evaluations all of
-    them have): ``time`` (mean over seeds), ``mean``, ``low``, ``high`` (the 95% t-interval of
-    the values, clipped to ``bounds``; NaN with one seed) and ``n`` (seeds)."""
-    curves = [c for c in curves if len(c[0])]
-    times, mean, low, high = [], [], [], []
-    for i in range(min((len(c[0]) for c in curves), default=0)):
-        m, lo, hi = t_interval([c[1][i] for c in curves], bounds=bounds)
-        times.append(float(np.mean([c[0][i] for c in curves])))
-        mean.append(m)
-        low.append(lo)
-        high.append(hi)
-    return {"time": times, "mean": mean, "low": low, "high": high, "n": len(curves)}
