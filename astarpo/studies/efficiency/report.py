@@ -215,8 +215,9 @@ def plot_summary(result: dict[str, Any], path: Any) -> Any:
         ys = [v + 0.25 * (i - 1) for v in y]
         style = {"color": f"C{i + 1}", "ms": 4, "label": f"target {label}"}
         errorbars(ax2, mean, ys, low, high, horizontal=True, **style)
-    ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target (s of the run clock)")
-    ax2.legend(loc="upper left", bbox_to_anchor=(-0.2, -0.24), ncol=3)
+    ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target\n(s of the run clock)")
+    handles, labels = ax2.get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, axis="x")
     seeds = result["config"]["seeds"]

@@ -57,19 +57,24 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 def process_lines(result: Mapping[str, Any]) -> list[str]:
     """The report's lines on the clock: the study's wall time and load average, a load warning,
-    and how many runs had CPU/wall below :data:`MIN_CPU_SHARE`."""
+    and how many runs had CPU/wall below :data:`MIN_CPU_SHARE` (a result from before the runs
+    recorded their processes: the wall time and load alone)."""
     if "wall_s" not in result:
         return []
-    load = result["load"]
+    load = result.get("load") or {"start": result.get("load_start"), "end": result.get("load_end")}
     runs = [r for r in result.get("runs", []) if "process" in r]
     lines = [
         "",
         f"Wall time of the whole study: {result['wall_s']:.0f} s; load average (1/5/15 min) "
-        f"at the start {load['start']}, at the end {load['end']}. Every run's clock and its "
-        f"process's wall and CPU time are in its result: {result.get('slow_runs', 0)} of "
-        f"{len(runs)} runs had CPU/wall below {MIN_CPU_SHARE} (`process.slow`: their core was "
-        "shared, their times are longer than on an idle machine).",
+        f"at the start {load['start']}, at the end {load['end']}.",
     ]
+    if runs:
+        lines[-1] += (
+            f" Every run's clock and its process's wall and CPU time are in its result: "
+            f"{result.get('slow_runs', 0)} of {len(runs)} runs had CPU/wall below "
+            f"{MIN_CPU_SHARE} (`process.slow`: their core was shared, their times are longer "
+            "than on an idle machine)."
+        )
     if load.get("warning"):
         lines.append(f"Warning at the start: {load['warning']}.")
     return lines

@@ -143,7 +143,7 @@ class Runner:
         result["environment"]["cpus"] = os.cpu_count()
 
 
-def rotated(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
+def rotated(names: Sequence[Any], seeds: int) -> Iterator[tuple[int, Any]]:
     """``(seed, name)`` of every run, seed by seed, the order of ``names`` rotated per seed so
     that the slow phases of a shared machine hit every name."""
     for seed in range(seeds):
