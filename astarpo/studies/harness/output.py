@@ -9,10 +9,14 @@ exactly the recorded paths (and a recorded file's ``.lock``). Nothing else is ev
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import threading
 from pathlib import Path
 
 __all__ = ["OutputDir"]
+
+_LOCK = threading.Lock()  # runs started from threads record their folders one at a time
 
 
 class OutputDir:
@@ -38,11 +42,15 @@ class OutputDir:
         return paths
 
     def record(self, rel: str) -> Path:
-        """Add ``rel`` to the manifest (before it is written); returns its full path."""
-        paths = self.recorded()
-        if rel not in paths:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self.manifest.write_text(json.dumps([*paths, rel], indent=0))
+        """Add ``rel`` to the manifest (before it is written; the manifest replaced whole);
+        returns its full path."""
+        with _LOCK:
+            paths = self.recorded()
+            if rel not in paths:
+                self.path.mkdir(parents=True, exist_ok=True)
+                tmp = self.manifest.with_suffix(".json.tmp")
+                tmp.write_text(json.dumps([*paths, rel], indent=0))
+                os.replace(tmp, self.manifest)
         return self.path / rel
 
     def clear(self, overwrite: bool) -> None:

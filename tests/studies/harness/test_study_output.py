@@ -55,3 +55,12 @@ def test_a_manifest_that_is_not_a_list_of_relative_paths_is_refused(tmp_path):
         out.manifest.write_text(text)
         with pytest.raises(ValueError, match="move it away"):
             out.clear(overwrite=True)
+
+
+def test_runs_recorded_from_threads_all_land_in_the_manifest(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = OutputDir(tmp_path, "t")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: out.record(f"runs/r{i}"), range(200)))
+    assert sorted(out.recorded()) == sorted(f"runs/r{i}" for i in range(200))
