@@ -137,15 +137,14 @@ _PAIR = dict(algos=("astarpo", "grpo"), drop_all_wrong=False)
 #: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
 #: reference (about 3-5 minutes on a loaded 2-core machine).
 _QUICK_SCRATCHPAD: dict[str, Any] = dict(
-    _PAIR,
+    QUICK,
+    **_PAIR,
     one_pass=False,
-    seeds=2,
     max_train_seconds=20.0,
     eval_every_seconds=10.0,
     lr_grid=(1e-4,),
     pool_size=64,
     eval_size=32,
-    val_size=32,
 )
 #: Per task: the fields that differ from the defaults, and those ``--quick`` sets.
 TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
