@@ -257,7 +257,7 @@ def test_a_bare_name_or_configs_name_is_a_preset_from_any_directory(tmp_path, mo
         ("{tmp}/paper.yaml", "no such file; give an existing YAML/JSON file, or a packaged"),
         ("sub/paper", "no such file (nor its folder 'sub')"),
         ("{tmp}", "is a directory; give a YAML/JSON file"),
-        ("nosuch", "no such file, and not a packaged preset (paper)"),
+        ("nosuch", "no such file, and not a packaged preset (gpu, paper)"),
     ],
 )
 def test_a_path_that_names_no_file_is_an_error_naming_it(spec, says, tmp_path, capsys):
