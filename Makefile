@@ -143,7 +143,7 @@ $(TRL_STAMP): pyproject.toml Makefile $(TRL_LOCK)
 
 trl-install: $(TRL_STAMP)
 
-# The tests marked `trl`: real TRL peer runs through the bench worker (and a --quick bench).
+# The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick bench).
 test-trl: trl-install
 	$(TRL_BIN)/python -m pytest -q -m trl -p no:cacheprovider tests
 

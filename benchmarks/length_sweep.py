@@ -5,18 +5,17 @@ Run from the repository root::
     python benchmarks/length_sweep.py --out docs/figures/length_sweep [--lengths 4,22,38,54,70]
         [--steps 6] [--bench docs/figures/bench_cpu.json --bench docs/figures/bench_scratchpad.json]
 
-Every algorithm gets the bench's protocol (:func:`astarpo.llm.bench.config.algorithm_config`:
-32 prompts per step, GRPO's G = 8, the paper's beta2) and the scratchpad task's model shape,
-untrained, with EOS masked out of the logits so that every response is exactly ``L`` tokens
-(the lengths default to the addition answer's 4 tokens and the scratchpad's worked solutions
-for 1 to 4 digits, 22 to 70). The algorithms' steps alternate (A*-PO, GRPO, PPO, REBEL, then
-again), so a load change on a shared machine hits all of them; the step-time ratios are paired
-by round (:func:`astarpo.llm.bench.stats.paired_ratio`: geometric mean, 95% t-interval). Beside
-them, the cost model's prediction from GRPO's measured unit costs
-(:mod:`astarpo.llm.bench.mechanism`) and, with ``--bench``, the time-to-target ratios that
-complete bench runs measured at their task's response length (read from their ``bench.json``).
-
-Writes ``OUT.json`` and ``OUT.png``.
+Every algorithm gets the efficiency study's protocol
+(:func:`astarpo.studies.harness.protocol.algorithm_config`: 32 prompts per step, GRPO's G = 8,
+the paper's beta2) and the scratchpad task's model shape, untrained, with EOS masked out of the
+logits so that every response is exactly ``L`` tokens (the addition answer's 4 tokens and the
+scratchpad's worked solutions for 1 to 4 digits, 22 to 70). The algorithms' steps alternate
+(:func:`astarpo.studies.harness.measure.alternate`), so a load change on a shared machine hits
+all of them; the ratios are paired by round (:func:`astarpo.analysis.stats.paired_ratio`:
+geometric mean, 95% interval). Beside them, the cost model's prediction from GRPO's unit costs
+(:func:`astarpo.studies.efficiency.mechanism.predicted_ratio`, the reward counted) and, with
+``--bench``, the time-to-target ratios of complete studies at their task's response length
+(from their ``bench.json``). Writes ``OUT.json`` and ``OUT.png``.
 """
 
 from __future__ import annotations
@@ -34,15 +33,18 @@ from typing import Any
 
 import torch
 
+from astarpo.analysis.figures import errorbars, figure, legend_below, save, styled
 from astarpo.analysis.stats import paired_ratio
-from astarpo.llm.bench.config import BenchConfig, algorithm_config
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.trainer import Trainer
+from astarpo.studies.efficiency.mechanism import predicted_ratio
+from astarpo.studies.harness.measure import alternate
+from astarpo.studies.harness.protocol import Protocol, algorithm_config
+from astarpo.studies.harness.training import PHASES
 
 ALGOS = ("astarpo", "grpo", "ppo", "rebel")
-PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 
 def _no_eos(model: Any, eos: int) -> None:
@@ -64,11 +66,10 @@ def _zero(prompts: list[str], completions: list[str], **kw: Any) -> list[float]:
 def measure(length: int, steps: int, warmup: int, batch: int, seed: int = 0) -> dict[str, Any]:
     """Alternating steps of every algorithm at response length ``length``."""
     tok = make_char_tokenizer()
-    shape = get_task("scratchpad").model
-    base = make_toy_model(tok, seed=seed, **shape).eval()
+    base = make_toy_model(tok, seed=seed, **get_task("scratchpad").model).eval()
     _no_eos(base, int(tok.eos_token_id))
     rows = scratchpad_task(batch * 4, seed=seed, digits=4)
-    cfg = BenchConfig(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
+    cfg = Protocol(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
     trainers = {}
     for algo in ALGOS:
         out = Path(tempfile.mkdtemp(prefix=f"ls-{algo}-"))
@@ -80,102 +81,89 @@ def measure(length: int, steps: int, warmup: int, batch: int, seed: int = 0) -> 
         trainers[algo] = Trainer(
             policy, base, [_zero], args=args, train_dataset=rows, v_star_table=v, tokenizer=tok
         )
-    times: dict[str, list[float]] = {a: [] for a in ALGOS}
-    phases: dict[str, dict[str, list[float]]] = {a: {k: [] for k in PHASES} for a in ALGOS}
-    lengths: dict[str, list[float]] = {a: [] for a in ALGOS}
-    samples: dict[str, int] = {}
-    for i in range(warmup + steps):
-        for algo, tr in trainers.items():
-            t0 = time.perf_counter()
-            rec = tr.step()
-            dt = time.perf_counter() - t0
-            samples[algo] = tr.algorithm.samples_per_prompt
-            if i >= warmup:
-                times[algo].append(dt)
-                lengths[algo].append(float(rec["response_length/mean"]))
-                for k in PHASES:
-                    phases[algo][k].append(float(rec.get(f"time/{k}", 0.0)))
+    times = alternate({a: (lambda i, t=t: t.step()) for a, t in trainers.items()}, steps, warmup)
+    mean = {a: {k: statistics.fmean(v) for k, v in t.items()} for a, t in times.items()}
     g = trainers["grpo"].algorithm.samples_per_prompt
-    unit = {k: statistics.fmean(phases["grpo"][k]) / (batch * g) for k in PHASES}
-    r = statistics.fmean(phases["astarpo"]["ref_logprobs"]) / batch
-    grpo_seq = unit["generate"] + unit["ref_logprobs"] + unit["update"] + unit["reward"]
-    predicted = (unit["generate"] + r + unit["update"] + unit["reward"]) / (g * grpo_seq)
+    unit = {k: mean["grpo"][f"time/{k}"] / (batch * g) for k in PHASES}
+    units = {"g": unit["generate"], "r_grpo": unit["ref_logprobs"], "u": unit["update"]}
+    units.update(w=unit["reward"], r=mean["astarpo"]["time/ref_logprobs"] / batch)
+    phases = {a: {k: m[f"time/{k}"] for k in PHASES} for a, m in mean.items()}
     return {
         "length": length,
-        "response_tokens": {a: statistics.fmean(v) for a, v in lengths.items()},
-        "step_s": {a: statistics.fmean(v) for a, v in times.items()},
-        "phases_s": {a: {k: statistics.fmean(v) for k, v in p.items()} for a, p in phases.items()},
-        "generate_share": {
-            a: statistics.fmean(p["generate"]) / sum(statistics.fmean(x) for x in p.values())
-            for a, p in phases.items()
-        },
-        "samples_per_prompt": samples,
-        "ratio": {a: paired_ratio(times["astarpo"], times[a]) for a in ALGOS if a != "astarpo"},
-        "predicted_ratio_grpo": predicted,
+        "response_tokens": {a: m["response_length/mean"] for a, m in mean.items()},
+        "step_s": {a: m["wall"] for a, m in mean.items()},
+        "phases_s": phases,
+        "generate_share": {a: p["generate"] / sum(p.values()) for a, p in phases.items()},
+        "samples_per_prompt": {a: t.algorithm.samples_per_prompt for a, t in trainers.items()},
+        "ratio": {a: paired_ratio(times["astarpo"]["wall"], times[a]["wall"]) for a in ALGOS[1:]},
+        "predicted_ratio_grpo": predicted_ratio(units, g),
     }
 
 
 def bench_points(paths: list[str]) -> list[dict[str, Any]]:
-    """Time-to-target ratios (A*-PO over GRPO, PPO and REBEL, 50% target) of complete bench
-    runs, at their task's reference response length (``vs``: the other algorithm)."""
+    """Time-to-target ratios (A*-PO over GRPO, PPO and REBEL, 50% target) of complete studies,
+    at their task's reference response length (``vs``: the other algorithm)."""
     points = []
     for p in paths:
         res = json.loads(Path(p).read_text())
-        s = res["summary"]
-        length = res["reference"].get("response_tokens_p50")
-        if length is None:  # a bench from before the length was recorded: the addition answer
-            length = 4.0
+        length = res["reference"].get("response_tokens_p50") or 4.0  # older: the addition answer
         for algo in ALGOS[1:]:
-            r = s["ratios"].get(algo, {}).get("50%")
+            r = res["summary"]["ratios"].get(algo, {}).get("50%")
             if r and r.get("pairs"):
                 points.append({"bench": p, "length": length, "target": "50%", "vs": algo, **r})
     return points
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    """Step-time ratio against response length, with intervals, and the bench points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from astarpo.analysis.figures import errorbars
-
-    plt.rcParams.update({"font.size": 10, "legend.fontsize": 10})
-    fig, ax = plt.subplots(figsize=(7.6, 4.6))
-    pts = result["points"]
-    xs = [p["length"] for p in pts]
-    styles = {"grpo": ("o", "C0"), "ppo": ("s", "C1"), "rebel": ("^", "C2")}
-    shift = {"grpo": -1.2, "ppo": 0.0, "rebel": 1.2}  # stars side by side at one length
-    for algo, (marker, color) in styles.items():
-        ys = [p["ratio"][algo]["ratio"] for p in pts]
-        lo = [p["ratio"][algo]["low"] for p in pts]
-        hi = [p["ratio"][algo]["high"] for p in pts]
-        errorbars(ax, xs, ys, lo, hi, fmt="-", marker=marker, color=color,
-                  label=f"step, vs {algo}")  # fmt: skip
-    ax.plot(xs, [p["predicted_ratio_grpo"] for p in pts], "k--", label="cost model, vs grpo")
-    for algo, (_, color) in styles.items():
-        bs = [b for b in result["bench"] if b.get("vs", "grpo") == algo]
-        for b in bs:
+@styled
+def plot(result: dict[str, Any], path: Path) -> Any:
+    """Step-time ratio against response length, with intervals, and the studies' points."""
+    fig, (ax,) = figure(height=4.6)
+    xs = [p["length"] for p in result["points"]]
+    styles = {"grpo": ("o", "C0", -1.2), "ppo": ("s", "C1", 0.0), "rebel": ("^", "C2", 1.2)}
+    for algo, (marker, color, shift) in styles.items():
+        r = [p["ratio"][algo] for p in result["points"]]
+        errorbars(
+            ax,
+            xs,
+            [x["ratio"] for x in r],
+            [x["low"] for x in r],
+            [x["high"] for x in r],
+            fmt="-",
+            marker=marker,
+            color=color,
+            label=f"step, vs {algo}",
+        )
+        for b in [b for b in result["bench"] if b.get("vs", "grpo") == algo]:
             errorbars(
-                ax, [b["length"] + shift[algo]], [b["ratio"]], [b["low"]], [b["high"]],
-                fmt="*", ms=13, color=color, mec="black",
-            )  # fmt: skip
-        if bs:
-            ax.plot([], [], "*", color=color, mec="black", ms=13,
-                    label=f"time to 50% target, vs {algo}")  # fmt: skip
+                ax,
+                [b["length"] + shift],
+                [b["ratio"]],
+                [b["low"]],
+                [b["high"]],
+                fmt="*",
+                ms=13,
+                color=color,
+                mec="black",
+            )
+        ax.plot(
+            [], [], "*", color=color, mec="black", ms=13, label=f"time to 50% target, vs {algo}"
+        )
+    ax.plot(
+        xs,
+        [p["predicted_ratio_grpo"] for p in result["points"]],
+        "k--",
+        label="cost model, vs grpo",
+    )
     ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set_xlabel("response length (tokens)")
-    ax.set_ylabel("A*-PO / other (< 1: A*-PO faster)")
-    ax.set_title("A*-PO over each algorithm: step time and time to target (stars)\n95% intervals")
-    ax.set_yscale("log")
+    ax.set(
+        xlabel="response length (tokens)", ylabel="A*-PO / other (< 1: A*-PO faster)", yscale="log"
+    )
     ticks = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
     ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
     ax.minorticks_off()
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=160, bbox_inches="tight")
-    plt.close(fig)
+    legend_below(fig, *ax.get_legend_handles_labels())
+    title = "A*-PO over each algorithm: step time and time to target (stars), 95% intervals"
+    return save(fig, path, title, strict=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,41 +179,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--replot",
         action="store_true",
-        help="keep OUT.json's measured points; redo the bench points and the figure only",
+        help="keep OUT.json's points; redo the studies' points and the figure",
     )
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out).with_suffix(".json")
+    command = "python benchmarks/length_sweep.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
     if args.replot:
-        result = json.loads(out.with_suffix(".json").read_text())
-        result["bench"] = bench_points(args.bench)
-        result["replot_command"] = "python benchmarks/length_sweep.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]
+        result = {
+            **json.loads(out.read_text()),
+            "bench": bench_points(args.bench),
+            "replot_command": command,
+        }
+    else:
+        torch.set_num_threads(args.threads)
+        t0, load0, points = time.perf_counter(), os.getloadavg(), []
+        for length in (int(x) for x in args.lengths.split(",")):
+            p = measure(length, args.steps, args.warmup, args.batch_size)
+            points.append(p)
+            ratios = ", ".join(f"{a} {r['ratio']:.3f}" for a, r in p["ratio"].items())
+            print(
+                f"L={length}: step ratio A*-PO/ {ratios}; cost model vs grpo "
+                f"{p['predicted_ratio_grpo']:.3f}",
+                flush=True,
+            )
+        result = {"command": command, "points": points, "bench": bench_points(args.bench)}
+        result.update(
+            wall_s=time.perf_counter() - t0,
+            load={"start": list(load0), "end": list(os.getloadavg())},
         )
-        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-        plot(result, out.with_suffix(".png"))
-        return 0
-    torch.set_num_threads(args.threads)
-    t0, load0 = time.perf_counter(), os.getloadavg()
-    points = []
-    for length in (int(x) for x in args.lengths.split(",")):
-        p = measure(length, args.steps, args.warmup, args.batch_size)
-        points.append(p)
-        ratios = ", ".join(f"{a} {r['ratio']:.3f}" for a, r in p["ratio"].items())
-        print(f"L={length}: step ratio A*-PO/ {ratios}; cost model vs grpo "
-              f"{p['predicted_ratio_grpo']:.3f}; GRPO generation share "
-              f"{p['generate_share']['grpo']:.2f}", flush=True)  # fmt: skip
-    result = {
-        "command": "python benchmarks/length_sweep.py "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "points": points,
-        "bench": bench_points(args.bench),
-        "wall_s": time.perf_counter() - t0,
-        "load": {"start": list(load0), "end": list(os.getloadavg())},
-    }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))
-    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+    print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0
 
 

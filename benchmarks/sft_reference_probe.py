@@ -19,10 +19,9 @@ import argparse
 
 import torch
 
-from astarpo.llm.bench.config import BenchConfig
-from astarpo.llm.bench.run import REF_SEED, REF_SFT_BATCH, splits
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.toy.sft import SFTConfig, check_accuracy, sft
+from astarpo.studies.harness.protocol import REF_SEED, SFT_BATCH, Protocol, splits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,12 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=25, help="print every this many steps")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    cfg = BenchConfig()
+    cfg = Protocol()
     rows = splits(cfg)
     tok = make_char_tokenizer()
     model = make_toy_model(tok, seed=REF_SEED)
     # The bench's schedule (warm-up from sft_steps) with the stop disabled.
-    config = SFTConfig(cfg.sft_steps, REF_SFT_BATCH, cfg.sft_lr)
+    config = SFTConfig(cfg.sft_steps, SFT_BATCH, cfg.sft_lr)
     stopped: list[int] = []
 
     def at_step(step: int, loss: float) -> None:

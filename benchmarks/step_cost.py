@@ -1,54 +1,50 @@
-"""Cost of one A*-PO ``Trainer.step()`` in two source trees, measured by the same code.
+"""The cost of one A*-PO ``Trainer.step()``: against a hand-written loop, or in two source trees.
 
 Run from the repository root::
 
-    python benchmarks/step_cost.py --before /path/to/old/checkout --after . \\
-        [--rounds 5] [--warmup 3] [--steps 15] [--threads 1] [--mixed-precision auto]
+    python benchmarks/step_cost.py [--steps 40] [--task scratchpad --reference DIR]
+    python benchmarks/step_cost.py --before /path/to/old/checkout [--after .] [--rounds 5]
 
-The setting is that of ``astarpo bench`` on CPU: the bench's weak reference (the toy model
-after its cached SFT; ``--untrained`` for the random toy model), saved once to a temporary
-directory and loaded by both sides as policy and reference, so both trees step the same
-weights; 32 prompts of the zero-padded 2-digit addition task per step, ``max_new_tokens`` 5,
-temperature 1, learning rate 1e-4, ``beta2`` 1e-3, V* = 0.5 for every prompt (a dict), exact
-match reward, one torch thread.
+The setting is that of ``astarpo bench`` on CPU: the study's weak reference (the toy model after
+its cached SFT; ``--untrained``: the random toy model; ``--reference``: a saved one) as policy
+and reference, 32 prompts of the task per step, its token budget, temperature 1, learning rate
+1e-4, ``beta2`` 1e-3, V* = 0.5 for every prompt, the task's reward, one torch thread.
 
-Each round is a fresh child process per tree (``PYTHONPATH`` set to the tree), rounds
-alternating before, after, before, after, ... so both see the same machine load; a child runs
-``--warmup`` steps, then ``--steps`` timed ones. The child code imports the new module layout
-and falls back to the old one (``astarpo.llm.toy``, ``astarpo.llm.rewards``, ...).
+Without ``--before``, two copies train side by side in one process, steps alternating so that
+both see the same load: one through the library's ``Trainer.step`` (generation, rewards,
+reference log-probs, update), one through the loop below written from scratch
+(``model.generate``, two forward passes, the A*-PO loss, backward, clipping, AdamW). The loop is
+fixed, so the ratio library / hand-written (target <= 1.05) measured before and after a library
+change compares the library with itself under any load.
 
-Prints, for each tree, the median over rounds of each round's median wall and CPU
-(``process_time``, the steadier figure on a shared machine) milliseconds per step and the
-per-phase medians; then the ratio after / before (median of the per-round ratios, with their
-min..max), and the load average before and after the measurement.
+With ``--before``, each round is a fresh process per tree (``PYTHONPATH`` set to it; the child
+falls back to the module layouts before each refactor), rounds alternating before, after, ...:
+``--warmup`` steps, then ``--steps`` timed ones.
+
+Prints median wall and CPU (``process_time``: the steadier figure on a shared machine) ms per
+step and the library's per-phase medians, the ratio as a geometric mean of the paired ratios
+(per step, or per round) with its 95% interval (:func:`astarpo.analysis.stats.paired_ratio`),
+and the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 
-# Where the toy model and its problems lived, newest layout first.
-TOY_MODULES = (
-    "astarpo.llm.models.toy",
-    "astarpo.llm.toy.problems",
-    "astarpo.llm.toy.model",
-    "astarpo.llm.toy",
-)
-
-
 def _import(name: str, *modules: str) -> Any:
-    """``name`` from the first of ``modules`` that has it (the current layout first, then the
-    layouts before each refactor, so that a baseline checkout runs this script too)."""
+    """``name`` from the first of ``modules`` that has it (the current layout first, then those
+    before each refactor, so that an old checkout runs the child too)."""
     import importlib
 
     for module in modules:
@@ -59,137 +55,263 @@ def _import(name: str, *modules: str) -> Any:
     raise ImportError(f"none of {', '.join(modules)} has {name}")
 
 
-def child_prepare(model_dir: str, untrained: bool) -> None:
-    """Save the reference (SFT'd toy model, or the untrained one) to ``model_dir``."""
-    toy = TOY_MODULES
-    tok = _import("make_char_tokenizer", *toy)()
-    model = _import("make_toy_model", *toy)(tok, seed=0)
-    if not untrained:
-        rows = _import("addition_task", *toy)(9000, seed=0, zero_pad=True)[1000:]
-        sft_cfg = _import("SFTConfig", "astarpo.llm.toy.sft", "astarpo.llm.sft")(500, 64, 2e-3)
-        cached_sft = _import("cached_sft", "astarpo.llm.toy.sft", "astarpo.llm.sft")
-        model, _ = cached_sft(model, tok, rows, sft_cfg, progress=False)
-    model.save_pretrained(model_dir)
+TOY = (
+    "astarpo.llm.models.toy",
+    "astarpo.llm.toy.problems",
+    "astarpo.llm.toy.model",
+    "astarpo.llm.toy",
+)
 
 
-def child_run(args: argparse.Namespace) -> None:
-    """Time ``args.warmup + args.steps`` steps; print one JSON line of per-step figures."""
+def library_trainer(model_dir: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> Any:
+    """The library's A*-PO trainer of this setting, in whatever tree is imported."""
     import dataclasses
-    import time
 
-    import torch
     from transformers import AutoModelForCausalLM
 
     from astarpo.llm import AStarPOConfig, AStarPOTrainer
 
-    torch.set_num_threads(args.threads)
-    toy = TOY_MODULES
-    tok = _import("make_char_tokenizer", *toy)()
-    rows = _import("addition_task", *toy)(10000, seed=1, zero_pad=True)[: args.batch_size]
-    reward = _import(
-        "exact_match_reward",
-        "astarpo.llm.rewards.builtin",
-        "astarpo.llm.data.rewards",
-        "astarpo.llm.rewards",
-    )
-    policy = AutoModelForCausalLM.from_pretrained(args.child_run).train()
-    ref = AutoModelForCausalLM.from_pretrained(args.child_run).eval()
+    reward = _import("exact_match_reward", "astarpo.llm.rewards.builtin", "astarpo.llm.rewards")
+    if args.task != "addition":
+        reward = _import("get_task", "astarpo.llm.toy.tasks")(args.task).reward
     fields = {f.name for f in dataclasses.fields(AStarPOConfig)}
-    backend = {"backend": "hf"} if "backend" in fields else {"generation_backend": "hf"}
-    quiet = {"report_to": "none"} if "report_to" in fields else {"tensorboard": False}
+    old = {"generation_backend": "hf", "tensorboard": False}
+    new = {"backend": "hf", "report_to": "none", "mixed_precision": args.mixed_precision}
     cfg = AStarPOConfig(
-        output_dir=tempfile.mkdtemp(), batch_size=args.batch_size, learning_rate=1e-4,
-        beta2=1e-3, max_new_tokens=5, temperature=1.0, generation_batch_size=256,
-        save_steps=0, device="cpu", progress=False,
-        mixed_precision=args.mixed_precision, **backend, **quiet,
-    )  # fmt: skip
-    trainer = AStarPOTrainer(
-        policy, ref, [reward], args=cfg, train_dataset=rows,
-        v_star_table={r["prompt"]: 0.5 for r in rows}, tokenizer=tok,
-    )  # fmt: skip
+        output_dir=tempfile.mkdtemp(),
+        batch_size=len(rows),
+        learning_rate=1e-4,
+        beta2=1e-3,
+        max_new_tokens=args.max_new_tokens,
+        temperature=1.0,
+        generation_batch_size=256,
+        save_steps=0,
+        device="cpu",
+        progress=False,
+        **{k: v for k, v in {**old, **new}.items() if k in fields},
+    )
+    models = [AutoModelForCausalLM.from_pretrained(model_dir) for _ in range(2)]
+    return AStarPOTrainer(
+        models[0].train(),
+        models[1].eval(),
+        [reward],
+        args=cfg,
+        train_dataset=rows,
+        v_star_table={r["prompt"]: 0.5 for r in rows},
+        tokenizer=_tokenizer(),
+    )
+
+
+def _tokenizer() -> Any:
+    return _import("make_char_tokenizer", *TOY)()
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.task == "addition":
+        return _import("addition_task", *TOY)(10000, seed=1, zero_pad=True)[: args.batch_size]
+    return _import("get_task", "astarpo.llm.toy.tasks")(args.task).rows(10000, 1)[: args.batch_size]
+
+
+def hand_written_step(
+    policy: Any,
+    ref: Any,
+    opt: Any,
+    tok: Any,
+    rows: list[dict[str, str]],
+    max_new: int,
+    seed: int,
+    need_eos: bool,
+) -> None:
+    """One A*-PO step written from scratch (V* = 0.5, ``beta2`` 1e-3)."""
+    import torch
+
+    enc = tok(
+        [r["prompt"] for r in rows], add_special_tokens=False, padding=True, return_tensors="pt"
+    )
+    width = enc["input_ids"].shape[1]
+    policy.eval()
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = policy.generate(
+            **enc,
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=max_new,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    policy.train()
+    resp = out[:, width:]
+    is_eos = resp == tok.eos_token_id
+    first = torch.where(is_eos.any(1), is_eos.float().argmax(1), resp.shape[1] - 1)
+    mask = torch.arange(resp.shape[1]).unsqueeze(0) <= first.unsqueeze(1)
+    texts = tok.batch_decode(resp.masked_fill(~mask, tok.pad_token_id), skip_special_tokens=True)
+    ended = is_eos.any(1).tolist()  # the scratchpad's reward also needs EOS
+    ok = [
+        t.strip() == r["answer"] and (e or not need_eos)
+        for t, r, e in zip(texts, rows, ended, strict=True)
+    ]
+    reward = torch.tensor([float(x) for x in ok])
+    attn = torch.cat([enc["attention_mask"], mask.long()], 1)
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+
+    def logp(model: Any) -> torch.Tensor:
+        logits = model(input_ids=out, attention_mask=attn, position_ids=pos, use_cache=False).logits
+        lp = torch.log_softmax(logits[:, width - 1 : -1].float(), -1)
+        return (lp.gather(-1, resp.unsqueeze(-1)).squeeze(-1) * mask).sum(-1)
+
+    with torch.no_grad():
+        logp_ref = logp(ref)
+    loss = ((1e-3 * (logp(policy) - logp_ref) - (reward - 0.5)) ** 2).mean()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+    opt.step()
+
+
+def child(args: argparse.Namespace) -> None:
+    """Time ``warmup + steps`` library steps in this tree; print one JSON line of per-step
+    seconds (wall, cpu and the phases)."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    trainer = library_trainer(args.child, args, _rows(args))
     out: dict[str, list[float]] = {"wall": [], "cpu": [], **{k: [] for k in PHASES}}
     for i in range(args.warmup + args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         rec = trainer.step()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         if i >= args.warmup:
-            out["wall"].append(wall)
-            out["cpu"].append(cpu)
+            out["wall"].append(time.perf_counter() - t0)
+            out["cpu"].append(time.process_time() - c0)
             for k in PHASES:
                 out[k].append(float(rec.get(f"time/{k}", float("nan"))))
     print(json.dumps(out))
 
 
-def run_round(tree: str, model_dir: str, args: argparse.Namespace) -> dict[str, float]:
-    """One child process on ``tree``; the medians of its timed steps."""
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OMP_NUM_THREADS=str(args.threads))
-    cmd = [sys.executable, os.path.abspath(__file__), "--child-run", model_dir]
-    cmd += ["--warmup", str(args.warmup), "--steps", str(args.steps)]
-    cmd += ["--threads", str(args.threads), "--batch-size", str(args.batch_size)]
-    cmd += ["--mixed-precision", args.mixed_precision]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise SystemExit(f"child on {tree} failed:\n{proc.stderr[-4000:]}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {k: statistics.median(v) for k, v in data.items()}
+def reference(args: argparse.Namespace, tmp: str) -> str:
+    """The folder of the setting's reference (see the module doc), saved under ``tmp``."""
+    from pathlib import Path
 
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.toy.tasks import get_task
+    from astarpo.studies.harness.protocol import Protocol, make_reference
 
-def _loadavg() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+    task = get_task(args.task)
+    if args.reference:
+        return str(args.reference)
+    if args.untrained:
+        make_toy_model(make_char_tokenizer(), seed=0, **task.model).save_pretrained(tmp)
+        return tmp
+    cfg = Protocol(task=args.task, max_new_tokens=args.max_new_tokens, sft_lr=task.sft_lr)
+    make_reference(cfg, Path(tmp))
+    return str(Path(tmp) / "reference")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the arguments, run the rounds (or be a child) and print the table."""
+    """Parse the flags, measure (or be a child) and print the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", default=None, help="source tree of the baseline")
+    ap.add_argument("--before", default=None, help="source tree of the baseline (tree mode)")
     ap.add_argument("--after", default=".", help="source tree measured against it")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds per tree (>= 3)")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed steps per round")
-    ap.add_argument("--steps", type=int, default=15, help="timed steps per round")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per tree (tree mode, >= 2)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps (40; tree mode: 15)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--mixed-precision", default="auto", help="both trees' setting")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mixed-precision", default="auto", help="the library's setting")
+    ap.add_argument("--task", default="addition", choices=("addition", "scratchpad"))
+    ap.add_argument("--reference", default=None, help="a saved reference model folder")
     ap.add_argument("--untrained", action="store_true", help="the random toy model instead")
-    ap.add_argument("--child-run", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--child-prepare", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.child_prepare:
-        child_prepare(args.child_prepare, args.untrained)
+    args.steps = args.steps or (15 if args.before else 40)
+    args.max_new_tokens = 5 if args.task == "addition" else 78
+    if args.child:
+        child(args)
         return 0
-    if args.child_run:
-        child_run(args)
-        return 0
-    if args.before is None:
-        ap.error("--before is required")
-    trees = {"before": args.before, "after": args.after}
-    load0 = _loadavg()
-    with tempfile.TemporaryDirectory() as model_dir:
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(args.after))
-        cmd = [sys.executable, os.path.abspath(__file__), "--child-prepare", model_dir]
-        cmd += ["--untrained"] if args.untrained else []
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
-        res: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
-        for r in range(args.rounds):
-            for name, tree in trees.items():
-                res[name].append(run_round(tree, model_dir, args))
-                got = res[name][-1]
-                print(f"round {r + 1} {name:6s} {1e3 * got['wall']:7.1f} ms wall "
-                      f"{1e3 * got['cpu']:7.1f} ms CPU", flush=True)  # fmt: skip
-    print(f"\nA*-PO step, batch {args.batch_size}, {args.rounds} rounds x ({args.warmup} warm-up"
-          f" + {args.steps} timed) steps per tree, torch threads {args.threads}, "
-          f"mixed_precision={args.mixed_precision}")  # fmt: skip
-    for name, tree in trees.items():
-        med = {k: statistics.median(x[k] for x in res[name]) for k in res[name][0]}
-        phases = ", ".join(f"{k} {1e3 * med[k]:.1f}" for k in PHASES)
-        print(f"{name:6s} {1e3 * med['wall']:7.1f} ms/step wall, {1e3 * med['cpu']:7.1f} ms/step "
-              f"CPU; phases (wall ms) {phases}   [{tree}]")  # fmt: skip
+    from astarpo.analysis.stats import paired_ratio
+    from astarpo.studies.harness.runner import run_process
+
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = reference(args, tmp)
+        if args.before:
+            res = _trees(args, model_dir, run_process)
+        else:
+            res = _side_by_side(args, model_dir)
+    a, b = res
+    print(
+        f"A*-PO step, task {args.task}, batch {args.batch_size}, {args.steps} timed steps, "
+        f"torch threads {args.threads}, mixed_precision={args.mixed_precision}"
+    )
+    for name, r in res.items():
+        phases = ", ".join(f"{k} {1e3 * statistics.median(r[k]):.1f}" for k in PHASES if k in r)
+        print(
+            f"{name:12s} {1e3 * statistics.median(r['wall']):8.1f} ms/step wall, "
+            f"{1e3 * statistics.median(r['cpu']):8.1f} ms CPU (medians); phases (ms) {phases}"
+        )
     for k in ("wall", "cpu"):
-        ratios = [a[k] / b[k] for a, b in zip(res["after"], res["before"], strict=True)]
-        print(f"ratio after / before, {k:4s}: {statistics.median(ratios):.3f} "
-              f"(rounds {min(ratios):.3f} .. {max(ratios):.3f})")  # fmt: skip
-    print(f"load average (1, 5, 15 min): before {load0}, after {_loadavg()}")
+        r = paired_ratio(res[a][k], res[b][k])
+        print(
+            f"ratio {a} / {b}, {k:4s}: {r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
+            f"(95%, {r['pairs']} pairs; target <= 1.05 against the hand-written loop)"
+        )
+    print(f"load average (1, 5, 15 min): before {load0}, after {os.getloadavg()}")
     return 0
+
+
+def _side_by_side(args: argparse.Namespace, model_dir: str) -> dict[str, dict[str, list[float]]]:
+    """The library step and the hand-written one, alternating, in this process."""
+    import torch
+
+    from astarpo.studies.harness.measure import alternate
+
+    torch.set_num_threads(args.threads)
+    rows, lib = _rows(args), library_trainer(model_dir, args, _rows(args))
+    mine = copy.deepcopy(lib.ref_model).train().requires_grad_(True)
+    opt = torch.optim.AdamW(mine.parameters(), lr=1e-4, weight_decay=0.0)
+    tok, eos = _tokenizer(), args.task != "addition"
+    steps = {
+        "library": lambda i: lib.step(),
+        "hand-written": lambda i: hand_written_step(
+            mine, lib.ref_model, opt, tok, rows, args.max_new_tokens, i, eos
+        ),
+    }
+    times = alternate(steps, args.steps, args.warmup)
+    for k in PHASES:
+        times["library"][k] = times["library"].pop(f"time/{k}")
+    return times
+
+
+def _trees(args: argparse.Namespace, model_dir: str, run_process: Any) -> dict[str, Any]:
+    """Rounds of a child process per tree; per tree the medians of each round's steps."""
+    trees = {"after": args.after, "before": args.before}
+    res: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+    flags = ["--child", model_dir, "--warmup", str(args.warmup), "--steps", str(args.steps)]
+    flags += ["--threads", str(args.threads), "--batch-size", str(args.batch_size)]
+    flags += ["--mixed-precision", args.mixed_precision, "--task", args.task]
+    for r in range(args.rounds):
+        for name, tree in reversed(trees.items()):  # before, after, before, ...
+            env = dict(
+                os.environ, PYTHONPATH=os.path.abspath(tree), OMP_NUM_THREADS=str(args.threads)
+            )
+            with tempfile.TemporaryFile("w+") as out:
+                code, _, _ = run_process(
+                    [sys.executable, os.path.abspath(__file__), *flags], env=env, stdout=out
+                )
+                out.seek(0)
+                if code:
+                    raise SystemExit(f"the child on {tree} failed (exit code {code})")
+                data = json.loads(out.read().strip().splitlines()[-1])
+            for k, v in data.items():
+                res[name].setdefault(k, []).append(statistics.median(v))
+            print(
+                f"round {r + 1} {name:6s} {1e3 * res[name]['wall'][-1]:7.1f} ms wall "
+                f"{1e3 * res[name]['cpu'][-1]:7.1f} ms CPU   [{tree}]",
+                flush=True,
+            )
+    return res
 
 
 if __name__ == "__main__":

@@ -25,8 +25,11 @@ LAYERS = [
     "training",
     "eval",
     "toy",
-    "bench",
 ]
+
+# What may not import the studies (astarpo.studies sits above every library layer), and the
+# studies' own rule: the harness imports no study, a study only the harness and itself.
+BELOW_STUDIES = ("astarpo.llm", "astarpo.theory", "astarpo.objective", "astarpo.oracle")
 
 
 def _module_name(path: Path) -> str:
@@ -144,6 +147,39 @@ def test_llm_dependencies_point_one_way() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_nothing_below_the_studies_imports_them() -> None:
+    graph = _graph(_modules())
+    bad = [
+        f"{name} imports {dep}"
+        for name, deps in graph.items()
+        if name.startswith(BELOW_STUDIES) or name in ("astarpo", "astarpo.analysis")
+        for dep in deps
+        if dep.startswith("astarpo.studies")
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def _study(module: str) -> str | None:
+    """The subpackage of ``astarpo.studies`` a module belongs to (``harness``, a study's name,
+    ``registry``), or None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["astarpo", "studies"] else None
+
+
+def test_a_study_imports_only_the_harness_and_itself() -> None:
+    bad = []
+    for name, deps in _graph(_modules()).items():
+        own = _study(name)
+        if own is None or own == "registry":
+            continue
+        for dep in deps:
+            other = _study(dep)
+            if other is not None and other not in ("harness", own):
+                bad.append(f"{name} imports {dep}")
+    assert not bad, "\n".join(bad)
+    assert _study("astarpo.studies.harness.runner") == "harness" and _study("astarpo.x") is None
+
+
 def test_core_does_not_import_llm_or_theory() -> None:
     for core in ("astarpo.objective", "astarpo.oracle", "astarpo"):
         deps = _graph(_modules())[core]
@@ -165,7 +201,6 @@ def test_modules_and_functions_are_short() -> None:
     """~350 lines per module and ~80 per function (docstring excluded), except the listed,
     justified ones."""
     allowed_functions = {
-        "astarpo.llm.bench.report.to_markdown": "the report's tables in page order",
         "astarpo.llm.training.trainer.step": "one Stage 2 step, read top to bottom in 5 phases",
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
     }

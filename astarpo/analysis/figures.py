@@ -7,8 +7,9 @@ shows at 9.8 pt or more. Legends sit outside the data (below the panel or the fi
 most :data:`MAX_LEGEND` entries; exact zeros on a log axis are marked and labelled, not drawn
 at a tiny value. Means over seeds come with their 95% intervals (shaded bands or error bars);
 a point and its interval are drawn by :func:`errorbars`, which refuses an interval that does not
-contain its point (:func:`check_interval`). Each experiment module has its own
-``plot(result, path)``, decorated with :func:`styled`.
+contain its point (:func:`check_interval`). A curve measured at evaluations (a study's run over
+seeds) is drawn at them only, by :func:`seed_errorbars` (:data:`CURVES` says how, for a title).
+Each experiment module has its own ``plot(result, path)``, decorated with :func:`styled`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = [
+    "CURVES",
     "DPI",
     "FONT",
     "MAX_LEGEND",
@@ -36,6 +38,7 @@ __all__ = [
     "mark_zeros",
     "reference_slopes",
     "save",
+    "seed_errorbars",
     "styled",
 ]
 
@@ -47,6 +50,8 @@ DPI = 150
 FONT = 10.0
 #: Most entries of one legend.
 MAX_LEGEND = 8
+#: How :func:`seed_errorbars` draws a curve, for the title of a figure that holds one.
+CURVES = "markers: evaluations, mean over seeds with 95% interval; thin lines only join them"
 #: The gap's mathtext label.
 GAP = r"$J_{\beta_2}(\pi^*) - J_{\beta_2}(\pi)$"
 _STYLE: dict[str, Any] = {
@@ -167,6 +172,41 @@ def errorbars(
     if horizontal:
         return ax.errorbar(value, y, xerr=err, **kw)
     return ax.errorbar(x, value, yerr=err, **kw)
+
+
+def seed_errorbars(
+    ax: Any,
+    curves: Any,
+    name: str,
+    color: Any,
+    dashed: bool = False,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+    label: str | None = None,
+) -> list[float]:
+    """Several seeds' curves (``(times, values)`` each) of run ``name``, at their evaluations
+    only: a marker per evaluation (the mean over seeds at the mean time, its 95% interval an
+    error bar, :func:`~astarpo.analysis.stats.seed_curve`), joined by a thin line that is no data.
+
+    Args:
+        ax: The axes.
+        curves: One ``(times, values)`` per seed.
+        name: The run name; the label is ``"name (n = 3 seeds)"`` unless ``label`` is given.
+        color: The colour.
+        dashed: A dashed joining line.
+        bounds: The values' range (the interval is clipped to it), or None.
+        label: The legend entry (for a figure whose title gives the seeds instead).
+
+    Returns:
+        The means drawn.
+    """
+    from astarpo.analysis.stats import seed_curve
+
+    c = seed_curve(curves, bounds)
+    if c["time"]:
+        n = f"{name} (n = {c['n']} seed{'s' if c['n'] != 1 else ''})"
+        style = dict(fmt="--o" if dashed else "-o", lw=0.8, ms=3.5, capsize=2, color=color)
+        errorbars(ax, c["time"], c["mean"], c["low"], c["high"], label=label or n, **style)
+    return list(c["mean"])
 
 
 def mark_zeros(ax: Any, x: Any, y: Any, color: Any, offset: float = 0.0) -> bool:

@@ -5,6 +5,8 @@ Pure functions on numbers (no torch), checked against closed forms in
 
 * :func:`t_interval`: mean and two-sided Student-t interval of a sample (``None``/NaN left
   out), optionally clipped to the range the quantity can take (``bounds``);
+* :func:`mean_interval`: :func:`t_interval` as a JSON-ready dict with the count of values;
+* :func:`seed_curve`: several seeds' curves, evaluation by evaluation, with the interval at each;
 * :func:`mean_ci`: the same over axis 0 of an array (seeds), with the geometric mean and the
   interval of the mean log for log-scale plots;
 * :func:`paired_difference`: ``a - b`` over paired seeds, with its t-interval and p-value;
@@ -33,8 +35,10 @@ __all__ = [
     "holm",
     "log_bootstrap_interval",
     "mean_ci",
+    "mean_interval",
     "paired_difference",
     "paired_ratio",
+    "seed_curve",
     "t_interval",
     "t_test_p",
 ]
@@ -85,6 +89,35 @@ def t_interval(
     if bounds is not None:
         low, high = min(max(low, bounds[0]), bounds[1]), min(max(high, bounds[0]), bounds[1])
     return mean, low, high
+
+
+def mean_interval(
+    xs: Sequence[float | None] | np.ndarray,
+    level: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> dict[str, float | int]:
+    """:func:`t_interval` of ``xs`` as ``{"mean", "low", "high", "n"}``, where ``n`` counts the
+    values used (``None`` and NaN left out): the form a report stores an interval in."""
+    mean, low, high = t_interval(xs, level, bounds)
+    return {"mean": mean, "low": low, "high": high, "n": int(_clean(xs).size)}
+
+
+def seed_curve(
+    curves: Sequence[tuple[Sequence[float], Sequence[float]]],
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+) -> dict[str, Any]:
+    """Several seeds' curves of one run name, evaluation by evaluation (the evaluations all of
+    them have): ``time`` (mean over seeds), ``mean``, ``low``, ``high`` (the 95% t-interval of
+    the values, clipped to ``bounds``; NaN with one seed) and ``n`` (seeds)."""
+    curves = [c for c in curves if len(c[0])]
+    times, mean, low, high = [], [], [], []
+    for i in range(min((len(c[0]) for c in curves), default=0)):
+        m, lo, hi = t_interval([c[1][i] for c in curves], bounds=bounds)
+        times.append(float(np.mean([c[0][i] for c in curves])))
+        mean.append(m)
+        low.append(lo)
+        high.append(hi)
+    return {"time": times, "mean": mean, "low": low, "high": high, "n": len(curves)}
 
 
 def t_test_p(xs: Sequence[float | None] | np.ndarray, null: float = 0.0) -> float:

@@ -94,3 +94,15 @@ def test_errorbars_draws_valid_intervals_and_refuses_others() -> None:
         errorbars(ax, [1.0], [1.0], [1.2], [1.5])
     with pytest.raises(ValueError, match="does not contain"):
         errorbars(ax, [1.0], [0.0], [1.2], [1.5], horizontal=True)
+
+
+def test_seed_errorbars_draws_markers_at_the_evaluations_only() -> None:
+    _fig, axes = plots.figure(1)
+    curves = [([0.0, 10.0, 20.0], [0.1, 0.2, 0.3]), ([1.0, 11.0], [0.3, 0.4])]
+    means = plots.seed_errorbars(axes[0], curves, "astarpo", "C0")
+    assert means == pytest.approx([0.2, 0.3])  # the two evaluations both seeds have
+    line = axes[0].lines[0]
+    assert list(line.get_xdata()) == pytest.approx([0.5, 10.5]) and line.get_marker() == "o"
+    assert line.get_linewidth() < 1.0  # a thin line joins the markers; it is no data
+    assert axes[0].get_legend_handles_labels()[1] == ["astarpo (n = 2 seeds)"]
+    assert plots.seed_errorbars(axes[0], [], "none", "C1") == []

@@ -109,3 +109,14 @@ def test_bootstrap_interval_is_reproducible_and_contains_its_point() -> None:
     assert p == pytest.approx(np.mean(xs)) and lo <= p <= hi
     assert bootstrap_interval(xs, seed=3) == (p, lo, hi)
     assert lo >= min(xs) and hi <= max(xs)
+
+
+def test_mean_interval_is_t_interval_with_its_count() -> None:
+    from astarpo.analysis.stats import mean_interval, t_interval
+
+    xs = [0.1, None, 0.5, float("nan"), 0.9]
+    got = mean_interval(xs, bounds=(0.0, 1.0))
+    assert (got["mean"], got["low"], got["high"]) == t_interval(xs, bounds=(0.0, 1.0))
+    assert got["n"] == 3 and got["low"] == 0.0  # clipped: t_{0.975, 2} * 0.4 / sqrt(3) > 0.5
+    one = mean_interval([2.0])
+    assert one["mean"] == 2.0 and one["n"] == 1 and math.isnan(one["low"])

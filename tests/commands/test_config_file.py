@@ -257,7 +257,7 @@ def test_a_bare_name_or_configs_name_is_a_preset_from_any_directory(tmp_path, mo
         ("{tmp}/paper.yaml", "no such file; give an existing YAML/JSON file, or a packaged"),
         ("sub/paper", "no such file (nor its folder 'sub')"),
         ("{tmp}", "is a directory; give a YAML/JSON file"),
-        ("nosuch", "no such file, and not a packaged preset (paper)"),
+        ("nosuch", "no such file, and not a packaged preset (gpu, paper)"),
     ],
 )
 def test_a_path_that_names_no_file_is_an_error_naming_it(spec, says, tmp_path, capsys):
@@ -274,8 +274,10 @@ def nothing_runs(monkeypatch):
     def refuse(args):
         raise AssertionError("run() was reached: the file's value was not refused")
 
+    from astarpo.cli import verb_module
+
     for verb in CONFIG_VERBS:
-        module = __import__(f"astarpo.commands.{verb}", fromlist=["run"])
+        module = __import__(f"astarpo.commands.{verb_module(verb)}", fromlist=["run"])
         monkeypatch.setattr(module, "run", refuse)
 
 
@@ -376,7 +378,8 @@ def test_a_yaml_list_is_the_flags_comma_separated_list(tmp_path):
     assert AStarPOConfig(report_to=args.report_to).reporters == ("tensorboard", "wandb")
     text = "bench:\n  lr_grid: [1.0e-4, 3.0e-4]\n  algos: [astarpo, grpo]\n  peers: [trl]\n"
     args = _parsed("bench", text, tmp_path)
-    assert args.lr_grid == (1e-4, 3e-4) and args.algos == "astarpo,grpo" and args.peers == "trl"
+    assert args.lr_grid == (1e-4, 3e-4) and args.algos == ("astarpo", "grpo")
+    assert args.peers == ("trl",)
     args = _parsed("eval", "eval:\n  benchmarks: [math500, amc2023]\n", tmp_path)
     assert args.benchmarks == "math500,amc2023"
     assert _parsed("bench", "bench:\n  lr_grid: 3.0e-4\n", tmp_path).lr_grid == (3e-4,)

@@ -63,15 +63,15 @@ def test_every_verb_checks_its_output_paths_before_any_work(tmp_path, capsys, mo
     import astarpo.commands.theory as theory_command
     import astarpo.commands.train as train_command
     import astarpo.commands.value as value_command
-    import astarpo.llm.bench.run as bench_run
     import astarpo.llm.toy.demo as demo
+    import astarpo.studies.efficiency.run as bench_run
 
     for module, name in [
         (value_command, "load_model"),
         (value_command, "load_tokenizer"),
         (train_command, "load_model"),
         (demo, "run_demo"),
-        (bench_run, "run_bench"),
+        (bench_run, "run"),
         (theory_command, "run_one"),
     ]:
         monkeypatch.setattr(module, name, _no_work)

@@ -1,0 +1,154 @@
+"""``astarpo study NAME``: run a study of :mod:`astarpo.studies` (``astarpo study --list``).
+
+A study's flags are its config's fields, each with its help text and default
+(:mod:`astarpo.commands.fields`' naming: ``batch_size`` is ``--batch-size``): a tuple takes a
+comma-separated list, a dict a JSON object, a bool ``--x``/``--no-x``. ``--quick`` (and, for the
+efficiency study, ``--task``) choose presets under the flags given. ``--out`` (default
+``runs/STEM``), ``--overwrite`` (delete exactly what an earlier run of the study wrote there),
+``--report-only`` (draw ``STEM.md`` and ``STEM.png`` again from ``--out``'s ``STEM.json``,
+running nothing), ``--config FILE`` (the efficiency study reads a file's ``bench:`` section, the
+others its ``study:`` section). Prints the Markdown report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from astarpo.commands.config_file import add_config_argument
+from astarpo.commands.fields import CommaList, field_values, flag_of, name_flags
+from astarpo.commands.paths import check_output
+
+__all__ = ["add_arguments", "add_study_arguments", "config_target", "run", "run_study"]
+
+
+def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
+    """The parser of a comma-separated list of ``kind`` (``1e-4,3e-4``: a tuple of floats)."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(kind(x.strip()) for x in text.split(",") if x.strip())
+        except ValueError:
+            what = "numbers (e.g. 1e-4,3e-4)" if kind is float else f"{kind.__name__} values"
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated {what}, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
+
+
+def add_config_flags(parser: Any, cls: type) -> None:
+    """One flag per field of the config dataclass ``cls``, left unset unless given (so that
+    presets apply under the given flags); the help shows the field's default."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        factory = typing.cast(Callable[[], Any], f.default_factory)
+        default = factory() if f.default is dataclasses.MISSING else f.default
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        kw: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": f.name}
+        kw["help"] = f"{f.metadata.get('help', '')} (default {shown})".replace("%", "%%")
+        if isinstance(default, bool):
+            parser.add_argument(flag_of(f.name), action=argparse.BooleanOptionalAction, **kw)
+            continue
+        if typing.get_origin(hints[f.name]) is tuple:
+            kw["type"] = CommaList(_items(typing.get_args(hints[f.name])[0]))
+        elif isinstance(default, dict):
+            kw["type"] = _json_object
+        else:
+            kw["type"] = str if default is None else type(default)
+        parser.add_argument(flag_of(f.name), choices=f.metadata.get("choices"), **kw)
+
+
+def add_study_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The flags of study ``name`` (``astarpo study NAME``, and ``astarpo bench``)."""
+    from astarpo.studies.registry import STUDIES
+
+    study = STUDIES[name]
+    parser.add_argument("--out", default=f"runs/{study.stem}", help="output folder")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of every code path")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="delete an earlier run of this study in --out"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help=f"write {study.stem}.md and {study.stem}.png again from --out's {study.stem}.json",
+    )
+    add_config_flags(parser.add_argument_group(f"{name} settings"), study.config)
+    parser.set_defaults(study_name=name)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``astarpo study --list`` and one sub-command per study."""
+    from astarpo.studies.registry import STUDIES
+
+    parser.add_argument("--list", action="store_true", help="name each study and what it measures")
+    sub = parser.add_subparsers(dest="name", metavar="NAME")
+    for name, study in STUDIES.items():
+        p = sub.add_parser(name, help=study.summary, description=study.summary)
+        add_study_arguments(p, name)
+        add_config_argument(p)
+
+
+def config_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, str]:
+    """The parser and file section a ``--config`` file of ``astarpo study ...`` fills: the named
+    study's (:attr:`~astarpo.studies.registry.Study.section`)."""
+    from astarpo.studies.registry import STUDIES
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    rest = argv[argv.index("study") + 1 :] if "study" in argv else []
+    name = next((a for a in rest if a in STUDIES), None)
+    return (sub.choices[name], STUDIES[name].section) if name else (parser, "study")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``--list``, or run the named study."""
+    from astarpo.studies.registry import STUDIES
+
+    if getattr(args, "study_name", None) is not None:
+        return run_study(args)
+    if not args.list:
+        raise SystemExit(f"error: name a study ({', '.join(STUDIES)}); astarpo study --list")
+    for name, study in STUDIES.items():
+        print(f"{name}: {study.summary}")
+    return 0
+
+
+def run_study(args: argparse.Namespace) -> int:
+    """Run the study of ``args`` (or redraw its report) and print its Markdown report."""
+    from astarpo.studies.harness.output import OutputDir
+    from astarpo.studies.registry import STUDIES
+
+    study = STUDIES[args.study_name]
+    check_output(args.out, "--out", folder=True)  # before any work
+    given = field_values(study.config, args)
+    for key, value in given.items():
+        if key.endswith("_dir"):
+            check_output(value, flag_of(key), folder=True)
+    md = Path(args.out) / f"{study.stem}.md"
+    if args.report_only:
+        study.rerender(OutputDir(args.out, study.stem))
+        print(md.read_text())
+        return 0
+    try:
+        cfg = study.config(**{**study.presets(given, args.quick), **given})
+    except ValueError as e:
+        raise SystemExit(f"error: {name_flags(str(e), study.config)}") from e
+    study.run(cfg, args.out, overwrite=args.overwrite)
+    print(md.read_text())
+    return 0

@@ -1,0 +1,160 @@
+"""The efficiency study's settings (the shared protocol plus what it varies), its runs of a seed
+(:func:`arms`) and the presets of ``--task`` and ``--quick`` (:func:`presets`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.studies.harness.protocol import DROP_ARM, Protocol, option
+
+__all__ = [
+    "ARM_LABELS",
+    "PEER_ARMS",
+    "QUICK",
+    "TASK_PRESETS",
+    "EfficiencyConfig",
+    "arms",
+    "peer_arms",
+    "presets",
+]
+
+#: Runs of another library per ``peers`` entry (:mod:`astarpo.studies.efficiency.peers`), and
+#: their names in the report.
+PEER_ARMS: dict[str, tuple[str, ...]] = {"trl": ("trl_grpo", "trl_a2po")}
+ARM_LABELS: dict[str, str] = {"trl_grpo": "TRL GRPO", "trl_a2po": "TRL A2PO"}
+
+
+@dataclass(frozen=True)
+class EfficiencyConfig(Protocol):
+    """Settings of :func:`~astarpo.studies.efficiency.run.run` (see each field's ``help``)."""
+
+    algos: tuple[str, ...] = option(
+        ("astarpo", "grpo", "rloo", "ppo", "rebel"),
+        "Algorithms to compare; must include astarpo (the baseline of the ratios).",
+    )
+    drop_all_wrong: bool = option(
+        True, "Also run astarpo_drop: A*-PO without the prompts whose N Stage 1 samples all fail."
+    )
+    seeds: int = option(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).", 1)
+    max_train_seconds: float = option(
+        60.0, "Wall-clock budget of every run; A*-PO's Stage 1 is inside it.", positive=True
+    )
+    lr_grid: tuple[float, ...] = option(
+        (1e-4, 3e-4, 1e-3), "Learning rates of the sweep (one: no sweep), by validation curve."
+    )
+    grid_extensions: int = option(
+        2, "Times the sweep may add a rate beyond the grid's edge the choice sits on.", 0
+    )
+    sweep_seconds: float = option(20.0, "Budget of a sweep run (Stage 1 reused).", positive=True)
+    sweep_seed: int = option(1000, "Seed of the sweep runs (not a main seed).")
+    target_fractions: tuple[float, ...] = option(
+        (0.25, 0.5, 0.75), "Targets: fractions of the way from the reference to the best final."
+    )
+    peers: tuple[str, ...] = option(
+        (),
+        "Other libraries on the same protocol: trl (TRL's GRPO and A2PO trainers; the "
+        'bench-trl extra: torch==2.13.0 first, then pip install -e ".[bench-trl]").',
+    )
+    one_pass: bool = option(
+        False,
+        "Then A*-PO and GRPO again on a pool no run goes through twice (sized from the "
+        "main runs): Stage 1 paid for every prompt.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.peers, tuple) or any(p not in PEER_ARMS for p in self.peers):
+            raise ValueError(
+                f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {self.peers!r}; e.g. "
+                "peers=('trl',) (`--peers trl`)."
+            )
+        if len(set(self.peers)) != len(self.peers):
+            raise ValueError(f"peers lists a library twice: {self.peers}.")
+        if self.peers and self.task != "addition":
+            raise ValueError(
+                f"peers run on the addition task only (their reward wrapper scores exact "
+                f"answers without EOS); got peers={self.peers!r} with task={self.task!r}."
+            )
+        if any(a not in ALGORITHMS for a in self.algos) or "astarpo" not in self.algos:
+            raise ValueError(
+                f"algos must be drawn from {tuple(ALGORITHMS)} and include 'astarpo' (the "
+                f"baseline of the ratios); got {self.algos}."
+            )
+        if not self.lr_grid or any(not (math.isfinite(x) and x > 0) for x in self.lr_grid):
+            raise ValueError(f"lr_grid must be non-empty, of numbers > 0, got {self.lr_grid}.")
+        if not self.target_fractions or any(not 0 < f < 1 for f in self.target_fractions):
+            raise ValueError(
+                f"target_fractions must be non-empty, each in (0, 1), got {self.target_fractions}."
+            )
+        if self.sweep_seed < self.seeds:
+            raise ValueError(
+                f"sweep_seed ({self.sweep_seed}) must not be one of the main seeds "
+                f"0..{self.seeds - 1}."
+            )
+
+
+def peer_arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
+    """The runs of the other libraries of ``cfg.peers`` (:data:`PEER_ARMS`)."""
+    return tuple(arm for p in cfg.peers for arm in PEER_ARMS[p])
+
+
+def arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
+    """The runs of one seed: ``cfg.algos``, ``astarpo_drop`` with ``drop_all_wrong``, the peers."""
+    own = (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else cfg.algos
+    return (*own, *peer_arms(cfg))
+
+
+#: ``--quick``: a smoke run of every code path but the sweep (well under 3 minutes on CPU).
+QUICK: dict[str, Any] = dict(
+    seeds=2,
+    max_train_seconds=4.0,
+    eval_every_seconds=2.0,
+    lr_grid=(3e-4,),
+    pool_size=128,
+    eval_size=64,
+    val_size=32,
+)
+#: ``--task scratchpad``: its budget and SFT rate; a protocol sized for responses of 70 tokens
+#: on a loaded 2-core machine (docs/baselines.md): 5 seeds, 60 s per run, a grid that brackets
+#: the rates, then the one-pass setting. ``scratchpad2`` (38 tokens) runs A*-PO and GRPO only:
+#: the third length of the mechanism curve (benchmarks/length_sweep.py).
+_SCRATCHPAD: dict[str, Any] = dict(
+    seeds=5,
+    sft_lr=3e-3,
+    pool_size=256,
+    eval_size=96,
+    val_size=64,
+    max_train_seconds=60.0,
+    eval_every_seconds=20.0,
+    lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
+    sweep_seconds=30.0,
+)
+_PAIR = dict(algos=("astarpo", "grpo"), drop_all_wrong=False)
+#: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
+#: reference (about 3-5 minutes on a loaded 2-core machine).
+_QUICK_SCRATCHPAD: dict[str, Any] = dict(
+    QUICK,
+    **_PAIR,
+    one_pass=False,
+    max_train_seconds=20.0,
+    eval_every_seconds=10.0,
+    lr_grid=(1e-4,),
+    pool_size=64,
+    eval_size=32,
+)
+#: Per task: the fields that differ from the defaults, and those ``--quick`` sets.
+TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "addition": ({}, QUICK),
+    "scratchpad": (dict(_SCRATCHPAD, max_new_tokens=78, one_pass=True), _QUICK_SCRATCHPAD),
+    "scratchpad2": (dict(_SCRATCHPAD, max_new_tokens=46, **_PAIR), _QUICK_SCRATCHPAD),
+}
+
+
+def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
+    """The fields the given ``task`` and ``--quick`` set (:data:`TASK_PRESETS`)."""
+    task, fast = TASK_PRESETS.get(given.get("task", "addition"), TASK_PRESETS["addition"])
+    return {**task, **(fast if quick else {})}

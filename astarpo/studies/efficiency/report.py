@@ -1,0 +1,243 @@
+"""The efficiency study's report: ``bench.md`` (protocol, accuracy and memory, time to targets,
+ratios to A*-PO, the sweep, the peers, where the time goes, the one-pass setting) and
+``bench.png`` (:func:`plot`; a result whose runs kept no curves: :func:`plot_summary`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from astarpo.analysis.figures import (
+    CURVES,
+    MAX_LEGEND,
+    WIDTH,
+    errorbars,
+    figure,
+    legend_below,
+    save,
+    seed_errorbars,
+    styled,
+)
+from astarpo.studies.efficiency.config import ARM_LABELS
+from astarpo.studies.efficiency.mechanism import markdown_lines
+from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
+from astarpo.studies.efficiency.one_pass import summarize_one_pass
+from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
+from astarpo.studies.harness.output import OutputDir
+from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
+from astarpo.studies.harness.report import write as write_report
+
+__all__ = ["PAPER", "edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write"]
+
+#: A*-PO/GRPO training time in the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH).
+PAPER = {"1.5B": 0.46, "3B": 0.48, "7B": 0.55}
+
+
+def edge_note(sweep: dict[str, Any]) -> str:
+    """What the report says of a sweep's grid: the rates added beyond an edge, and whether the
+    chosen rate is still the smallest or largest one tried."""
+    tried = [float(x) for x in sweep["scores"]]
+    note = ""
+    if sweep.get("extended"):
+        note += "; grid extended by " + ", ".join(f"{x:g}" for x in sweep["extended"])
+    if len(tried) > 1 and sweep["chosen"] in (min(tried), max(tried)):
+        note += ", still at an edge of the grid" if sweep.get("extended") else ", at an edge"
+    return note
+
+
+def _protocol(result: dict[str, Any]) -> list[str]:
+    cfg, s, ref = result["config"], result["summary"], result["reference"]
+    hard, stage1 = result.get("hard", {}), result["stage1"]
+    return [
+        "# A*-PO against the baselines (wall-clock protocol)",
+        "",
+        f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it), "
+        f"{cfg['seeds']} seeds, {cfg['batch_size']} prompts per step from a pool of "
+        f"{cfg['pool_size']}, evaluation every {cfg['eval_every_seconds']:g} s of training time "
+        f"(not counted) on {cfg['eval_size']} held-out problems; A*-PO beta1={cfg['beta1']}, "
+        f"beta2={cfg['beta2']}, N={cfg['n_samples']}; GRPO/RLOO G={cfg['group_size']}. "
+        f"Intervals: 95% Student-t over seeds; ratios paired by seed (geometric mean).",
+        f"Reference: expected sampled accuracy {ref['expected_accuracy']:.3f}, sampled "
+        f"{ref['sampled_accuracy']:.3f}, greedy {ref['accuracy']:.3f}. Hard subset: "
+        f"{hard.get('held_out', 'n/a')}/{hard.get('of', 'n/a')} held-out problems with "
+        f"reference pass@{hard.get('n_samples', 'N')} = 0. Stage 1 alone on the pool: "
+        f"{stage1['seconds']:.1f} s ({stage1['all_wrong']}/{stage1['prompts']} prompts all "
+        "wrong).",
+        f"Targets (expected sampled accuracy, from the reference {s['reference']:.3f} to the best "
+        f"final {s['best_final']:.3f}): "
+        + ", ".join(f"{k} = {v:.3f}" for k, v in s["targets"].items())
+        + f". Memory: {s['memory_kind']}.",
+        "",
+    ]
+
+
+def _tables(s: dict[str, Any]) -> list[str]:
+    arms, labels = s["arms"], list(s["targets"])
+    header = ["run", "lr", "steps", "samples/prompt", "expected acc", "greedy acc", "sampled acc"]
+    header += ["hard: expected", "hard: greedy", "KL to ref", "peak memory MB", "Stage 1 s"]
+    rows = [
+        [name, f"{a['lr']:g}", fmt(a["steps"]["mean"]), a["samples_per_prompt"]]
+        + [fmt_ci(a["final"][k]) for k in METRICS]
+        + [fmt_ci(a["memory_mb"]), fmt_ci(a["stage1_s"])]
+        for name, a in arms.items()
+    ]
+    lines = table(header, rows)
+    lines += [
+        "",
+        "Time to target (s of the run's clock; mean [interval] over the seeds that "
+        "reached it, reached/seeds):",
+        "",
+    ]
+    rows = [
+        [
+            name,
+            *(f"{fmt_ci(t)} ({t['reached']}/{a['seeds']})" for t in a["time_to_target"].values()),
+        ]
+        for name, a in arms.items()
+    ]
+    lines += table(["run", *labels], rows)
+    lines += [
+        "",
+        "A*-PO's time to target and peak memory as a ratio to each run's (< 1: A*-PO "
+        "faster / smaller):",
+        "",
+    ]
+    rows = [
+        [name, *(fmt_ratio(r[k]) for k in [*labels, "memory"])] for name, r in s["ratios"].items()
+    ]
+    lines += table(["vs", *labels, "peak memory"], rows)
+    phases = "; ".join(
+        f"{n}: " + ", ".join(f"{k} {v:.1f}" for k, v in a["phases_s"].items())
+        for n, a in arms.items()
+        if n != REUSED
+    )
+    return [*lines, "", f"Per-phase time (s, mean over seeds): {phases}"]
+
+
+def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
+    cfg = result["config"]
+    sweeps = "; ".join(
+        f"{ARM_LABELS.get(n, n)}: "
+        + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
+        + f" (chosen {w['chosen']:g}{edge_note(w)})"
+        for n, w in result["sweep"].items()
+        if n != "astarpo_drop"
+    )
+    lines = [
+        "",
+        "Learning-rate sweep (score: time-average of the validation expected accuracy over "
+        f"{cfg['sweep_seconds']:g} s, seed {cfg['sweep_seed']}): {sweeps}",
+    ]
+    for lib, info in result.get("peers", {}).items():
+        lines += ["", f"Peers: {lib} {info['version']}; its settings that differ from ours:", ""]
+        rows = [[k, d[lib], d["ours"]] for k, d in info["differences"].items()]
+        lines += table(["setting", lib, "ours"], rows)
+    return lines
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """The Markdown report, in page order (see the module doc)."""
+    s = result["summary"]
+    lines = [*_protocol(result), *_tables(s), *_sweep_and_peers(result)]
+    if "mechanism" in s:
+        lines += markdown_lines(s["mechanism"])
+    if "one_pass" in result:
+        lines += one_pass_lines(result["one_pass"], s)
+    if "one_pass_error" in result:
+        lines += ["", f"The one-pass setting failed: {result['one_pass_error']}"]
+    lines += process_lines(result)
+    p = PAPER
+    lines += [
+        "",
+        "The paper (Table 1; Qwen2.5 on MATH, 4xH100) reports A*-PO/GRPO training "
+        f"time {p['1.5B']} (1.5B), {p['3B']} (3B), {p['7B']} (7B); peak memory 41.6% of "
+        "the GPU (A*-PO) vs 42.2% (GRPO) and 63.3% (REBEL) at 1.5B.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+#: The figure's panels: metric -> title.
+PANELS = {
+    "expected_accuracy": "held-out expected sampled accuracy",
+    "hard_expected_accuracy": "hard subset (expected)",
+}
+
+
+@styled
+def plot(result: dict[str, Any], path: Any) -> Any:
+    """Accuracy against the run clock at every evaluation (:data:`PANELS`, the targets dotted),
+    a row of panels with its legend per :data:`~astarpo.analysis.figures.MAX_LEGEND` names."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not any(r.get("evals") for r in result["runs"]):
+        return plot_summary(result, path)
+    by_name = groups(result["runs"])
+    names = list(by_name)
+    rows = [names[i : i + MAX_LEGEND] for i in range(0, len(names), MAX_LEGEND)]
+    fig = Figure(figsize=(WIDTH, 4.2 * len(rows)), layout="constrained")
+    FigureCanvasAgg(fig)
+    for part, row in zip(fig.subfigures(len(rows), 1, squeeze=False).flat, rows, strict=True):
+        axes = part.subplots(1, len(PANELS))
+        for ax, (key, title) in zip(axes, PANELS.items(), strict=True):
+            for name in row:
+                curves = [curve(run, key, clock) for run, clock in by_name[name]]
+                seed_errorbars(ax, curves, name, f"C{names.index(name) % 10}", name == REUSED)
+            if key == "expected_accuracy":
+                for label, level in result["summary"]["targets"].items():
+                    ax.axhline(level, color="gray", ls=":", lw=0.8)
+                    at = ((1.01, level), ("axes fraction", "data"))
+                    ax.annotate(label, at[0], xycoords=at[1], color="gray", va="center")
+            ax.set(title=title, xlabel="run clock (s)", ylabel="accuracy")
+            ax.grid(alpha=0.3)
+        legend_below(part, *axes[0].get_legend_handles_labels())
+    task = result["config"].get("task", "addition")
+    title = f"{task}: clock = Stage 1 + training, evaluation excluded\n{CURVES}"
+    return save(fig, path, title, strict=True)
+
+
+@styled
+def plot_summary(result: dict[str, Any], path: Any) -> Any:
+    """Each run name's final expected accuracy (the reference dotted) and time to each target,
+    means with their 95% intervals, from the summary alone."""
+    s = result["summary"]
+    names = list(s["arms"])
+    fig, (ax1, ax2) = figure(cols=2, height=4.4)
+    y = list(range(len(names)))[::-1]
+    fin = [s["arms"][n]["final"]["expected_accuracy"] for n in names]
+    mean, low, high = _points(fin)
+    errorbars(ax1, mean, y, low, high, horizontal=True, color="C0", ms=4)
+    ax1.axvline(s["reference"], color="gray", ls=":", lw=1)
+    ax1.set(yticks=y, yticklabels=names, xlabel="final expected accuracy\n(reference dotted)")
+    for i, label in enumerate(s["targets"]):
+        cis = [s["arms"][n]["time_to_target"][label] for n in names]
+        mean, low, high = _points(cis)
+        ys = [v + 0.25 * (i - 1) for v in y]
+        style = {"color": f"C{i + 1}", "ms": 4, "label": f"target {label}"}
+        errorbars(ax2, mean, ys, low, high, horizontal=True, **style)
+    ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target\n(s of the run clock)")
+    handles, labels = ax2.get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3, axis="x")
+    seeds = result["config"]["seeds"]
+    return save(fig, path, f"means with 95% intervals over n = {seeds} seeds", strict=True)
+
+
+def _points(cis: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
+    return [c["mean"] for c in cis], [c["low"] for c in cis], [c["high"] for c in cis]
+
+
+def refresh(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with its summaries made again from its runs, where they hold their curves."""
+    if any(r.get("evals") for r in result["runs"]):
+        result["summary"] = summarize(result)
+        if result.get("one_pass"):
+            one = result["one_pass"]
+            one["summary"] = summarize_one_pass(result, one["config"], one["runs"])
+    return result
+
+
+def write(output: OutputDir, result: dict[str, Any], with_json: bool = True) -> None:
+    """``bench.json`` (unless not ``with_json``), ``bench.md`` and ``bench.png`` in ``output``."""
+    write_report(output, result, to_markdown(result), plot, with_json)

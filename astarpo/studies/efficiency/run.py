@@ -1,0 +1,218 @@
+"""The efficiency study (``astarpo study efficiency``, short ``astarpo bench``): A*-PO against
+the baselines on one wall-clock protocol.
+
+:func:`run` does, in one invocation:
+
+1. the reference: the task's toy model fine-tuned briefly (cached) so that it starts weak
+   (:func:`~astarpo.studies.harness.protocol.make_reference`); the splits (pool, held-out,
+   validation) are fixed, so every run sees the same pool in the same order for its seed;
+2. the hard subset: the held-out problems the reference never solves in N samples (pass@N = 0,
+   measured as Stage 1 measures the pool);
+3. Stage 1 once on the pool (its time alone; the table the sweep reuses);
+4. the learning-rate sweep (``lr_grid``, :func:`~astarpo.studies.harness.runner.sweep`) on a
+   separate seed and the validation split, each run scored by
+   :func:`~astarpo.analysis.curves.curve_area`;
+5. for every seed and run (:func:`~astarpo.studies.efficiency.config.arms`, the peers
+   included), one training run in a fresh process with the same wall-clock budget, A*-PO's
+   Stage 1 (and TRL A2PO's) inside it;
+6. with ``one_pass``, A*-PO and GRPO again on a pool that no run goes through twice
+   (:mod:`~astarpo.studies.efficiency.one_pass`), after the main runs' report is written;
+7. the report (:mod:`~astarpo.studies.efficiency.report`): ``bench.json``, ``bench.md``,
+   ``bench.png``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from astarpo.analysis.curves import curve_area
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.studies.efficiency import report
+from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
+from astarpo.studies.efficiency.one_pass import (
+    ONE_PASS_ARMS,
+    one_pass_pool_size,
+    summarize_one_pass,
+)
+from astarpo.studies.efficiency.peers import check_peers, peer_info
+from astarpo.studies.efficiency.summary import summarize
+from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
+from astarpo.studies.harness.output import OutputDir
+from astarpo.studies.harness.protocol import (
+    DROP_ARM,
+    SFT,
+    check_backend,
+    make_reference,
+    splits,
+)
+from astarpo.studies.harness.runner import Runner, rotated, sweep
+
+__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_rates", "sweep_score"]
+
+#: The function a run's process calls.
+ENTRY = "astarpo.studies.efficiency.worker:run_one"
+#: What the study writes besides ``runs/`` and ``bench.json/md/png``.
+OUTPUTS = ("reference", "held_out_pass.jsonl", "values.jsonl")
+
+
+def _describe(res: dict[str, Any]) -> str:
+    last = res["evals"][-1]
+    return (
+        f"lr {res['lr']:g}, {res['steps']} steps, clock {res['clock_s']:.1f} s (Stage 1 "
+        f"{res['stage1_s']:.1f} s), expected acc {last['expected_accuracy']:.3f}, greedy "
+        f"{last['accuracy']:.3f}, kl {last['kl']:.3f}"
+    )
+
+
+def sweep_score(
+    runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], arm: str, lr: float
+) -> float:
+    """One sweep run of ``arm`` at ``lr`` (Stage 1 reused, the validation rows of ``base``):
+    the :func:`~astarpo.analysis.curves.curve_area` of its expected accuracy."""
+    spec = {**base, "arm": arm, "seed": cfg.sweep_seed, "lr": lr, "seconds": cfg.sweep_seconds}
+    ev = runner.run(f"sweep-{arm}-lr{lr:g}", {**spec, "stage1_inside": False, "hard": None})
+    curve = ([e["time"] for e in ev["evals"]], [e["expected_accuracy"] for e in ev["evals"]])
+    return curve_area(*curve, cfg.sweep_seconds)
+
+
+def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
+    """The learning-rate sweep (step 4) of every algorithm and peer, ``astarpo_drop`` at
+    A*-PO's rate: ``{name: {"scores", "chosen", "extended"}}``
+    (:func:`~astarpo.studies.harness.runner.sweep`)."""
+    grid = (cfg.lr_grid, cfg.grid_extensions)
+    lrs = {
+        arm: sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
+        for arm in (*cfg.algos, *peer_arms(cfg))
+    }
+    return {**lrs, DROP_ARM: lrs["astarpo"]}
+
+
+def _run(arm: str, seed: int, lrs: dict[str, Any], cfg: EfficiencyConfig) -> dict[str, Any]:
+    """A main run's own spec entries."""
+    return {
+        "arm": arm,
+        "seed": seed,
+        "lr": lrs[arm]["chosen"],
+        "seconds": cfg.max_train_seconds,
+        "stage1_inside": True,
+    }
+
+
+def seed_runs(
+    runner: Runner,
+    cfg: EfficiencyConfig,
+    base: dict[str, Any],
+    names: tuple[str, ...],
+    lrs: dict[str, Any],
+    prefix: str = "",
+) -> list[dict[str, Any]]:
+    """Every run of ``names`` for every seed, each at its chosen learning rate with Stage 1
+    inside the budget, the order rotated per seed
+    (:func:`~astarpo.studies.harness.runner.rotated`)."""
+    return [
+        runner.run(f"{prefix}{arm}-seed{seed}", {**base, **_run(arm, seed, lrs, cfg)})
+        for seed, arm in rotated(names, cfg.seeds)
+    ]
+
+
+def run(
+    cfg: EfficiencyConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+) -> dict[str, Any]:
+    """Run the whole study (see the module doc) and write ``bench.json/md/png``.
+
+    Args:
+        cfg: The protocol.
+        out_dir: Output folder (reference, Stage 1 tables, ``runs/``, the report).
+        overwrite: Delete an earlier run of the study in ``out_dir`` first, exactly the paths
+            its manifest lists; without it such a folder is refused before any work, and so is
+            one holding files the manifest does not list
+            (:meth:`~astarpo.studies.harness.output.OutputDir.clear`).
+        progress: Print a line per phase and per run.
+
+    Returns:
+        The content of ``bench.json``: ``{"config", "reference", "hard", "stage1", "sweep",
+        "runs", "peers", "summary", "wall_s", "load", "slow_runs"}`` (and ``one_pass``).
+
+    Raises:
+        RuntimeError: a peer of ``cfg.peers`` or the backend is not installed (before any run).
+    """
+    check_peers(cfg.peers)
+    check_backend(cfg.backend)
+    cfg = cfg.resolved()
+    output = OutputDir(out_dir, "bench", OUTPUTS)
+    output.clear(overwrite)
+    say = print if progress else (lambda *a, **k: None)
+    runner = Runner(output, cfg.threads, 1, cfg.rerun_slow, say, _describe)
+    torch.set_num_threads(cfg.threads)
+    rows = splits(cfg)
+    say(f"[bench] reference (SFT to {cfg.reference_target} on validation, cached)")
+    for name in OUTPUTS:
+        output.record(name)
+    ref, sft_info = make_reference(cfg, output.path)
+    say(f"[bench] reference: {sft_info['steps']} SFT steps, check {sft_info['check_accuracy']:.3f}")
+    tok = make_char_tokenizer()
+    held, _ = timed_stage1(ref, tok, rows["held_out"], cfg, output.path / OUTPUTS[1], seed=1)
+    by_prompt = {r.prompt: r.pass_rate for r in held}
+    hard = [by_prompt[r["prompt"]] == 0 for r in rows["held_out"]]
+    ref_eval = evaluate_policy(ref, ref, tok, rows["held_out"], cfg, 7919, hard)
+    say(f"[bench] reference held-out: {ref_eval}; hard subset {sum(hard)}/{len(hard)}")
+    table, stage1_s = timed_stage1(ref, tok, rows["pool"], cfg, output.path / OUTPUTS[2], 0)
+    all_wrong = sum(r.pass_rate == 0 for r in table)
+    say(f"[bench] Stage 1 alone: {stage1_s:.1f}s, {all_wrong}/{len(table)} pool prompts all wrong")
+    del ref
+    base = {
+        "entry": ENTRY,
+        "config": asdict(cfg),
+        "reference": str(output.path / "reference"),
+        "values": str(output.path / OUTPUTS[2]),
+        "paths": ["reference", "values"],
+    }
+    val = {**base, "train": rows["pool"], "eval": rows["val"]}
+    lrs = sweep_rates(runner, cfg, val)
+    main = {**base, "train": rows["pool"], "eval": rows["held_out"], "hard": hard}
+    result: dict[str, Any] = {
+        "config": asdict(cfg),
+        "reference": {**ref_eval, "sft": sft_info},
+        "hard": {"held_out": sum(hard), "of": len(hard), "n_samples": cfg.n_samples},
+        "stage1": {"seconds": stage1_s, "prompts": len(table), "all_wrong": all_wrong},
+        "sweep": lrs,
+        "runs": seed_runs(runner, cfg, main, arms(cfg), lrs),
+        "peers": {p: peer_info(cfg) for p in cfg.peers},
+    }
+    result["summary"] = summarize(result)
+    runner.stamp(result)
+    report.write(output, result)
+    if cfg.one_pass:  # the main runs' report is on disk first: a failed one-pass run loses none
+        say(f"[bench] main runs written to {output.path / 'bench.json'}; now the one-pass setting")
+        try:
+            result["one_pass"] = _one_pass(runner, cfg, main, result)
+        except RuntimeError as e:
+            say(f"[bench] the one-pass setting failed; the main runs' report stands: {e}")
+            result["one_pass_error"] = str(e)
+        runner.stamp(result)
+        report.write(output, result)
+    say(f"[bench] wrote {output.path / 'bench.md'}, bench.json and bench.png")
+    return result
+
+
+def _one_pass(
+    runner: Runner, cfg: EfficiencyConfig, main: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    """The one-pass runs (:mod:`~astarpo.studies.efficiency.one_pass`): A*-PO and GRPO again,
+    same seeds and learning rates, on a pool sized from the main runs so that none revisits a
+    prompt, read on the main runs' targets. Returns ``{"sizing", "config", "runs",
+    "summary"}``."""
+    sizing = one_pass_pool_size(result["runs"], cfg.max_train_seconds, cfg.batch_size, limit=SFT)
+    wide = replace(cfg, pool_size=sizing["pool_size"])
+    runner.say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
+    names = tuple(a for a in ONE_PASS_ARMS if a in cfg.algos)
+    spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"]}
+    runs = seed_runs(runner, wide, spec, names, result["sweep"], prefix="onepass-")
+    config = {**asdict(wide), "algos": names}
+    summary = summarize_one_pass(result, config, runs)
+    return {"sizing": sizing, "config": config, "runs": runs, "summary": summary}

@@ -1,0 +1,135 @@
+"""The efficiency study's summary, per run name: ``astarpo``, the baselines, ``astarpo_drop``,
+the peers (:data:`~astarpo.studies.efficiency.config.ARM_LABELS`) and :data:`REUSED` (the A*-PO
+runs read on their Stage 2 clock, as if Stage 1 had been paid before).
+
+Per name: final held-out accuracy at the budget (expected sampled, greedy, on the hard subset),
+KL to the reference, peak memory, time to each target, per-phase time; 95% Student-t intervals
+over seeds, clipped to the quantity's range; ratios to A*-PO paired by seed
+(:func:`~astarpo.analysis.stats.paired_ratio`). Targets are read on ``expected_accuracy`` (the
+sampled pass@1 without sampling noise): ``reference + f * (best - reference)`` for every ``f``
+of ``target_fractions``, ``best`` the highest mean final accuracy of any run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from astarpo.analysis.curves import target_levels, time_to_target, value_at
+from astarpo.analysis.stats import mean_interval, paired_ratio
+from astarpo.studies.efficiency.config import ARM_LABELS
+from astarpo.studies.efficiency.mechanism import summarize_mechanism
+
+__all__ = ["METRICS", "REUSED", "curve", "groups", "memory_mb", "summarize"]
+
+#: The name of the A*-PO runs read without their Stage 1 time.
+REUSED = "astarpo (Stage 1 reused)"
+#: The held-out metrics read at the budget (accuracies, but for ``kl``).
+METRICS = (
+    "expected_accuracy",
+    "accuracy",
+    "sampled_accuracy",
+    "hard_expected_accuracy",
+    "hard_accuracy",
+    "kl",
+)
+#: The range of a time, a count or a KL divergence.
+POSITIVE = (0.0, math.inf)
+
+
+def memory_mb(run: dict[str, Any]) -> float:
+    """CUDA: peak allocated. CPU: peak resident memory during the run (Stage 1 and training,
+    evaluation excluded) minus the resident memory with the models loaded."""
+    mem = run["memory"]
+    if "cuda_peak_allocated_mb" in mem:
+        return float(mem["cuda_peak_allocated_mb"])
+    return float(mem["rss_peak_mb"] - mem["rss_before_train_mb"])
+
+
+def curve(run: dict[str, Any], key: str, clock: str = "time") -> tuple[list[float], list[float]]:
+    """``(times on clock, values of key)`` of a run's evaluations that hold ``key``."""
+    ev = [e for e in run.get("evals", []) if key in e]
+    return [float(e[clock]) for e in ev], [float(e[key]) for e in ev]
+
+
+def groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], str]]]:
+    """Run name -> ``[(run, clock key)]`` sorted by seed; A*-PO also as :data:`REUSED`."""
+    out: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for r in sorted(runs, key=lambda r: r["seed"]):
+        out.setdefault(ARM_LABELS.get(r["arm"], r["arm"]), []).append((r, "time"))
+    if "astarpo" in out:
+        out[REUSED] = [(r, "stage2_time") for r, _ in out["astarpo"]]
+    return out
+
+
+def _arm(rs: list[tuple[dict[str, Any], str]], budget: float) -> dict[str, Any]:
+    """One name's seeds: final metrics on the run clock (the Stage 1 reused row ends with the
+    same runs' accuracy), steps, Stage 1 seconds, memory and phases."""
+    final = {}
+    for key in METRICS:
+        vals = [value_at(*curve(r, key), budget) if curve(r, key)[0] else None for r, _ in rs]
+        final[key] = mean_interval(vals, bounds=POSITIVE if key == "kl" else (0.0, 1.0))
+    first = rs[0][0]
+    stage1 = [r["stage1_s"] if c == "time" else 0.0 for r, c in rs]
+    return {
+        "seeds": len(rs),
+        "lr": first["lr"],
+        "samples_per_prompt": first["samples_per_prompt"],
+        "steps": mean_interval([r["steps"] for r, _ in rs], bounds=POSITIVE),
+        "stage1_s": mean_interval(stage1, bounds=POSITIVE),
+        "final": final,
+        "memory_mb": mean_interval([memory_mb(r) for r, _ in rs]),
+        "phases_s": {
+            k: mean_interval([r["phases"][k] for r, _ in rs])["mean"] for k in first["phases"]
+        },
+    }
+
+
+def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -> dict[str, Any]:
+    """Aggregate ``result["runs"]`` (with its ``config`` and ``reference``) per run name.
+
+    Args:
+        result: The study's result.
+        targets: Levels to read the times on (None: from these runs; the one-pass runs are read
+            on the main runs' targets).
+
+    Returns:
+        ``{"mechanism", "budget_s", "reference", "best_final", "targets", "memory_kind",
+        "arms", "ratios"}``: ``arms[name]`` holds ``final`` (metric -> interval at the budget),
+        ``time_to_target`` (target -> per-seed ``times``, ``None`` = not reached, their
+        interval, ``reached``), ``memory_mb``, ``phases_s``, ``lr``, ``steps``;
+        ``ratios[name]`` A*-PO's time to each target over ``name``'s, and its peak ``memory``.
+    """
+    budget = float(result["config"]["max_train_seconds"])
+    by_name = groups(result["runs"])
+    arms = {name: _arm(rs, budget) for name, rs in by_name.items()}
+    ref = float(result["reference"]["expected_accuracy"])
+    best = max(a["final"]["expected_accuracy"]["mean"] for a in arms.values())
+    if targets is None:
+        targets = target_levels(ref, best, result["config"]["target_fractions"])
+    for name, rs in by_name.items():
+        arms[name]["time_to_target"] = {}
+        for label, level in targets.items():
+            times = [time_to_target(*curve(r, "expected_accuracy", c), level) for r, c in rs]
+            ci = mean_interval(times, bounds=POSITIVE)
+            arms[name]["time_to_target"][label] = {"times": times, **ci, "reached": ci["n"]}
+    base, ratios = by_name.get("astarpo", []), {}
+    for name, rs in by_name.items():
+        if name != "astarpo" and len(rs) == len(base):
+            ours, theirs = arms["astarpo"]["time_to_target"], arms[name]["time_to_target"]
+            ratios[name] = {k: paired_ratio(ours[k]["times"], theirs[k]["times"]) for k in targets}
+            mb = [memory_mb(r) for r, _ in base], [memory_mb(r) for r, _ in rs]
+            ratios[name]["memory"] = paired_ratio(*mb)
+    cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in result["runs"])
+    kind = "peak resident memory during the run (Stage 1 and training, evaluation excluded) "
+    kind += "minus the resident memory with the models loaded"
+    return {
+        "mechanism": summarize_mechanism(result),
+        "budget_s": budget,
+        "reference": ref,
+        "best_final": best,
+        "targets": targets,
+        "memory_kind": "CUDA peak allocated" if cuda else kind,
+        "arms": arms,
+        "ratios": ratios,
+    }

@@ -1,0 +1,108 @@
+"""One run of the efficiency study in its own process (:func:`run_one`, the harness worker's
+entry), so that its peak memory is that run's alone: the library's trainer (a peer run:
+another library's, :func:`~astarpo.studies.efficiency.peers.run_peer`) on the study's clock,
+evaluations every ``eval_every_seconds`` of training time outside it; an A*-PO run with
+``stage1_inside`` runs Stage 1 first, timed, and trains for what is left of its budget.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.toy.tasks import get_task
+from astarpo.llm.training.metrics import peak_memory
+from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig
+from astarpo.studies.efficiency.peers import import_peer, run_peer
+from astarpo.studies.harness.measure import PeakRSS, evaluate_policy, timed_stage1
+from astarpo.studies.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
+from astarpo.studies.harness.training import drop_all_wrong, load_run, train_run
+
+__all__ = ["run_one"]
+
+
+def run_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """One run.
+
+    Args:
+        spec: ``arm`` (an algorithm, ``astarpo_drop`` or a peer run), ``seed``, ``lr``,
+            ``seconds`` (its budget), ``stage1_inside`` (A*-PO: Stage 1 inside the budget, else
+            the table ``values``), ``config`` (an :class:`EfficiencyConfig` as a dict),
+            ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard`` (per eval row:
+            the reference's pass@N is 0) and ``out`` (the run's folder).
+
+    Returns:
+        ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
+        :func:`~astarpo.studies.harness.training.train_run` (the evaluations: ``cpu_time`` and
+        :func:`~astarpo.studies.harness.measure.evaluate_policy`'s metrics), ``pool_all_wrong``,
+        ``prompts`` (seen) and ``memory``.
+    """
+    cfg, tokenizer, ref, policy = load_run(spec, EfficiencyConfig)
+    arm, device = spec["arm"], ref.device
+    peer = any(arm in names for names in PEER_ARMS.values())
+    if peer:
+        import_peer(arm)
+    rss_before = PeakRSS.current_mb()  # models loaded, no training state yet
+    rss, cpu0, eval_cpu = PeakRSS(), time.process_time(), [0.0]
+
+    def eval_fn(model: Any) -> dict[str, float]:
+        c0 = time.process_time()
+        rss.paused = True  # evaluation is the same for every run: not in the peak
+        res = evaluate_policy(model, ref, tokenizer, spec["eval"], cfg, 7919, spec["hard"])
+        rss.paused = False
+        eval_cpu[0] += time.process_time() - c0
+        return {**res, "cpu_time": time.process_time() - cpu0 - eval_cpu[0]}
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    with rss:
+        if peer:
+            fields = {**run_peer(spec, cfg, policy, tokenizer, eval_fn), "pool_all_wrong": None}
+        else:
+            fields = _own_run(spec, cfg, policy, ref, tokenizer, eval_fn)
+    memory = {"rss_before_train_mb": rss_before, "rss_peak_mb": rss.peak_mb}
+    memory["ru_maxrss_mb"] = peak_memory(device)["memory/rss_peak_mb"]
+    if device.type == "cuda":
+        memory["cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+    return {
+        "arm": arm,
+        "algo": arm_algorithm(arm),
+        "seed": int(spec["seed"]),
+        "lr": float(spec["lr"]),
+        "backend": cfg.backend,
+        **fields,
+        "prompts": fields["steps"] * cfg.batch_size,
+        "memory": memory,
+    }
+
+
+def _own_run(
+    spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, ref: Any, tokenizer: Any, eval_fn: Any
+) -> dict[str, Any]:
+    """A run of the library's trainer (A*-PO with its Stage 1, a baseline)."""
+    arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
+    rows, table, stage1_s, all_wrong = spec["train"], None, 0.0, None
+    if arm_algorithm(arm) == "astarpo":
+        if spec["stage1_inside"]:
+            table, stage1_s = timed_stage1(ref, tokenizer, rows, cfg, out / "values.jsonl", seed)
+        else:
+            table = ValueTable.load(spec["values"])
+        all_wrong = sum(r.pass_rate == 0 for r in table)
+        if arm == DROP_ARM:
+            table, rows = drop_all_wrong(table, rows)
+            if not rows:
+                raise RuntimeError(f"{DROP_ARM}: every prompt is all wrong in Stage 1; no pool.")
+    seconds = float(spec["seconds"]) - stage1_s
+    if seconds <= 0:
+        raise RuntimeError(
+            f"{arm}: Stage 1 took {stage1_s:.1f} s of a {spec['seconds']} s budget; raise "
+            "max_train_seconds or lower pool_size."
+        )
+    args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    rewards = [get_task(cfg.task).reward]
+    fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
+    return {**fields, "pool_all_wrong": all_wrong}

@@ -1,0 +1,236 @@
+r"""What the runs of a study measure: memory, Stage 1's time, held-out accuracy and KL.
+
+:class:`PeakRSS` (the peak resident memory while a block runs), :func:`timed_stage1` (the
+library's Stage 1 on the protocol's backend, timed), :func:`sample_scores` (one sampled response
+per prompt scored by the library's :func:`~astarpo.llm.rewards.scoring.compute_rewards`, with
+the reward deadline, and its :math:`\log \pi - \log \pi_{ref}`), :func:`evaluate_policy` (a
+run's held-out evaluation: greedy accuracy through :func:`astarpo.llm.eval.evaluate`, the
+expected one through :func:`~astarpo.llm.eval.answer_probability`) and :func:`gold_logprobs`
+(the gold answer's log-probability in float64, for probabilities below float32's range, which
+the library's ``answer_probability`` cannot return); :func:`alternate` times steps side by side
+(the micro-benchmarks).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from astarpo.llm.data.prompts import repeat_columns
+from astarpo.llm.eval import answer_probability, evaluate
+from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.rewards.scoring import compute_rewards
+from astarpo.llm.rollout.backend import build_generator
+from astarpo.llm.rollout.base import SamplingConfig
+from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.toy.tasks import get_task
+from astarpo.llm.training.metrics import timed
+from astarpo.studies.harness.protocol import Protocol
+
+__all__ = [
+    "PeakRSS",
+    "alternate",
+    "evaluate_policy",
+    "gold_logprobs",
+    "sample_scores",
+    "timed_stage1",
+]
+
+
+class PeakRSS:
+    """Peak *current* resident memory (MiB) of this process while the ``with`` block runs.
+
+    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading, so a thread reads
+    ``/proc/self/statm`` every ``interval`` seconds (``ru_maxrss`` without ``/proc``):
+    ``start_mb`` on entry, ``peak_mb`` the largest sample; ``paused`` leaves a phase out.
+    """
+
+    def __init__(self, interval: float = 0.002) -> None:
+        self.interval = interval
+        self.start_mb = self.peak_mb = 0.0
+        self.paused = self._stop = False
+        self._thread: Any = None
+
+    @staticmethod
+    def current_mb() -> float:
+        """Current resident set size in MiB."""
+        try:
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        except OSError:
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            return rss / 2**20 if sys.platform == "darwin" else rss / 1024
+
+    def _loop(self) -> None:
+        while not self._stop:
+            if not self.paused:
+                self.peak_mb = max(self.peak_mb, self.current_mb())
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PeakRSS:
+        self.start_mb = self.peak_mb = self.current_mb()
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        self._thread.join()
+        if not self.paused:
+            self.peak_mb = max(self.peak_mb, self.current_mb())
+
+
+def timed_stage1(
+    ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Protocol, path: Path, seed: int
+) -> tuple[ValueTable, float]:
+    """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
+    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it)."""
+    path.unlink(missing_ok=True)
+    times: dict[str, float] = {}
+    with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
+        workdir = path.parent / f"vllm_{path.stem}"
+        batch = cfg.generation_batch_size
+        gen = build_generator(
+            cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
+        )
+        reward = [get_task(cfg.task).reward]
+        table = estimate_values(gen, rows, reward, cfg.stage1_config(seed), out_path=path)
+    return table, times["time/stage1"]
+
+
+def sample_scores(
+    model: Any,
+    ref: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    cfg: Protocol,
+    seed: int,
+    reward: Any = None,
+) -> dict[str, np.ndarray]:
+    """One response per row at temperature 1: ``reward`` (the task's, or ``reward``, scored
+    with the protocol's deadline), ``log_ratio`` (``log pi - log pi_ref``), ``tokens`` (EOS
+    included) and ``truncated`` (no EOS), each ``[B]``."""
+    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
+    out = gen.generate([r["prompt"] for r in rows], 1, SamplingConfig(cfg.max_new_tokens), seed)
+    scores, _ = compute_rewards(
+        [reward or get_task(cfg.task).reward],
+        out.prompts,
+        out.completions,
+        repeat_columns(list(rows), 1),
+        completion_ids=out.response_ids,
+        truncated=out.truncated,
+        timeout=cfg.reward_timeout,
+    )
+    pad = int(tokenizer.pad_token_id)
+    with torch.no_grad():
+        logp = sequence_logprobs(model, out.prompt_ids, out.response_ids, pad).logp
+        logp_ref = sequence_logprobs(ref, out.prompt_ids, out.response_ids, pad).logp
+    return {
+        "reward": scores,
+        "log_ratio": (logp - logp_ref).double().cpu().numpy(),
+        "tokens": np.array([len(r) for r in out.response_ids], dtype=np.float64),
+        "truncated": np.array(out.truncated, dtype=bool),
+    }
+
+
+def evaluate_policy(
+    model: Any,
+    ref: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    cfg: Protocol,
+    seed: int,
+    hard: list[bool] | None = None,
+) -> dict[str, float]:
+    """Held-out accuracy of ``model`` and its KL to ``ref``, scored by the task's reward.
+
+    Returns:
+        ``accuracy`` (greedy), ``sampled_accuracy`` (one sample at temperature 1, seed
+        ``seed + 1``), ``expected_accuracy`` (mean answer probability: the sampled accuracy
+        without sampling noise, the curve targets are read on), ``kl`` (mean of
+        ``log pi - log pi_ref`` on the samples), ``response_tokens_p50``/``_p90`` (the
+        samples' lengths, EOS included), ``truncated_rate`` and, where ``hard`` marks a
+        non-empty subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
+    """
+    was_training = model.training
+    model.eval()
+    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
+    greedy = evaluate(
+        gen,
+        rows,
+        [get_task(cfg.task).reward],
+        sampling=SamplingConfig(cfg.max_new_tokens, 0.0),
+        seed=seed,
+        batch_size=cfg.generation_batch_size,
+        progress=False,
+        reward_timeout=cfg.reward_timeout,
+    )
+    correct = np.array(greedy["correct"], dtype=np.float64)
+    sampled = sample_scores(model, ref, tokenizer, rows, cfg, seed + 1)
+    prob = answer_probability(model, tokenizer, rows).double().numpy()
+    res = {
+        "accuracy": float(correct.mean()),
+        "sampled_accuracy": float(sampled["reward"].mean()),
+        "expected_accuracy": float(prob.mean()),
+        "kl": float(sampled["log_ratio"].mean()),
+        "response_tokens_p50": float(np.percentile(sampled["tokens"], 50)),
+        "response_tokens_p90": float(np.percentile(sampled["tokens"], 90)),
+        "truncated_rate": float(sampled["truncated"].mean()),
+    }
+    if hard is not None and any(hard):
+        res["hard_accuracy"] = float(correct[np.array(hard)].mean())
+        res["hard_expected_accuracy"] = float(prob[np.array(hard)].mean())
+    model.train(was_training)
+    return res
+
+
+def gold_logprobs(
+    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 128
+) -> np.ndarray:
+    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold answer ``a``, float64
+    ``[B]``: ``exp`` of it is the expected sampled accuracy of an exact-match reward."""
+    out = []
+    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
+    for i in range(0, len(rows), batch):
+        part = rows[i : i + batch]
+        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
+        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
+        responses = [[*a, eos] for a in answers["input_ids"]]
+        with torch.no_grad():
+            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
+    return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+def alternate(
+    steps: dict[str, Any], rounds: int, warmup: int = 0
+) -> dict[str, dict[str, list[float]]]:
+    """Call ``steps[name](i)`` for every name in turn, ``warmup + rounds`` times (each round in
+    the same order, so that a load change hits all of them), timing each call.
+
+    Returns:
+        Per name, over the timed rounds: ``wall`` and ``cpu`` (``process_time``) seconds, and
+        every number the call returned in a dict (a trainer step's ``time/generate``, ...).
+    """
+    out: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in steps}
+    for i in range(warmup + rounds):
+        for name, step in steps.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            record = step(i)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if i >= warmup:
+                numbers = {k: v for k, v in (record or {}).items() if isinstance(v, (int, float))}
+                for k, v in {"wall": wall, "cpu": cpu, **numbers}.items():
+                    out[name].setdefault(k, []).append(float(v))
+    return out

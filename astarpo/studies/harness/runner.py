@@ -1,0 +1,204 @@
+"""The runs of a study, each in a fresh process on a stated clock, and the loops over them.
+
+:class:`Runner` runs one spec in its own process (:mod:`~astarpo.studies.harness.worker`, in
+the run's folder, every path of the spec absolute) and stamps its result with the process's
+wall and CPU time (``os.wait4``): a run whose CPU/wall ratio is below :data:`MIN_CPU_SHARE`
+had its core shared and is flagged ``slow`` (and run once more on request). It runs several
+specs ``workers`` at a time, and warns before the study starts when the 1-minute load average
+exceeds the cores its runs will use. :func:`rotated` is the seed loop; :func:`sweep` scores a
+grid of one setting (learning rate, batch size) and extends it beyond an edge the choice sits
+on (:func:`select`, :func:`extend_grid`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import astarpo
+from astarpo.studies.harness.output import OutputDir
+
+__all__ = ["MIN_CPU_SHARE", "Runner", "extend_grid", "rotated", "run_process", "select", "sweep"]
+
+#: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
+MIN_CPU_SHARE = 0.9
+
+
+def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
+    """Run ``cmd`` (``Popen`` keywords: ``cwd``, ``env``, ``stdout``) to completion.
+    Returns ``(exit code, wall seconds, CPU seconds of the child)``."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, **popen)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+class Runner:
+    """Starts the runs of one study and collects their results (see the module doc).
+
+    Args:
+        output: The study's output folder; run ``NAME`` runs in ``runs/NAME`` (recorded).
+        threads: Torch/OpenMP threads of each run.
+        workers: Runs at once in :meth:`run_all`.
+        rerun_slow: Run a ``slow`` run again, once.
+        say: Progress printer.
+        describe: ``result -> str``: the study's account of a finished run.
+    """
+
+    def __init__(
+        self,
+        output: OutputDir,
+        threads: int = 1,
+        workers: int = 1,
+        rerun_slow: bool = False,
+        say: Callable[[str], Any] = print,
+        describe: Callable[[dict[str, Any]], str] = lambda r: "done",
+    ) -> None:
+        self.output, self.workers, self.rerun_slow = output, workers, rerun_slow
+        self.say, self.describe = say, describe
+        self.t0, self.load, self.warning = time.perf_counter(), _load(), None
+        if self.load[0] > workers * threads:
+            self.warning = (
+                f"the 1-minute load average is {self.load[0]}, above the {workers * threads} "
+                "cores these runs use: other processes share the cores, so the runs' timings "
+                "may be longer than on an idle machine (flagged `slow` where CPU/wall < 0.9)"
+            )
+            print(f"warning: {self.warning}", file=sys.stderr, flush=True)
+        src = str(Path(astarpo.__file__).resolve().parents[1])  # the same astarpo in workers
+        path = os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])])
+        self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
+        self.env["TOKENIZERS_PARALLELISM"] = "false"
+
+    def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """Run ``spec`` in ``runs/NAME``: ``spec["entry"]`` (``"module:function"``) is called
+        with it in a fresh process; the entries ``spec["paths"]`` names (and ``out``, the run's
+        folder) are made absolute. Returns the result with ``process``: ``wall_s``, ``cpu_s``,
+        ``cpu_wall``, ``slow`` (and ``first_attempt`` after a re-run).
+
+        Raises:
+            RuntimeError: the run's process failed (its traceback is above, on stderr).
+        """
+        res = self._attempt(name, spec)
+        if res["process"]["slow"] and self.rerun_slow:
+            self.say(f"  {name}: CPU/wall {res['process']['cpu_wall']:.2f}; running it again")
+            first, res = res["process"], self._attempt(name, spec)
+            res["process"]["first_attempt"] = first
+        return res
+
+    def _attempt(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        run_dir = self.output.record(f"runs/{name}").resolve()
+        shutil.rmtree(run_dir, ignore_errors=True)  # a re-run starts afresh
+        run_dir.mkdir(parents=True)
+        full = {**spec, "out": str(run_dir), "paths": sorted({"out", *spec.get("paths", ())})}
+        for key in full["paths"]:  # the worker runs in run_dir: a relative path would not resolve
+            if full.get(key) is not None:
+                full[key] = str(Path(full[key]).resolve())
+        (run_dir / "spec.json").write_text(json.dumps(full))
+        cmd = [sys.executable, "-m", "astarpo.studies.harness.worker", "spec.json", "result.json"]
+        code, wall, cpu = run_process(cmd, cwd=run_dir, env=self.env)
+        if code != 0:
+            raise RuntimeError(
+                f"run {name} failed (exit code {code}); its traceback is above and its spec and "
+                f"files are in {run_dir}."
+            )
+        res: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+        share = cpu / wall if wall > 0 else math.nan
+        res["process"] = {"wall_s": wall, "cpu_s": cpu, "cpu_wall": share}
+        res["process"]["slow"] = bool(share < MIN_CPU_SHARE)
+        flag = " (slow: its core was shared)" if res["process"]["slow"] else ""
+        self.say(f"  {name}: {self.describe(res)} [{wall:.0f} s wall, CPU/wall {share:.2f}{flag}]")
+        return res
+
+    def run_all(self, runs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """:meth:`run` of every ``(name, spec)``, :attr:`workers` at a time; results in order."""
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(lambda run: self.run(*run), runs))
+
+    def stamp(self, result: dict[str, Any]) -> None:
+        """Add the study's ``wall_s``, ``load`` (``start``, ``end``, ``warning``), ``slow_runs``
+        (the runs flagged ``slow``) and ``environment`` (versions, cores, GPU) to ``result``."""
+        import torch
+
+        result["wall_s"] = time.perf_counter() - self.t0
+        result["load"] = {"start": self.load, "end": _load(), "warning": self.warning}
+        result["slow_runs"] = sum(r.get("process", {}).get("slow", 0) for r in result["runs"])
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+        versions = {"astarpo": astarpo.__version__, "python": platform.python_version()}
+        result["environment"] = {**versions, "torch": torch.__version__, "gpu": gpu}
+        result["environment"]["cpus"] = os.cpu_count()
+
+
+def rotated(names: Sequence[Any], seeds: int) -> Iterator[tuple[int, Any]]:
+    """``(seed, name)`` of every run, seed by seed, the order of ``names`` rotated per seed so
+    that the slow phases of a shared machine hit every name."""
+    for seed in range(seeds):
+        k = seed % len(names)
+        for name in [*names[k:], *names[:k]]:
+            yield seed, name
+
+
+def select(scores: Mapping[float, float]) -> float:
+    """The rule of a sweep: the value with the highest score, the smaller one on a tie (within
+    1e-9); NaN scores (a diverged run) never win."""
+    if not scores:
+        raise ValueError("select needs at least one (value, score) pair.")
+    best_x, best = None, -math.inf
+    for x in sorted(scores):
+        if not math.isnan(scores[x]) and scores[x] > best + 1e-9:
+            best_x, best = x, scores[x]
+    return best_x if best_x is not None else min(scores)
+
+
+def extend_grid(scores: Mapping[float, float], integer: bool = False) -> float | None:
+    """The value to try when :func:`select`'s choice is an edge of the values tried: one step
+    of the grid beyond it (the ratio of the two values nearest that edge: 3.33e-5 below 1e-4,
+    3e-4, ...), to 3 significant digits, or rounded (``integer``, e.g. a batch size). None when
+    the choice is bracketed or fewer than two values were tried."""
+    xs = sorted(scores)
+    if len(xs) < 2 or select(scores) not in (xs[0], xs[-1]):
+        return None
+    beyond = xs[0] ** 2 / xs[1] if select(scores) == xs[0] else xs[-1] ** 2 / xs[-2]
+    return float(max(1, round(beyond))) if integer else float(f"{beyond:.3g}")
+
+
+def sweep(
+    score: Callable[[float], float],
+    grid: Sequence[float],
+    extensions: int = 0,
+    integer: bool = False,
+    say: Callable[[str], Any] = print,
+) -> dict[str, Any]:
+    """``score(value)`` (one run) of every value of ``grid``, the choice by :func:`select`; a
+    choice at an edge adds the value beyond it (:func:`extend_grid`), up to ``extensions``
+    times. One value: that one, unscored.
+
+    Returns:
+        ``{"scores": {value: score}, "chosen": value, "extended": [values added]}``.
+    """
+    scores = {x: score(x) for x in grid} if len(grid) > 1 else {}
+    added: list[float] = []
+    while scores and len(added) < extensions:
+        more = extend_grid(scores, integer)
+        if more is None or more in scores:
+            break
+        say(f"  the choice is an edge of the grid; trying {more:g}")
+        scores[more] = score(more)
+        added.append(more)
+    chosen = select(scores) if scores else grid[0]
+    ordered = {f"{k:g}": v for k, v in sorted(scores.items())}
+    return {"scores": ordered, "chosen": chosen, "extended": added}

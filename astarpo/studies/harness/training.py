@@ -1,0 +1,116 @@
+"""A run of the library's trainer inside a study's worker process.
+
+:func:`load_run` gives a run's config, tokenizer, reference and policy; :func:`train_run` is
+:class:`~astarpo.llm.training.trainer.Trainer` with the run config's wall-clock budget,
+evaluations every ``eval_every_seconds`` of training time (not counted) and a :class:`Recorder`,
+returning the fields every run's result has; :func:`drop_all_wrong` is the V* table (and pool)
+of ``astarpo_drop``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from astarpo.llm.models.loading import load_pretrained_model
+from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm.parallel.dist import resolve_device
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.training.trainer import Trainer
+from astarpo.studies.harness.protocol import config_from_dict
+
+__all__ = ["PHASES", "Recorder", "drop_all_wrong", "load_run", "train_run"]
+
+#: The trainer's per-step phase timers, summed into a run's ``phases``.
+PHASES = ("generate", "reward", "ref_logprobs", "update")
+
+
+class Recorder:
+    """Trainer callback: keeps the evaluations, counts steps, sums phase times and lengths."""
+
+    def __init__(self) -> None:
+        self.evals: list[dict[str, Any]] = []
+        self.phases = dict.fromkeys(PHASES, 0.0)
+        self.steps = 0
+        self.response_tokens = 0.0  # sum over steps of the mean response length
+
+    def on_step_end(self, record: dict[str, Any]) -> bool:
+        """Add the step's phase times; never stops (the budget does)."""
+        self.steps += 1
+        self.response_tokens += float(record.get("response_length/mean", 0.0))
+        for k in PHASES:
+            self.phases[k] += float(record.get(f"time/{k}", 0.0))
+        return False
+
+    def on_evaluate(self, record: dict[str, Any]) -> None:
+        """Keep the evaluation (``eval/`` keys without the prefix, ``step``, ``stage2_time``)."""
+        rec = {k[5:]: v for k, v in record.items() if k.startswith("eval/")}
+        self.evals.append(
+            {**rec, "step": record["step"], "stage2_time": record["time/train_total"]}
+        )
+
+
+def load_run(spec: dict[str, Any], cls: type) -> tuple[Any, Any, Any, Any]:
+    """``(config, tokenizer, reference, policy)`` of a run: the config ``cls`` of
+    ``spec["config"]`` (its torch threads set), the reference ``spec["reference"]`` on its
+    device in eval mode, and a trainable copy of it."""
+    cfg = config_from_dict(cls, spec["config"])
+    torch.set_num_threads(cfg.threads)
+    ref = load_pretrained_model(spec["reference"]).to(resolve_device(cfg.device)).eval()
+    return cfg, make_char_tokenizer(), ref, copy.deepcopy(ref).train()
+
+
+def drop_all_wrong(
+    table: ValueTable, rows: list[dict[str, Any]]
+) -> tuple[ValueTable, list[dict[str, Any]]]:
+    """The prompts of ``table`` and ``rows`` with a Stage 1 pass rate above 0."""
+    kept = ValueTable([r for r in table if r.pass_rate > 0])
+    return kept, [r for r in rows if r["prompt"] in kept]
+
+
+def train_run(
+    policy: Any,
+    ref: Any,
+    tokenizer: Any,
+    rewards: list[Any],
+    args: Any,
+    rows: list[dict[str, Any]],
+    table: ValueTable | None,
+    eval_fn: Any,
+    stage1_s: float = 0.0,
+) -> dict[str, Any]:
+    """Train ``policy`` under the registry config ``args`` (its budget net of ``stage1_s``, a
+    Stage 1 run inside the run's clock).
+
+    Returns:
+        ``evals`` (each with ``time``: Stage 1 + Stage 2 training time, ``stage2_time``,
+        ``step`` and what ``eval_fn`` returned), ``stage1_s``, ``train_s``, ``clock_s``,
+        ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1`` and :data:`PHASES`
+        seconds) and ``response_tokens_mean`` (over steps, of the responses' mean length).
+    """
+    rec = Recorder()
+    trainer = Trainer(
+        policy,
+        ref,
+        rewards,
+        args=args,
+        train_dataset=rows,
+        v_star_table=table,
+        tokenizer=tokenizer,
+        eval_fn=eval_fn,
+        callbacks=[rec],
+    )
+    trainer.train()
+    return {
+        "evals": [{**e, "time": stage1_s + e["stage2_time"]} for e in rec.evals],
+        "stage1_s": stage1_s,
+        "train_s": trainer.train_time,
+        "clock_s": stage1_s + trainer.train_time,
+        "steps": rec.steps,
+        "pool": len(rows),
+        "samples_per_prompt": trainer.algorithm.samples_per_prompt,
+        "phases": {"stage1": stage1_s, **rec.phases},
+        "response_tokens_mean": rec.response_tokens / max(rec.steps, 1),
+    }

@@ -1,0 +1,82 @@
+"""The studies by name: :data:`STUDIES` maps a name to a :class:`Study`.
+
+``astarpo study --list`` lists them, ``astarpo study NAME`` makes one flag per field of the
+study's config and runs it (``astarpo bench`` is ``astarpo study efficiency``). Adding a study
+is one subpackage (a config dataclass, ``run.run`` and ``report.write``) and one entry here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from astarpo.studies.efficiency import config as efficiency
+from astarpo.studies.zero_pass import config as zero_pass
+
+__all__ = ["STUDIES", "Study"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study.
+
+    Args:
+        package: Its subpackage: ``PACKAGE.run.run(config, out_dir, overwrite=, progress=)``
+            runs it; ``PACKAGE.report`` has ``refresh(result)`` (the summary made again from
+            the runs, where they hold their evaluations) and ``write(output, result,
+            with_json)`` (imported only when called: listing the studies loads no model code).
+        config: Its config dataclass (one flag per field).
+        stem: The stem of its output files (``stem.json``, ``stem.md``, ``stem.png``).
+        summary: One line on what it measures.
+        presets: ``presets(given fields, quick) -> fields``: the settings ``--quick`` (and,
+            where the study says so, a given field such as ``task``) select; the given fields
+            override them.
+        section: The section of a sectioned ``--config`` file it reads.
+    """
+
+    package: str
+    config: type
+    stem: str
+    summary: str
+    presets: Callable[[Mapping[str, Any], bool], dict[str, Any]]
+    section: str = "study"
+
+    def run(self, config: Any, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+        """Run the study: ``PACKAGE.run.run(config, out_dir, **kwargs)``."""
+        result: dict[str, Any] = importlib.import_module(f"{self.package}.run").run(
+            config, out_dir, **kwargs
+        )
+        return result
+
+    def rerender(self, output: Any) -> None:
+        """Write ``stem.md`` and ``stem.png`` again from ``output``'s ``stem.json`` (its summary
+        refreshed; the JSON itself is not rewritten)."""
+        report = importlib.import_module(f"{self.package}.report")
+        result = json.loads((output.path / f"{self.stem}.json").read_text())
+        report.write(output, report.refresh(result), with_json=False)
+
+
+#: Study name (``astarpo study NAME``) -> :class:`Study`.
+STUDIES: dict[str, Study] = {
+    "efficiency": Study(
+        "astarpo.studies.efficiency",
+        efficiency.EfficiencyConfig,
+        "bench",
+        "A*-PO against GRPO/RLOO/PPO/REBEL (and TRL's trainers) on one wall-clock budget: time "
+        "to accuracy targets, peak memory, final accuracy (also `astarpo bench`)",
+        efficiency.presets,
+        section="bench",
+    ),
+    "zero-pass": Study(
+        "astarpo.studies.zero_pass",
+        zero_pass.ZeroPassConfig,
+        "zero_pass",
+        "prompts the reference never solves (pass@64 = 0): does A*-PO, or an exploring "
+        "baseline, learn them",
+        zero_pass.presets,
+    ),
+}

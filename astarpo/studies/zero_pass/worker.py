@@ -1,0 +1,167 @@
+r"""One training run of the zero-pass study in its own process (:func:`run_one`, the harness
+worker's entry): the library's trainer on one training set, plus what this study measures: the
+held-out curves on the hard and the easy prompts apart, read exactly from the gold response's
+probability and its log (:func:`evaluate_sets`), every training sample's success per prompt kind
+(:class:`SuccessCounter`), and at the end the check of A*-PO's update (:func:`log_ratio_check`):
+the regression target of :math:`\beta_2 \log \pi(y|x)/\pi_{ref}(y|x)` is
+:math:`r(x, y) - \hat V^*(x)`, so where :math:`\hat V^* = 0` a failure is pulled back to the
+reference (target 0) and a success pushed toward 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo.llm.rewards.scoring import reward_name
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.toy.tasks import get_task
+from astarpo.studies.harness.measure import gold_logprobs, sample_scores
+from astarpo.studies.harness.protocol import DROP_ARM, Protocol, algorithm_config, arm_algorithm
+from astarpo.studies.harness.training import drop_all_wrong, load_run, train_run
+
+__all__ = ["SuccessCounter", "evaluate_sets", "log_ratio_check", "run_one"]
+
+
+class SuccessCounter:
+    """A reward function that scores with ``reward`` and counts samples and successes (reward
+    > 0) per prompt kind: ``"hard"`` for the prompts of ``hard``, else ``"easy"``.
+
+    It returns ``reward``'s scores unchanged and carries its name, module and qualified name,
+    so a run records (and its V* table's provenance check sees) the reward it computes.
+
+    Args:
+        reward: The task's reward (TRL signature, takes ``truncated``).
+        hard: The hard prompts (exact texts).
+    """
+
+    def __init__(self, reward: Any, hard: Sequence[str]) -> None:
+        self.reward = reward
+        self.hard = frozenset(hard)
+        self.samples = {"hard": 0, "easy": 0}
+        self.successes = {"hard": 0, "easy": 0}
+        self.__name__ = reward_name(reward)
+        self.__module__ = str(getattr(reward, "__module__", type(reward).__module__))
+        self.__qualname__ = str(getattr(reward, "__qualname__", self.__name__))
+
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        completions: Sequence[str],
+        answer: Sequence[Any],
+        truncated: Sequence[bool] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        """Score like ``reward`` and count (``columns`` other than ``report`` are ignored)."""
+        scores = self.reward(
+            prompts, completions, answer, truncated=truncated, report=columns.get("report")
+        )
+        for prompt, score in zip(prompts, scores, strict=True):
+            kind = "hard" if prompt in self.hard else "easy"
+            self.samples[kind] += 1
+            self.successes[kind] += int((score or 0.0) > 0)
+        return list(scores)
+
+
+def evaluate_sets(
+    model: Any, tokenizer: Any, held_out: dict[str, list[dict[str, Any]]]
+) -> dict[str, float]:
+    """``{kind}_expected_accuracy`` (mean gold probability) and ``{kind}_log10_gold`` (mean
+    log10 of it) for each held-out set ``kind`` (``"hard"``, ``"easy"``)."""
+    was_training = model.training
+    model.eval()
+    res: dict[str, float] = {}
+    for kind, rows in held_out.items():
+        lp = gold_logprobs(model, tokenizer, rows)
+        res[f"{kind}_expected_accuracy"] = float(np.exp(lp).mean())
+        res[f"{kind}_log10_gold"] = float(lp.mean() / math.log(10.0))
+    model.train(was_training)
+    return res
+
+
+def log_ratio_check(
+    policy: Any,
+    ref: Any,
+    tokenizer: Any,
+    groups: dict[str, list[dict[str, Any]]],
+    table: ValueTable,
+    cfg: Protocol,
+    seed: int,
+) -> dict[str, Any]:
+    r"""One sample per prompt of each group
+    (:func:`~astarpo.studies.harness.measure.sample_scores`): :math:`\beta_2 \log\pi/\pi_{ref}`
+    against A*-PO's target :math:`r - \hat V^*` (``table``), apart for failures and successes.
+
+    Returns:
+        Per group: ``n``, ``n_successes``, and for ``"failures"`` / ``"successes"`` (when any)
+        ``beta2_log_ratio`` (mean), ``target`` (mean :math:`r - \hat V^*`) and ``count``.
+    """
+    policy.eval()
+    out: dict[str, Any] = {}
+    for name, rows in groups.items():
+        if not rows:
+            continue
+        s = sample_scores(policy, ref, tokenizer, rows, cfg, seed)
+        r, ratio = s["reward"], cfg.beta2 * s["log_ratio"]
+        target = r - table.v_star([x["prompt"] for x in rows])
+        res: dict[str, Any] = {"n": len(rows), "n_successes": int((r > 0).sum())}
+        for label, sel in (("failures", r <= 0), ("successes", r > 0)):
+            if sel.any():
+                res[label] = {
+                    "count": int(sel.sum()),
+                    "beta2_log_ratio": float(ratio[sel].mean()),
+                    "target": float(target[sel].mean()),
+                }
+        out[name] = res
+    return out
+
+
+def run_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """One run.
+
+    Args:
+        spec: ``arm`` (an algorithm or ``astarpo_drop``), ``set`` (training set name), ``seed``,
+            ``lr``, ``seconds`` (Stage 2 budget), ``config`` (a
+            :class:`~astarpo.studies.harness.protocol.Protocol` as a dict), ``reference``
+            (model folder), ``train`` (rows), ``hard_prompts`` (the hard ones among them),
+            ``values`` (the set's Stage 1 table), ``held_out`` (``{"hard": rows, "easy":
+            rows}``), ``reference_eval`` (the reference's evaluation: the first one),
+            ``check`` (rows of the final log-ratio check, by kind), ``check_values`` (a table
+            holding them) and ``out``.
+
+    Returns:
+        ``arm``, ``algo``, ``set``, ``seed``, ``lr``, the fields of
+        :func:`~astarpo.studies.harness.training.train_run`, ``samples`` and ``successes`` (per
+        prompt kind) and ``log_ratio``; or ``skipped`` with its reason.
+    """
+    arm, seed = spec["arm"], int(spec["seed"])
+    head = {"arm": arm, "algo": arm_algorithm(arm), "set": spec["set"], "seed": seed}
+    head["lr"] = float(spec["lr"])
+    table, rows = ValueTable.load(spec["values"]), spec["train"]
+    if arm == DROP_ARM:
+        table, rows = drop_all_wrong(table, rows)
+        if not rows:
+            return {**head, "skipped": "every prompt of the set is all wrong in Stage 1"}
+    cfg, tokenizer, ref, policy = load_run(spec, Protocol)
+    counter = SuccessCounter(get_task(cfg.task).reward, spec["hard_prompts"])
+    calls = [0]
+
+    def eval_fn(model: Any) -> dict[str, float]:
+        calls[0] += 1  # before the first step the policy is the reference
+        return (
+            dict(spec["reference_eval"])
+            if calls[0] == 1
+            else evaluate_sets(model, tokenizer, spec["held_out"])
+        )
+
+    args = algorithm_config(arm, cfg, seed, Path(spec["out"]), head["lr"], spec["seconds"])
+    v_star = table if arm_algorithm(arm) == "astarpo" else None
+    fields = train_run(policy, ref, tokenizer, [counter], args, rows, v_star, eval_fn)
+    checked = ValueTable.load(spec["check_values"])
+    check = log_ratio_check(policy, ref, tokenizer, spec["check"], checked, cfg, seed + 7919)
+    counts = {"samples": counter.samples, "successes": counter.successes}
+    return {**head, **fields, **counts, "log_ratio": check}

@@ -1,0 +1,325 @@
+"""The efficiency study: the summary on synthetic runs with known answers, the report and its
+figures, the clock (evaluation excluded, Stage 1 inside), one in-process run per kind, the
+config, the CLI (``astarpo study efficiency`` and ``astarpo bench``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+
+import pytest
+from study_fakes import fake_result, fake_run
+
+from astarpo.studies.efficiency import worker
+from astarpo.studies.efficiency.config import EfficiencyConfig, arms
+from astarpo.studies.efficiency.report import plot_summary, to_markdown, write
+from astarpo.studies.efficiency.summary import REUSED, summarize
+from astarpo.studies.harness.output import OutputDir
+
+# ------------------------------------------------------------------- summary
+
+
+def test_summary_on_synthetic_runs_with_known_answers():
+    s = summarize(fake_result())
+    assert s["targets"] == pytest.approx({"25%": 0.3, "50%": 0.4, "75%": 0.5})
+    a, g, reused = s["arms"]["astarpo"], s["arms"]["grpo"], s["arms"][REUSED]
+    # A*-PO crosses 0.3 halfway between 5 s and 15 s; read on Stage 2 time, 5 s earlier.
+    assert a["time_to_target"]["25%"]["mean"] == pytest.approx(10.0)
+    assert reused["time_to_target"]["25%"]["mean"] == pytest.approx(5.0)
+    # GRPO: 0.3 at 10 s (seed 0) and 20 s (seed 1); 0.4 at 20 s once, never in seed 1.
+    assert g["time_to_target"]["25%"]["times"] == pytest.approx([10.0, 20.0])
+    assert g["time_to_target"]["50%"]["reached"] == 1
+    assert g["time_to_target"]["75%"]["reached"] == 0
+    r = s["ratios"]["grpo"]
+    assert r["25%"]["ratio"] == pytest.approx(math.sqrt(10 / 10 * 10 / 20))
+    assert (r["50%"]["pairs"], r["50%"]["missing"]) == (1, 1)
+    assert r["50%"]["ratio"] == pytest.approx(15.0 / 20.0)
+    assert r["memory"]["ratio"] == pytest.approx(0.5)
+    # Final accuracy is read at the 25 s budget (GRPO's last value held after 20 s).
+    assert g["final"]["expected_accuracy"]["mean"] == pytest.approx(0.35)
+    assert a["final"]["hard_expected_accuracy"]["mean"] == pytest.approx(0.2)
+    assert math.isnan(g["final"]["hard_expected_accuracy"]["mean"])
+
+
+def test_intervals_stay_in_the_range_of_their_quantity():
+    """Two seeds far apart: Student-t (t = 12.7) would leave [0, 1] for an accuracy and go
+    below 0 for a KL divergence; both are clipped."""
+    runs = [
+        fake_run("astarpo", 0, [0.0, 10.0], [0.05, 0.05]),
+        fake_run("astarpo", 1, [0.0, 10.0], [0.95, 0.95]),
+    ]
+    runs[1]["evals"][-1]["kl"] = 1.2
+    s = summarize({**fake_result(), "runs": runs})
+    fin = s["arms"]["astarpo"]["final"]
+    assert (fin["expected_accuracy"]["low"], fin["expected_accuracy"]["high"]) == (0.0, 1.0)
+    assert fin["kl"]["mean"] == pytest.approx(0.65) and fin["kl"]["low"] == 0.0
+
+
+def test_mechanism_on_synthetic_runs_with_known_answers():
+    from astarpo.studies.efficiency.mechanism import cost_model, markdown_lines, summarize_mechanism
+
+    res = fake_result()  # every run: 10 steps, generate 1 s, update 2 s, pool 100, batch 32
+    m = summarize_mechanism(res)
+    a, g = m["phases"]["astarpo"], m["phases"]["grpo"]
+    assert a["share"]["generate"] == pytest.approx(1 / 3) and a["step_s"] == pytest.approx(0.3)
+    assert g["generate_share"]["mean"] == pytest.approx(1 / 3)
+    assert a["seconds"]["stage1"] == pytest.approx(5.0)
+    assert m["revisits"]["astarpo"]["passes"] == pytest.approx(3.2)
+    assert m["memory"]["grpo"]["increment"]["ratio"] == pytest.approx(0.5)
+    assert m["memory"]["grpo"]["total"]["ratio"] == pytest.approx(110 / 120)
+    c = cost_model(res["runs"], res["config"])
+    # GRPO: 160 sequences, 2 s of generation and 4 s of update: g = 1/80, u = 1/40 s.
+    assert c["units"]["g"] == pytest.approx(1 / 80) and c["units"]["u"] == pytest.approx(1 / 40)
+    assert c["predicted_step"] == pytest.approx(1 / 8)
+    assert c["measured_step"]["ratio"] == pytest.approx(1.0)
+    assert c["predicted_prompt"] == pytest.approx((3.5 / 80 + 1 / 40) / (8 * 3 / 80))
+    assert c["measured_prompt"]["ratio"] == pytest.approx(25 / 20)
+    text = "\n".join(markdown_lines(m))
+    assert "Step ratio predicted 0.125" in text and "| grpo |" in text
+    assert cost_model([r for r in res["runs"] if r["arm"] != "grpo"], res["config"]) == {}
+
+
+def test_markdown_and_files(tmp_path):
+    res = fake_result()
+    res["summary"] = summarize(res)
+    md = to_markdown(res)
+    assert "(0/2)" in md  # GRPO never reached 75%
+    assert "| grpo |" in md and REUSED in md and "Where the time goes" in md
+    write(OutputDir(tmp_path, "bench"), res)
+    assert json.loads((tmp_path / "bench.json").read_text())["summary"]["targets"]
+    assert (tmp_path / "bench.png").stat().st_size > 1000
+
+
+def test_figures_are_drawn_for_the_page(tmp_path):
+    """>= 150 dpi, at most 7.5 inches wide (analysis.figures' strict check), legends of at most
+    8 entries: a 9th run name starts a second row of panels; a result whose runs kept no
+    curves is drawn from its summary."""
+    from PIL import Image
+
+    res = fake_result()
+    res["summary"] = summarize(res)
+    write(OutputDir(tmp_path, "bench"), res)
+    curveless = {**res, "runs": [{k: v for k, v in r.items() if k != "evals"} for r in res["runs"]]}
+    plot_summary(curveless, tmp_path / "summary.png")
+    for name in ("bench.png", "summary.png"):
+        with Image.open(tmp_path / name) as im:
+            assert im.info["dpi"][0] >= 150 and im.size[0] / im.info["dpi"][0] <= 7.6
+    nine = [fake_run(f"run{i}", 0, [0.0, 1.0], [0.1, 0.2]) for i in range(9)]
+    res = {**res, "runs": nine, "summary": {**res["summary"], "targets": {}}}
+    write(OutputDir(tmp_path / "nine", "bench"), res)
+    with Image.open(tmp_path / "nine" / "bench.png") as im:
+        assert im.size[1] > im.size[0] * 0.8  # two rows of panels
+
+
+# ------------------------------------------------------------------ the runs
+
+
+def _spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True):
+    from dataclasses import asdict
+
+    from astarpo.llm.toy.problems import addition_task
+
+    ref_path = tmp_path / "ref"
+    tiny_model.save_pretrained(ref_path)
+    rows = addition_task(12, seed=0)
+    cfg = EfficiencyConfig(
+        max_train_seconds=seconds, eval_every_seconds=0.5, batch_size=2, max_new_tokens=3,
+        n_samples=2, eval_size=4,
+    )  # fmt: skip
+    return {
+        "arm": arm,
+        "seed": 0,
+        "lr": 1e-3,
+        "seconds": seconds,
+        "stage1_inside": stage1_inside,
+        "config": asdict(cfg),
+        "reference": str(ref_path),
+        "train": rows[:8],
+        "eval": rows[8:],
+        "hard": [True, False, False, True],
+        "out": str(tmp_path / "run"),
+    }
+
+
+def test_clock_excludes_evaluation_and_includes_stage1(tiny_model, tmp_path, monkeypatch):
+    """A slow evaluation (0.4 s each) must not shorten the training budget nor move the
+    evaluation times; Stage 1 is counted in the run's clock."""
+    real = worker.evaluate_policy
+    calls = []
+
+    def slow(*a, **k):
+        calls.append(1)
+        time.sleep(0.4)
+        return real(*a, **k)
+
+    monkeypatch.setattr(worker, "evaluate_policy", slow)
+    t0 = time.perf_counter()
+    res = worker.run_one(_spec(tmp_path, tiny_model, "astarpo", 2.0))
+    wall = time.perf_counter() - t0
+    assert res["stage1_s"] > 0 and res["clock_s"] == pytest.approx(res["stage1_s"] + res["train_s"])
+    assert 2.0 <= res["clock_s"] < 3.0  # the budget, plus at most about a step
+    assert wall >= res["clock_s"] + 0.4 * len(calls) - 0.05
+    times = [e["time"] for e in res["evals"]]
+    assert times[0] == pytest.approx(res["stage1_s"]) and times == sorted(times)
+    assert len(calls) == len(res["evals"]) >= 3  # before, on the schedule, after
+    gaps = [b - a for a, b in itertools.pairwise(times)][:-1]
+    assert all(g < 1.0 for g in gaps)  # every ~0.5 s of training, not of wall time
+
+
+@pytest.mark.parametrize("arm", ["astarpo_drop", "grpo", "ppo"])
+def test_run_one_in_process(tiny_model, tmp_path, arm):
+    spec = _spec(tmp_path, tiny_model, arm, 0.5, stage1_inside=False)
+    if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
+        import numpy as np
+
+        from astarpo.llm.stage1.provenance import data_fingerprint
+        from astarpo.llm.stage1.rows import make_row
+        from astarpo.llm.stage1.table import ValueTable
+
+        prov = {"data": data_fingerprint(spec["train"])}  # Stage 1 ran on the whole pool
+        table = [  # V* = optimal_value of the two rewards, as Stage 1 writes it
+            make_row(r["prompt"], np.array([float(i < 4), 0.0]), 0.5, prov, r.get("answer"))
+            for i, r in enumerate(spec["train"])
+        ]
+        spec["values"] = str(tmp_path / "values.jsonl")
+        ValueTable(table).save(spec["values"])
+    res = worker.run_one(spec)
+    assert res["arm"] == arm and res["steps"] >= 1
+    ev = res["evals"]
+    assert all(math.isfinite(e["kl"]) and 0 <= e["expected_accuracy"] <= 1 for e in ev)
+    assert ev[0]["kl"] == pytest.approx(0.0, abs=1e-5)  # policy == reference
+    assert "hard_expected_accuracy" in ev[0]
+    if arm == "astarpo_drop":  # only prompts the reference solved at least once
+        assert res["pool_all_wrong"] == 4 and res["pool"] == 4
+    else:
+        assert res["stage1_s"] == 0.0 and res["pool"] == 8
+    assert res["memory"]["rss_peak_mb"] >= res["memory"]["rss_before_train_mb"]
+
+
+# -------------------------------------------------------------- config, CLI
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="include 'astarpo'"):
+        EfficiencyConfig(algos=("grpo",))
+    with pytest.raises(ValueError, match="max_train_seconds"):
+        EfficiencyConfig(max_train_seconds=0)
+    with pytest.raises(ValueError, match="target_fractions"):
+        EfficiencyConfig(target_fractions=(1.5,))
+    with pytest.raises(ValueError, match="sweep_seed"):
+        EfficiencyConfig(sweep_seed=1)
+    with pytest.raises(ValueError, match="lr_grid"):
+        EfficiencyConfig(lr_grid=())
+    with pytest.raises(ValueError, match="grid_extensions must be an integer >= 0"):
+        EfficiencyConfig(grid_extensions=-1)
+    with pytest.raises(ValueError, match="peers run on the addition task only"):
+        EfficiencyConfig(task="scratchpad", max_new_tokens=78, peers=("trl",))
+    assert arms(EfficiencyConfig()) == ("astarpo", "grpo", "rloo", "ppo", "rebel", "astarpo_drop")
+
+
+@pytest.fixture
+def seen(monkeypatch, tmp_path):
+    """The config and overwrite flag ``astarpo bench`` (or ``study efficiency``) ran with."""
+    import astarpo.studies.efficiency.run as run_mod
+
+    got = {}
+
+    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+        got["cfg"], got["overwrite"] = cfg, overwrite
+        (tmp_path / "bench.md").write_text("table\n")
+        return {}
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    return got
+
+
+def test_cli_maps_flags_to_the_config(seen, tmp_path, capsys):
+    from astarpo.cli import main
+
+    argv = ["bench", "--out", str(tmp_path), "--quick", "--seeds", "3", "--lr-grid", "1e-3,2e-3"]
+    argv += ["--reference-target", "0.3", "--overwrite", "--no-drop-all-wrong"]
+    assert main([*argv, "--algos", "astarpo,ppo", "--max-train-seconds", "7"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.reference_target == 0.3 and seen["overwrite"] is True
+    assert (cfg.seeds, cfg.lr_grid, cfg.algos) == (3, (1e-3, 2e-3), ("astarpo", "ppo"))
+    assert cfg.max_train_seconds == 7 and not cfg.drop_all_wrong
+    assert cfg.pool_size == 128 and cfg.eval_every_seconds == 2.0  # --quick sizes kept
+    assert "table" in capsys.readouterr().out  # the report is printed
+    argv = ["study", "efficiency", "--out", str(tmp_path), "--peers", "trl"]
+    assert main([*argv, "--model-overrides", '{"hidden_size": 48}']) == 0
+    assert seen["cfg"].model_overrides == {"hidden_size": 48} and seen["cfg"].peers == ("trl",)
+    assert main(["bench", "--out", str(tmp_path), "--max-train-seconds", "0"]) == 2
+    assert "--max-train-seconds must be a finite number > 0" in capsys.readouterr().err
+
+
+def test_cli_task_defaults_run_the_full_protocol(seen, tmp_path):
+    """``--task scratchpad`` runs every algorithm, the drop arm and the one-pass setting;
+    ``--quick`` and ``--no-one-pass`` turn the latter off; scratchpad2 runs A*-PO and GRPO."""
+    from astarpo.cli import main
+    from astarpo.studies.efficiency.config import TASK_PRESETS
+
+    out = ["bench", "--out", str(tmp_path), "--task"]
+    assert main([*out, "scratchpad"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.algos == ("astarpo", "grpo", "rloo", "ppo", "rebel") and cfg.drop_all_wrong
+    assert cfg.one_pass and cfg.seeds == 5 and cfg.grid_extensions == 2 and cfg.sft_lr == 3e-3
+    assert main([*out, "scratchpad", "--no-one-pass", "--grid-extensions", "0"]) == 0
+    assert not seen["cfg"].one_pass and seen["cfg"].grid_extensions == 0
+    assert main([*out, "scratchpad", "--quick", "--micro-batch-size", "32"]) == 0
+    assert not seen["cfg"].one_pass and seen["cfg"].algos == ("astarpo", "grpo")
+    assert seen["cfg"].max_train_seconds == TASK_PRESETS["scratchpad"][1]["max_train_seconds"]
+    assert seen["cfg"].micro_batch_size == 32 and seen["cfg"].max_new_tokens == 78
+    assert main([*out, "scratchpad2"]) == 0
+    assert seen["cfg"].algos == ("astarpo", "grpo") and seen["cfg"].max_new_tokens == 46
+    assert main(["bench", "--out", str(tmp_path), "--backend", "vllm"]) == 0
+    assert seen["cfg"].backend == "vllm" and seen["cfg"].task == "addition"
+
+
+def test_cli_overwrite_keeps_a_users_files(tmp_path, capsys):
+    from astarpo.cli import main
+
+    (tmp_path / "runs" / "my_experiment").mkdir(parents=True)
+    (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").write_text("x\n")
+    (tmp_path / "bench.md").write_text("n\n")
+    assert main(["bench", "--quick", "--out", str(tmp_path), "--overwrite"]) != 0
+    assert "did not write" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "my_experiment" / "metrics.jsonl").read_text() == "x\n"
+    assert (tmp_path / "bench.md").read_text() == "n\n"
+
+
+def test_report_only_redraws_from_the_json(tmp_path, capsys):
+    from astarpo.cli import main
+
+    res = fake_result()
+    res["summary"] = summarize(res)
+    (tmp_path / "bench.json").write_text(json.dumps(res))
+    assert main(["bench", "--out", str(tmp_path), "--report-only"]) == 0
+    assert "| grpo |" in capsys.readouterr().out and (tmp_path / "bench.png").exists()
+    assert json.loads((tmp_path / "bench.json").read_text()) == json.loads(json.dumps(res))
+
+
+@pytest.mark.slow
+def test_quick_protocol_on_the_scratchpad_task(tmp_path):
+    """The whole study on the scratchpad task, shrunk (a tiny model, 1 SFT step, 1 seed):
+    long responses flow through the reference, Stage 1, the runs and the report."""
+    from toy_setup import TINY
+
+    from astarpo.studies.efficiency.run import run
+
+    cfg = EfficiencyConfig(
+        task="scratchpad", max_new_tokens=78, algos=("astarpo", "grpo"), drop_all_wrong=False,
+        seeds=1, max_train_seconds=3.0, eval_every_seconds=1.0, lr_grid=(1e-3,), batch_size=2,
+        pool_size=4, eval_size=4, val_size=4, n_samples=2, group_size=2, sft_steps=1,
+        model_overrides=TINY, cache_dir=str(tmp_path / "cache"),
+    )  # fmt: skip
+    res = run(cfg, tmp_path / "b", progress=False)
+    assert {r["arm"] for r in res["runs"]} == {"astarpo", "grpo"}
+    assert all(r["backend"] == "hf" and r["response_tokens_mean"] > 1 for r in res["runs"])
+    assert all(r["process"]["cpu_s"] > 0 and "slow" in r["process"] for r in res["runs"])
+    m = res["summary"]["mechanism"]
+    assert m["task"] == "scratchpad" and m["reference_response_tokens"]["p90"] >= 1
+    assert 0 <= m["phases"]["grpo"]["share"]["generate"] <= 1
+    assert "Where the time goes" in (tmp_path / "b" / "bench.md").read_text()
+    assert json.loads((tmp_path / "b" / "bench_manifest.json").read_text())

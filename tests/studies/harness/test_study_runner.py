@@ -1,0 +1,162 @@
+"""The harness's runner: a run per fresh process on a stated clock (wall and CPU time, the slow
+flag, the re-run), specs of absolute paths, the load warning, the seed loop and the sweep."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from astarpo.studies.harness import runner as runner_mod
+from astarpo.studies.harness import worker
+from astarpo.studies.harness.output import OutputDir
+from astarpo.studies.harness.runner import (
+    Runner,
+    extend_grid,
+    rotated,
+    run_process,
+    select,
+    sweep,
+)
+
+BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+
+
+def test_run_process_measures_the_childs_wall_and_cpu_time():
+    code, wall, cpu = run_process([sys.executable, "-c", BUSY])
+    assert code == 0 and cpu >= 0.3 and wall >= cpu * 0.5
+    code, wall, cpu = run_process([sys.executable, "-c", "import time; time.sleep(0.4)"])
+    assert code == 0 and wall >= 0.4 and cpu < wall  # sleeping costs no CPU: a low ratio
+    assert run_process([sys.executable, "-c", "raise SystemExit(3)"])[0] == 3
+
+
+def echo(spec: dict) -> dict:
+    """An entry point for the tests: the spec back, and where the process ran."""
+    return {"spec": spec, "cwd": os.getcwd(), "steps": 1}
+
+
+def _runner(tmp_path, monkeypatch, **kw) -> Runner:
+    """A runner whose workers can import this test module (``test_study_runner:echo``)."""
+    r = Runner(OutputDir(tmp_path / "out", "t"), say=lambda *a: None, **kw)
+    r.env["PYTHONPATH"] += os.pathsep + str(Path(__file__).parent)
+    return r
+
+
+ECHO = {"entry": "test_study_runner:echo"}
+
+
+def test_a_run_writes_an_absolute_spec_and_records_its_clock(tmp_path, monkeypatch):
+    """``--out runs/x`` is relative: every path of the spec the runner writes names, from the
+    run folder the worker starts in, what it named in the parent."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ref").mkdir()
+    monkeypatch.setattr(worker, "entry_point", lambda name: echo)
+    monkeypatch.setattr(runner_mod, "run_process", _in_process)
+    runner = Runner(OutputDir("out", "t"), say=lambda *a: None)
+    res = runner.run("a", {**ECHO, "reference": "ref", "paths": ["reference"]})
+    spec = res["spec"]
+    assert spec["reference"] == str(tmp_path / "ref") and Path(spec["out"]).is_absolute()
+    assert res["cwd"] == spec["out"] == str(tmp_path / "out" / "runs" / "a")
+    assert set(res["process"]) == {"wall_s", "cpu_s", "cpu_wall", "slow"}
+    assert "runs/a" in OutputDir(tmp_path / "out", "t").recorded()
+
+
+def _in_process(cmd, cwd, env):
+    """run_process in this process (no child): the worker's main in ``cwd``."""
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        worker.main(cmd[-2:])
+    finally:
+        os.chdir(old)
+    return 0, 1.0, 0.5  # a wall of 1 s with half a core: slow
+
+
+def test_a_slow_run_is_flagged_and_rerun_once_on_request(tmp_path, monkeypatch):
+    monkeypatch.setattr(worker, "entry_point", lambda name: echo)
+    monkeypatch.setattr(runner_mod, "run_process", _in_process)
+    spec = ECHO
+    res = Runner(OutputDir(tmp_path, "t"), say=lambda *a: None).run("a", spec)
+    assert res["process"] == {"wall_s": 1.0, "cpu_s": 0.5, "cpu_wall": 0.5, "slow": True}
+    res = Runner(OutputDir(tmp_path, "t"), rerun_slow=True, say=lambda *a: None).run("b", spec)
+    assert res["process"]["slow"] and res["process"]["first_attempt"]["cpu_wall"] == 0.5
+
+
+def test_a_real_run_in_a_fresh_process(tmp_path, monkeypatch):
+    runner = _runner(tmp_path, monkeypatch)
+    res = runner.run("real", ECHO)
+    assert res["cwd"] == str((tmp_path / "out" / "runs" / "real").resolve())
+    assert res["process"]["wall_s"] > 0 and res["process"]["cpu_s"] > 0
+    assert json.loads((tmp_path / "out" / "runs" / "real" / "spec.json").read_text())["paths"]
+    two = runner.run_all([("x", ECHO), ("y", ECHO)])
+    assert [r["steps"] for r in two] == [1, 1]
+
+
+def test_a_failed_run_names_its_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_mod, "run_process", lambda cmd, **kw: (1, 1.0, 1.0))
+    with pytest.raises(RuntimeError, match=r"run a failed \(exit code 1\).*runs/a"):
+        Runner(OutputDir(tmp_path, "t"), say=lambda *a: None).run("a", {"entry": "x"})
+
+
+def test_the_load_warning_and_the_stamp(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner_mod.os, "getloadavg", lambda: (3.0, 2.0, 1.0))
+    r = Runner(OutputDir(tmp_path, "t"), threads=1, workers=2)
+    assert "load average is 3.0, above the 2 cores" in capsys.readouterr().err
+    result = {"runs": [{"process": {"slow": True}}, {"process": {"slow": False}}]}
+    r.stamp(result)
+    assert result["slow_runs"] == 1 and result["load"]["start"] == [3.0, 2.0, 1.0]
+    assert "above the 2 cores" in result["load"]["warning"] and result["wall_s"] >= 0
+    assert Runner(OutputDir(tmp_path, "t"), threads=2, workers=2).warning is None
+
+
+def test_a_worker_refuses_a_relative_path_before_loading(tmp_path):
+    spec = {"entry": "nothing:run", "reference": "bench/reference", "paths": ["reference"]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match=r"relative paths reference='bench/reference'"):
+        worker.main([str(tmp_path / "spec.json"), str(tmp_path / "r.json")])
+    with pytest.raises(ValueError, match="is not 'MODULE:FUNCTION'"):
+        worker.entry_point("os")
+
+
+def test_rotated_seed_loop():
+    assert list(rotated(("a", "b", "c"), 2)) == [
+        (0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "c"), (1, "a"),
+    ]  # fmt: skip
+
+
+def test_select_and_extend_grid():
+    assert select({1e-4: 0.30, 3e-4: 0.52, 1e-3: 0.41}) == 3e-4
+    assert select({1e-4: 0.5, 3e-4: 0.5}) == 1e-4  # tie: the smaller
+    assert select({1e-4: 0.2, 1e-3: math.nan}) == 1e-4  # a diverged run never wins
+    with pytest.raises(ValueError):
+        select({})
+    assert extend_grid({1e-4: 0.5, 3e-4: 0.4, 1e-3: 0.1}) == pytest.approx(3.33e-5)
+    assert extend_grid({1e-4: 0.1, 3e-4: 0.4, 1e-3: 0.5}) == pytest.approx(3.33e-3)
+    assert extend_grid({1e-4: 0.1, 3e-4: 0.5, 1e-3: 0.4}) is None  # bracketed
+    assert extend_grid({1e-4: 0.1}) is None
+    assert extend_grid({1e-4: 0.2, 3e-4: 0.5, 1e-3: math.nan}) is None
+    assert extend_grid({16: 0.1, 32: 0.2, 64: 0.3}, integer=True) == 128.0  # a batch size
+    assert extend_grid({2: 0.3, 4: 0.2}, integer=True) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("extensions", "added", "still_edge"),
+    [(0, [], True), (2, [3.33e-5, 1.11e-5], True), (3, [3.33e-5, 1.11e-5, 3.7e-6], False)],
+)
+def test_sweep_extends_a_grid_whose_choice_is_an_edge(extensions, added, still_edge):
+    """Scores peak at 1e-5, below the grid 1e-4..1e-3: each extension steps one grid ratio
+    further down until the choice is bracketed or the extensions run out."""
+    tried = []
+
+    def score(lr):
+        tried.append(lr)
+        return -((math.log10(lr) + 5.0) ** 2)
+
+    result = sweep(score, (1e-4, 3e-4, 1e-3), extensions, say=lambda *a: None)
+    assert result["extended"] == pytest.approx(added) and len(tried) == 3 + len(added)
+    assert result["chosen"] == pytest.approx(min([1e-4, *added]) if still_edge else 1.11e-5)
+    assert sweep(score, (3e-4,))["chosen"] == 3e-4 and len(tried) == 3 + len(added)  # unscored
