@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.algorithms.config import TrainConfig, check_choice
+from astarpo.llm.algorithms.config import check_choice
 from astarpo.llm.algorithms.registry import ALGORITHMS
+from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.stage1.config import Stage1Config
