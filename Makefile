@@ -67,7 +67,10 @@ test-latest:
 	$(PY) -m venv $(LATEST_VENV)
 	$(LATEST_BIN)/python -m pip install -q --upgrade pip
 	$(LATEST_BIN)/python -m pip install -q "$(TORCH)"
-	$(LATEST_BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	# The eager upgrade must not swap the CPU torch for PyPI's CUDA build (it did: nvidia-* wheels
+	# and a torch that reports a CUDA build): the installed torch is held by a constraint.
+	$(LATEST_BIN)/python -c 'import torch; print("torch==" + torch.__version__)' > $(LATEST_VENV)/torch.txt
+	$(LATEST_BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch.txt -e ".[dev]"
 	$(LATEST_BIN)/python -m pip freeze --exclude-editable > $(LATEST_VENV)/versions.txt
 	@echo "test-latest: versions that differ from $(LOCK):"; \
 	  grep -v -x -i -F -f $(LOCK) $(LATEST_VENV)/versions.txt | grep -v '^torch==' || echo "  (none)"
