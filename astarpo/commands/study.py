@@ -1,13 +1,10 @@
 """``astarpo study NAME``: run a study of :mod:`astarpo.studies` (``astarpo study --list``).
 
-A study's flags are its config's fields, each with its help text and default
-(:mod:`astarpo.commands.fields`' naming: ``batch_size`` is ``--batch-size``): a tuple takes a
-comma-separated list, a dict a JSON object, a bool ``--x``/``--no-x``. ``--quick`` (and, for the
-efficiency study, ``--task``) choose presets under the flags given. ``--out`` (default
-``runs/STEM``), ``--overwrite`` (delete exactly what an earlier run of the study wrote there),
-``--report-only`` (draw ``STEM.md`` and ``STEM.png`` again from ``--out``'s ``STEM.json``,
-running nothing), ``--config FILE`` (the efficiency study reads a file's ``bench:`` section, the
-others its ``study:`` section). Prints the Markdown report.
+Its flags are its config's fields (:mod:`astarpo.commands.fields`' naming; a tuple takes a
+comma-separated list, a dict a JSON object, a bool ``--x``/``--no-x``), with presets
+(``--quick``, the efficiency study's ``--task``) under the flags given; ``--out``,
+``--overwrite``, ``--report-only`` and ``--config FILE`` (its ``bench:`` section for the
+efficiency study, ``study:`` for the others). Prints the Markdown report.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from astarpo.commands.config_file import add_config_argument
 from astarpo.commands.fields import CommaList, field_values, flag_of, name_flags
 from astarpo.commands.paths import check_output
 
-__all__ = ["add_arguments", "add_study_arguments", "config_target", "run", "run_study"]
+__all__ = ["add_arguments", "add_config_flags", "add_study_arguments", "config_target", "run"]
 
 
 def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
@@ -45,8 +42,8 @@ def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({e})") from None
+    except json.JSONDecodeError:
+        value = None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
     return value
@@ -117,23 +114,15 @@ def config_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any
 
 
 def run(args: argparse.Namespace) -> int:
-    """``--list``, or run the named study."""
-    from astarpo.studies.registry import STUDIES
-
-    if getattr(args, "study_name", None) is not None:
-        return run_study(args)
-    if not args.list:
-        raise SystemExit(f"error: name a study ({', '.join(STUDIES)}); astarpo study --list")
-    for name, study in STUDIES.items():
-        print(f"{name}: {study.summary}")
-    return 0
-
-
-def run_study(args: argparse.Namespace) -> int:
-    """Run the study of ``args`` (or redraw its report) and print its Markdown report."""
+    """``--list``, or run the named study (or redraw its report) and print its Markdown report."""
     from astarpo.studies.harness.output import OutputDir
     from astarpo.studies.registry import STUDIES
 
+    if getattr(args, "study_name", None) is None:
+        if not args.list:
+            raise SystemExit(f"error: name a study ({', '.join(STUDIES)}); astarpo study --list")
+        print("\n".join(f"{name}: {study.summary}" for name, study in STUDIES.items()))
+        return 0
     study = STUDIES[args.study_name]
     check_output(args.out, "--out", folder=True)  # before any work
     given = field_values(study.config, args)

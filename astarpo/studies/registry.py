@@ -1,8 +1,6 @@
-"""The studies by name: :data:`STUDIES` maps a name to a :class:`Study`.
-
-``astarpo study --list`` lists them, ``astarpo study NAME`` makes one flag per field of the
-study's config and runs it (``astarpo bench`` is ``astarpo study efficiency``). Adding a study
-is one subpackage (a config dataclass, ``run.run`` and ``report.write``) and one entry here.
+"""The studies by name: :data:`STUDIES` maps a name to a :class:`Study` (``astarpo study
+--list``, ``astarpo study NAME``). Adding a study is one subpackage (a config dataclass,
+``run.run`` and ``report.write``) and one entry here.
 """
 
 from __future__ import annotations
@@ -25,16 +23,14 @@ class Study:
     """One study.
 
     Args:
-        package: Its subpackage: ``PACKAGE.run.run(config, out_dir, overwrite=, progress=)``
-            runs it; ``PACKAGE.report`` has ``refresh(result)`` (the summary made again from
-            the runs, where they hold their evaluations) and ``write(output, result,
-            with_json)`` (imported only when called: listing the studies loads no model code).
+        package: Its subpackage, imported only when called: ``PACKAGE.run.run(config, out_dir,
+            overwrite=, progress=)``; ``PACKAGE.report``'s ``refresh(result)`` (the summary
+            made again from the runs) and ``write(output, result, with_json)``.
         config: Its config dataclass (one flag per field).
         stem: The stem of its output files (``stem.json``, ``stem.md``, ``stem.png``).
         summary: One line on what it measures.
-        presets: ``presets(given fields, quick) -> fields``: the settings ``--quick`` (and,
-            where the study says so, a given field such as ``task``) select; the given fields
-            override them.
+        presets: ``presets(given fields, quick) -> fields``: what ``--quick`` (or a given field
+            such as ``task``) selects, under the given fields.
         section: The section of a sectioned ``--config`` file it reads.
     """
 
@@ -47,10 +43,8 @@ class Study:
 
     def run(self, config: Any, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
         """Run the study: ``PACKAGE.run.run(config, out_dir, **kwargs)``."""
-        result: dict[str, Any] = importlib.import_module(f"{self.package}.run").run(
-            config, out_dir, **kwargs
-        )
-        return result
+        run: Callable[..., dict[str, Any]] = importlib.import_module(f"{self.package}.run").run
+        return run(config, out_dir, **kwargs)
 
     def rerender(self, output: Any) -> None:
         """Write ``stem.md`` and ``stem.png`` again from ``output``'s ``stem.json`` (its summary

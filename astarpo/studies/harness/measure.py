@@ -1,14 +1,8 @@
-r"""What the runs of a study measure: memory, Stage 1's time, held-out accuracy and KL.
-
-:class:`PeakRSS` (the peak resident memory while a block runs), :func:`timed_stage1` (the
-library's Stage 1 on the protocol's backend, timed), :func:`sample_scores` (one sampled response
-per prompt scored by the library's :func:`~astarpo.llm.rewards.scoring.compute_rewards`, with
-the reward deadline, and its :math:`\log \pi - \log \pi_{ref}`), :func:`evaluate_policy` (a
-run's held-out evaluation: greedy accuracy through :func:`astarpo.llm.eval.evaluate`, the
-expected one through :func:`~astarpo.llm.eval.answer_probability`) and :func:`gold_logprobs`
-(the gold answer's log-probability in float64, for probabilities below float32's range, which
-the library's ``answer_probability`` cannot return); :func:`alternate` times steps side by side
-(the micro-benchmarks).
+r"""What the runs of a study measure: :class:`PeakRSS` (memory), :func:`timed_stage1`,
+:func:`sample_scores` (one scored sample per prompt and its :math:`\log \pi - \log \pi_{ref}`),
+:func:`evaluate_policy` (held-out accuracy and KL through :mod:`astarpo.llm.eval`),
+:func:`gold_logprobs` (in float64, below ``answer_probability``'s float32 range) and
+:func:`alternate` (steps timed side by side, for the micro-benchmarks).
 """
 
 from __future__ import annotations
@@ -57,10 +51,8 @@ class PeakRSS:
     """
 
     def __init__(self, interval: float = 0.002) -> None:
-        self.interval = interval
-        self.start_mb = self.peak_mb = 0.0
-        self.paused = self._stop = False
-        self._thread: Any = None
+        self.interval, self.start_mb, self.peak_mb, self.paused = interval, 0.0, 0.0, False
+        self._stop = threading.Event()
 
     @staticmethod
     def current_mb() -> float:
@@ -72,24 +64,25 @@ class PeakRSS:
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             return rss / 2**20 if sys.platform == "darwin" else rss / 1024
 
+    def _sample(self) -> None:
+        if not self.paused:
+            self.peak_mb = max(self.peak_mb, self.current_mb())
+
     def _loop(self) -> None:
-        while not self._stop:
-            if not self.paused:
-                self.peak_mb = max(self.peak_mb, self.current_mb())
-            time.sleep(self.interval)
+        while not self._stop.wait(self.interval):
+            self._sample()
 
     def __enter__(self) -> PeakRSS:
         self.start_mb = self.peak_mb = self.current_mb()
-        self._stop = False
+        self._stop.clear()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop = True
+        self._stop.set()
         self._thread.join()
-        if not self.paused:
-            self.peak_mb = max(self.peak_mb, self.current_mb())
+        self._sample()
 
 
 def timed_stage1(
@@ -100,8 +93,7 @@ def timed_stage1(
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
-        workdir = path.parent / f"vllm_{path.stem}"
-        batch = cfg.generation_batch_size
+        workdir, batch = path.parent / f"vllm_{path.stem}", cfg.generation_batch_size
         gen = build_generator(
             cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
         )

@@ -1,10 +1,5 @@
-"""A study's output folder: what it wrote there, so that ``--overwrite`` deletes only that.
-
-:class:`OutputDir` records each path in ``STEM_manifest.json`` before the study writes it;
-:meth:`OutputDir.clear` refuses a folder holding files the study would write but did not (a
-user's ``runs/`` of training runs, a ``STEM.md`` of their own), and with ``overwrite`` deletes
-exactly the recorded paths (and a recorded file's ``.lock``). Nothing else is ever touched.
-"""
+"""A study's output folder: :class:`OutputDir` records each path in ``STEM_manifest.json``
+before the study writes it, so that ``--overwrite`` deletes exactly those (nothing else)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The training protocol the runs of an LLM study share, and what is made from it.
-
-:class:`RunOptions` says how a study's runs are started; :class:`Protocol` adds what every run
-trains under (task, sizes, sampling, the algorithms' settings, the SFT reference, device), so
-that a study's runs differ only in what it varies. A field is declared with :func:`option`: its
-default, its help (``astarpo study NAME --help`` shows both) and its constraint, checked on
-construction by :func:`check_options`. From a protocol: :func:`splits` (the task's fixed rows),
-:func:`make_reference` (the weak SFT reference, cached), :func:`algorithm_config` (the
-registry config of one run) and :meth:`Protocol.stage1_config`.
+"""The training protocol a study's runs share: :class:`RunOptions` (how they start) and
+:class:`Protocol` (what every run trains under), fields declared with :func:`option` (default,
+help, constraint: :func:`check_options`); from a protocol, :func:`splits` (the task's fixed
+rows), :func:`make_reference` (the weak SFT reference) and :func:`algorithm_config` (a run's).
 """
 
 from __future__ import annotations
@@ -103,8 +98,8 @@ class Protocol(RunOptions):
 
     task: str = option(
         "addition",
-        "The embedded task: addition (answers of 4-5 tokens), scratchpad (worked solutions of "
-        "70 tokens with EOS) or scratchpad2 (2-digit operands: 38 tokens).",
+        "The task: addition (answers of 4-5 tokens), scratchpad (worked solutions of 70 tokens "
+        "with EOS) or scratchpad2 (2-digit operands: 38 tokens).",
         choices=tuple(TASKS),
     )
     batch_size: int = option(32, "Prompts per step.", 1)
@@ -134,15 +129,11 @@ class Protocol(RunOptions):
     mixed_precision: str = option("auto", "Mixed precision of every run: auto, bf16 or no.")
     backend: str = option(
         "hf",
-        "Generation backend of every run and Stage 1 (evaluation stays on HF; vllm: "
-        "the vllm extra).",
+        "Generation backend of every run and Stage 1 (evaluation: HF; vllm: the vllm extra).",
         choices=("hf", "vllm"),
     )
     micro_batch_size: int = option(
-        0,
-        "Sequences per forward/backward pass (0: an algorithm's whole minibatch; > 0: the "
-        "matched-memory setting).",
-        0,
+        0, "Sequences per forward/backward pass (0: the whole minibatch; > 0: matched memory).", 0
     )
     generation_batch_size: int = option(256, "Rows per generate call of every run.", 1)
     reward_timeout: float = option(600.0, "Deadline in s of a reward call (0: none).")
@@ -175,8 +166,7 @@ class Protocol(RunOptions):
         )
 
     def resolved(self) -> Any:
-        """This config with ``cache_dir`` absolute, so that a run spec made from it reads the
-        same in a worker started in another folder."""
+        """This config with ``cache_dir`` absolute (a run's worker starts in another folder)."""
         return replace(self, cache_dir=self.cache_dir and str(Path(self.cache_dir).resolve()))
 
 
@@ -237,11 +227,9 @@ def arm_algorithm(arm: str) -> str:
 def algorithm_config(
     arm: str, cfg: Protocol, seed: int, out: Path, learning_rate: float, seconds: float
 ) -> TrainConfig:
-    """The registry config of run ``arm`` (an algorithm or :data:`DROP_ARM`): every field it
-    shares with :class:`Protocol` (the loop, sampling, device; ``beta2``, ``group_size``,
-    ``eta`` where it has them), a budget of ``seconds`` (``max_steps`` unbounded);
-    :data:`DROP_ARM` trains on a subset of its Stage 1 table's prompts
-    (``allow_v_star_mismatch``).
+    """The registry config of run ``arm`` (an algorithm or :data:`DROP_ARM`, which trains on a
+    subset of its Stage 1 table: ``allow_v_star_mismatch``): every field it shares with
+    :class:`Protocol`, a budget of ``seconds`` (``max_steps`` unbounded).
 
     Raises:
         ValueError: ``arm`` names no algorithm of the registry.

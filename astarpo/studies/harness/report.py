@@ -1,12 +1,6 @@
-"""The report every study writes, and the formatting its Markdown shares.
-
-* :func:`write`: ``NAME.json`` (standard JSON: NaN and infinities as ``null``,
-  :func:`~astarpo.llm.data.files.standard_json`), ``NAME.md``
-  and ``NAME.png``, each recorded in the output's manifest first;
-* :func:`fmt`, :func:`fmt_ci` (a mean with its interval), :func:`fmt_ratio` (a paired ratio
-  with its interval and pairs), :func:`table` (a Markdown table);
-* :func:`process_lines`: the study's wall time, load, and the runs flagged ``slow``.
-"""
+"""The report every study writes (:func:`write`: ``NAME.json/md/png``) and the formatting its
+Markdown shares (:func:`fmt`, :func:`fmt_ci`, :func:`fmt_ratio`, :func:`table`,
+:func:`process_lines`)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,16 @@
 """The runs of a study, each in a fresh process on a stated clock, and the loops over them.
 
-:class:`Runner` runs one spec in its own process (:mod:`~astarpo.studies.harness.worker`, in
-the run's folder, every path of the spec absolute) and stamps its result with the process's
-wall and CPU time (``os.wait4``): a run whose CPU/wall ratio is below :data:`MIN_CPU_SHARE`
-had its core shared and is flagged ``slow`` (and run once more on request). It runs several
-specs ``workers`` at a time, and warns before the study starts when the 1-minute load average
-exceeds the cores its runs will use. :func:`rotated` is the seed loop; :func:`sweep` scores a
-grid of one setting (learning rate, batch size) and extends it beyond an edge the choice sits
-on (:func:`select`, :func:`extend_grid`).
+:class:`Runner` writes a run's spec (every path absolute) to ``runs/NAME/spec.json`` and runs
+it with ``python -m astarpo.studies.harness.runner spec.json result.json`` (:func:`main`: the
+spec's ``"entry": "MODULE:FUNCTION"`` called with the spec), stamping the result with the
+process's wall and CPU time; CPU/wall below :data:`MIN_CPU_SHARE` flags it ``slow``.
+:func:`rotated` is the seed loop; :func:`sweep` scores a grid of one setting, extended beyond an
+edge the choice sits on (:func:`select`, :func:`extend_grid`).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -28,15 +27,25 @@ from typing import Any
 import astarpo
 from astarpo.studies.harness.output import OutputDir
 
-__all__ = ["MIN_CPU_SHARE", "Runner", "extend_grid", "rotated", "run_process", "select", "sweep"]
+__all__ = [
+    "MIN_CPU_SHARE",
+    "Runner",
+    "entry_point",
+    "extend_grid",
+    "main",
+    "rotated",
+    "run_process",
+    "select",
+    "sweep",
+]
 
 #: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
 MIN_CPU_SHARE = 0.9
 
 
 def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
-    """Run ``cmd`` (``Popen`` keywords: ``cwd``, ``env``, ``stdout``) to completion.
-    Returns ``(exit code, wall seconds, CPU seconds of the child)``."""
+    """``(exit code, wall s, CPU s of the child)`` of ``cmd`` run to completion (``Popen``
+    keywords: ``cwd``, ``env``, ``stdout``)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, **popen)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -49,7 +58,8 @@ def _load() -> list[float]:
 
 
 class Runner:
-    """Starts the runs of one study and collects their results (see the module doc).
+    """Starts the runs of one study and collects their results; warns (stderr) when the 1-minute
+    load average exceeds the cores its runs use.
 
     Args:
         output: The study's output folder; run ``NAME`` runs in ``runs/NAME`` (recorded).
@@ -85,10 +95,9 @@ class Runner:
         self.env["TOKENIZERS_PARALLELISM"] = "false"
 
     def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """Run ``spec`` in ``runs/NAME``: ``spec["entry"]`` (``"module:function"``) is called
-        with it in a fresh process; the entries ``spec["paths"]`` names (and ``out``, the run's
-        folder) are made absolute. Returns the result with ``process``: ``wall_s``, ``cpu_s``,
-        ``cpu_wall``, ``slow`` (and ``first_attempt`` after a re-run).
+        """Run ``spec`` in ``runs/NAME`` in a fresh process, its ``paths`` entries (and ``out``,
+        the run's folder) made absolute. Returns the result with ``process``: ``wall_s``,
+        ``cpu_s``, ``cpu_wall``, ``slow`` (and ``first_attempt`` after a re-run).
 
         Raises:
             RuntimeError: the run's process failed (its traceback is above, on stderr).
@@ -109,7 +118,7 @@ class Runner:
             if full.get(key) is not None:
                 full[key] = str(Path(full[key]).resolve())
         (run_dir / "spec.json").write_text(json.dumps(full))
-        cmd = [sys.executable, "-m", "astarpo.studies.harness.worker", "spec.json", "result.json"]
+        cmd = [sys.executable, "-m", "astarpo.studies.harness.runner", "spec.json", "result.json"]
         code, wall, cpu = run_process(cmd, cwd=run_dir, env=self.env)
         if code != 0:
             raise RuntimeError(
@@ -131,7 +140,7 @@ class Runner:
 
     def stamp(self, result: dict[str, Any]) -> None:
         """Add the study's ``wall_s``, ``load`` (``start``, ``end``, ``warning``), ``slow_runs``
-        (the runs flagged ``slow``) and ``environment`` (versions, cores, GPU) to ``result``."""
+        and ``environment`` (versions, cores, GPU) to ``result``."""
         import torch
 
         result["wall_s"] = time.perf_counter() - self.t0
@@ -141,6 +150,35 @@ class Runner:
         versions = {"astarpo": astarpo.__version__, "python": platform.python_version()}
         result["environment"] = {**versions, "torch": torch.__version__, "gpu": gpu}
         result["environment"]["cpus"] = os.cpu_count()
+
+
+def entry_point(name: str) -> Any:
+    """The function ``"MODULE:FUNCTION"`` names (``ValueError`` for another form)."""
+    module, _, function = name.partition(":")
+    if not module or not function:
+        raise ValueError(f"run spec: entry {name!r} is not 'MODULE:FUNCTION'.")
+    return getattr(importlib.import_module(module), function)
+
+
+def main(argv: list[str]) -> int:
+    """A run's process: read the spec ``argv[0]``, refuse its relative ``paths`` before loading
+    anything (in the run's folder they name other files; a model path, a hub id), run its
+    entry and write the result to ``argv[1]``."""
+    spec_path, out_path = argv
+    spec = json.loads(Path(spec_path).read_text())
+    relative = [
+        f"{key}={spec[key]!r}"
+        for key in spec.get("paths", ())
+        if spec.get(key) is not None and not Path(spec[key]).is_absolute()
+    ]
+    if relative:
+        raise ValueError(
+            f"run spec: relative paths {', '.join(relative)}; a worker runs in its own run "
+            "folder, where they do not resolve. Write absolute paths into the spec (the Runner "
+            "does: Path.resolve())."
+        )
+    Path(out_path).write_text(json.dumps(entry_point(spec["entry"])(spec), indent=1))
+    return 0
 
 
 def rotated(names: Sequence[Any], seeds: int) -> Iterator[tuple[int, Any]]:
@@ -165,10 +203,9 @@ def select(scores: Mapping[float, float]) -> float:
 
 
 def extend_grid(scores: Mapping[float, float], integer: bool = False) -> float | None:
-    """The value to try when :func:`select`'s choice is an edge of the values tried: one step
-    of the grid beyond it (the ratio of the two values nearest that edge: 3.33e-5 below 1e-4,
-    3e-4, ...), to 3 significant digits, or rounded (``integer``, e.g. a batch size). None when
-    the choice is bracketed or fewer than two values were tried."""
+    """The value to try when :func:`select`'s choice is an edge of two or more values tried (None
+    otherwise): one grid ratio beyond it (3.33e-5 below 1e-4, 3e-4, ...), to 3 significant
+    digits, or rounded to an integer >= 1 (``integer``: a batch size)."""
     xs = sorted(scores)
     if len(xs) < 2 or select(scores) not in (xs[0], xs[-1]):
         return None
@@ -202,3 +239,7 @@ def sweep(
     chosen = select(scores) if scores else grid[0]
     ordered = {f"{k:g}": v for k, v in sorted(scores.items())}
     return {"scores": ordered, "chosen": chosen, "extended": added}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

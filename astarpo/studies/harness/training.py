@@ -1,11 +1,7 @@
-"""A run of the library's trainer inside a study's worker process.
-
-:func:`load_run` gives a run's config, tokenizer, reference and policy; :func:`train_run` is
-:class:`~astarpo.llm.training.trainer.Trainer` with the run config's wall-clock budget,
-evaluations every ``eval_every_seconds`` of training time (not counted) and a :class:`Recorder`,
-returning the fields every run's result has; :func:`drop_all_wrong` is the V* table (and pool)
-of ``astarpo_drop``.
-"""
+"""A run of the library's trainer inside a study's worker process: :func:`load_run` (a run's
+config, tokenizer, reference and policy), :func:`train_run` (the
+:class:`~astarpo.llm.training.trainer.Trainer` of a run config, with the fields every run's
+result has) and :func:`drop_all_wrong` (the V* table and pool of ``astarpo_drop``)."""
 
 from __future__ import annotations
 
@@ -21,35 +17,10 @@ from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
 from astarpo.studies.harness.protocol import config_from_dict
 
-__all__ = ["PHASES", "Recorder", "drop_all_wrong", "load_run", "train_run"]
+__all__ = ["PHASES", "drop_all_wrong", "load_run", "train_run"]
 
 #: The trainer's per-step phase timers, summed into a run's ``phases``.
 PHASES = ("generate", "reward", "ref_logprobs", "update")
-
-
-class Recorder:
-    """Trainer callback: keeps the evaluations, counts steps, sums phase times and lengths."""
-
-    def __init__(self) -> None:
-        self.evals: list[dict[str, Any]] = []
-        self.phases = dict.fromkeys(PHASES, 0.0)
-        self.steps = 0
-        self.response_tokens = 0.0  # sum over steps of the mean response length
-
-    def on_step_end(self, record: dict[str, Any]) -> bool:
-        """Add the step's phase times; never stops (the budget does)."""
-        self.steps += 1
-        self.response_tokens += float(record.get("response_length/mean", 0.0))
-        for k in PHASES:
-            self.phases[k] += float(record.get(f"time/{k}", 0.0))
-        return False
-
-    def on_evaluate(self, record: dict[str, Any]) -> None:
-        """Keep the evaluation (``eval/`` keys without the prefix, ``step``, ``stage2_time``)."""
-        rec = {k[5:]: v for k, v in record.items() if k.startswith("eval/")}
-        self.evals.append(
-            {**rec, "step": record["step"], "stage2_time": record["time/train_total"]}
-        )
 
 
 def load_run(spec: dict[str, Any], cls: type) -> tuple[Any, Any, Any, Any]:
@@ -90,7 +61,6 @@ def train_run(
         ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1`` and :data:`PHASES`
         seconds) and ``response_tokens_mean`` (over steps, of the responses' mean length).
     """
-    rec = Recorder()
     trainer = Trainer(
         policy,
         ref,
@@ -100,17 +70,25 @@ def train_run(
         v_star_table=table,
         tokenizer=tokenizer,
         eval_fn=eval_fn,
-        callbacks=[rec],
     )
-    trainer.train()
+    history = trainer.train()
+    steps = [r for r in history if "loss" in r]
+    evals = [r for r in history if "loss" not in r]
+    phases = {k: sum(float(r.get(f"time/{k}", 0.0)) for r in steps) for k in PHASES}
+    tokens = sum(float(r.get("response_length/mean", 0.0)) for r in steps)
     return {
-        "evals": [{**e, "time": stage1_s + e["stage2_time"]} for e in rec.evals],
+        "evals": [
+            {k[5:]: v for k, v in e.items() if k.startswith("eval/")}
+            | {"step": e["step"], "stage2_time": e["time/train_total"]}
+            | {"time": stage1_s + e["time/train_total"]}
+            for e in evals
+        ],
         "stage1_s": stage1_s,
         "train_s": trainer.train_time,
         "clock_s": stage1_s + trainer.train_time,
-        "steps": rec.steps,
+        "steps": len(steps),
         "pool": len(rows),
         "samples_per_prompt": trainer.algorithm.samples_per_prompt,
-        "phases": {"stage1": stage1_s, **rec.phases},
-        "response_tokens_mean": rec.response_tokens / max(rec.steps, 1),
+        "phases": {"stage1": stage1_s, **phases},
+        "response_tokens_mean": tokens / max(len(steps), 1),
     }

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from astarpo.studies.harness import runner as runner_mod
-from astarpo.studies.harness import worker
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.runner import (
     Runner,
@@ -54,7 +53,7 @@ def test_a_run_writes_an_absolute_spec_and_records_its_clock(tmp_path, monkeypat
     run folder the worker starts in, what it named in the parent."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ref").mkdir()
-    monkeypatch.setattr(worker, "entry_point", lambda name: echo)
+    monkeypatch.setattr(runner_mod, "entry_point", lambda name: echo)
     monkeypatch.setattr(runner_mod, "run_process", _in_process)
     runner = Runner(OutputDir("out", "t"), say=lambda *a: None)
     res = runner.run("a", {**ECHO, "reference": "ref", "paths": ["reference"]})
@@ -70,14 +69,14 @@ def _in_process(cmd, cwd, env):
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        worker.main(cmd[-2:])
+        runner_mod.main(cmd[-2:])
     finally:
         os.chdir(old)
     return 0, 1.0, 0.5  # a wall of 1 s with half a core: slow
 
 
 def test_a_slow_run_is_flagged_and_rerun_once_on_request(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker, "entry_point", lambda name: echo)
+    monkeypatch.setattr(runner_mod, "entry_point", lambda name: echo)
     monkeypatch.setattr(runner_mod, "run_process", _in_process)
     spec = ECHO
     res = Runner(OutputDir(tmp_path, "t"), say=lambda *a: None).run("a", spec)
@@ -117,9 +116,9 @@ def test_a_worker_refuses_a_relative_path_before_loading(tmp_path):
     spec = {"entry": "nothing:run", "reference": "bench/reference", "paths": ["reference"]}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     with pytest.raises(ValueError, match=r"relative paths reference='bench/reference'"):
-        worker.main([str(tmp_path / "spec.json"), str(tmp_path / "r.json")])
+        runner_mod.main([str(tmp_path / "spec.json"), str(tmp_path / "r.json")])
     with pytest.raises(ValueError, match="is not 'MODULE:FUNCTION'"):
-        worker.entry_point("os")
+        runner_mod.entry_point("os")
 
 
 def test_rotated_seed_loop():
