@@ -129,15 +129,13 @@ def run(args: argparse.Namespace) -> int:
     for key, value in given.items():
         if key.endswith("_dir"):
             check_output(value, flag_of(key), folder=True)
-    md = Path(args.out) / f"{study.stem}.md"
     if args.report_only:
         study.rerender(OutputDir(args.out, study.stem))
-        print(md.read_text())
-        return 0
-    try:
-        cfg = study.config(**{**study.presets(given, args.quick), **given})
-    except ValueError as e:
-        raise SystemExit(f"error: {name_flags(str(e), study.config)}") from e
-    study.run(cfg, args.out, overwrite=args.overwrite)
-    print(md.read_text())
+    else:
+        try:
+            cfg = study.config(**{**study.presets(given, args.quick), **given})
+        except ValueError as e:
+            raise SystemExit(f"error: {name_flags(str(e), study.config)}") from e
+        study.run(cfg, args.out, overwrite=args.overwrite)
+    print((Path(args.out) / f"{study.stem}.md").read_text())
     return 0

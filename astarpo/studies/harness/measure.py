@@ -8,8 +8,6 @@ r"""What the runs of a study measure: :class:`PeakRSS` (memory), :func:`timed_st
 from __future__ import annotations
 
 import os
-import resource
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -19,17 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from astarpo.llm.data.prompts import repeat_columns
 from astarpo.llm.eval import answer_probability, evaluate
 from astarpo.llm.models.logprobs import sequence_logprobs
-from astarpo.llm.rewards.scoring import compute_rewards
 from astarpo.llm.rollout.backend import build_generator
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.metrics import timed
+from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.studies.harness.protocol import Protocol
 
 __all__ = [
@@ -43,12 +40,9 @@ __all__ = [
 
 
 class PeakRSS:
-    """Peak *current* resident memory (MiB) of this process while the ``with`` block runs.
-
-    ``ru_maxrss`` is a lifetime peak, usually set by importing and loading, so a thread reads
-    ``/proc/self/statm`` every ``interval`` seconds (``ru_maxrss`` without ``/proc``):
-    ``start_mb`` on entry, ``peak_mb`` the largest sample; ``paused`` leaves a phase out.
-    """
+    """Peak *current* resident memory (MiB) while the ``with`` block runs (``ru_maxrss`` is a
+    lifetime peak): ``/proc/self/statm`` read every ``interval`` s by a thread, ``start_mb`` on
+    entry, ``peak_mb`` the largest sample; ``paused`` leaves a phase out."""
 
     def __init__(self, interval: float = 0.002) -> None:
         self.interval, self.start_mb, self.peak_mb, self.paused = interval, 0.0, 0.0, False
@@ -56,13 +50,12 @@ class PeakRSS:
 
     @staticmethod
     def current_mb() -> float:
-        """Current resident set size in MiB."""
+        """Current resident set size in MiB (without ``/proc``: the lifetime peak)."""
         try:
             with open("/proc/self/statm") as f:
                 return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         except OSError:
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            return rss / 2**20 if sys.platform == "darwin" else rss / 1024
+            return peak_memory(torch.device("cpu"))["memory/rss_peak_mb"]
 
     def _sample(self) -> None:
         if not self.paused:
@@ -111,26 +104,19 @@ def sample_scores(
     seed: int,
     reward: Any = None,
 ) -> dict[str, np.ndarray]:
-    """One response per row at temperature 1: ``reward`` (the task's, or ``reward``, scored
-    with the protocol's deadline), ``log_ratio`` (``log pi - log pi_ref``), ``tokens`` (EOS
-    included) and ``truncated`` (no EOS), each ``[B]``."""
+    """One response per row at temperature 1: ``reward`` (the task's or ``reward``, with the
+    deadline), ``log_ratio`` (``log pi - log pi_ref``), ``tokens`` and ``truncated``, ``[B]``."""
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
-    out = gen.generate([r["prompt"] for r in rows], 1, SamplingConfig(cfg.max_new_tokens), seed)
-    scores, _ = compute_rewards(
-        [reward or get_task(cfg.task).reward],
-        out.prompts,
-        out.completions,
-        repeat_columns(list(rows), 1),
-        completion_ids=out.response_ids,
-        truncated=out.truncated,
-        timeout=cfg.reward_timeout,
+    rewards, sampling = [reward or get_task(cfg.task).reward], SamplingConfig(cfg.max_new_tokens)
+    scored = sample_and_score(
+        gen.generate, rows, 1, sampling, seed, rewards, timeout=cfg.reward_timeout
     )
-    pad = int(tokenizer.pad_token_id)
+    out, pad = scored.rollout, int(tokenizer.pad_token_id)
     with torch.no_grad():
         logp = sequence_logprobs(model, out.prompt_ids, out.response_ids, pad).logp
         logp_ref = sequence_logprobs(ref, out.prompt_ids, out.response_ids, pad).logp
     return {
-        "reward": scores,
+        "reward": scored.rewards,
         "log_ratio": (logp - logp_ref).double().cpu().numpy(),
         "tokens": np.array([len(r) for r in out.response_ids], dtype=np.float64),
         "truncated": np.array(out.truncated, dtype=bool),
@@ -146,16 +132,11 @@ def evaluate_policy(
     seed: int,
     hard: list[bool] | None = None,
 ) -> dict[str, float]:
-    """Held-out accuracy of ``model`` and its KL to ``ref``, scored by the task's reward.
-
-    Returns:
-        ``accuracy`` (greedy), ``sampled_accuracy`` (one sample at temperature 1, seed
-        ``seed + 1``), ``expected_accuracy`` (mean answer probability: the sampled accuracy
-        without sampling noise, the curve targets are read on), ``kl`` (mean of
-        ``log pi - log pi_ref`` on the samples), ``response_tokens_p50``/``_p90`` (the
-        samples' lengths, EOS included), ``truncated_rate`` and, where ``hard`` marks a
-        non-empty subset, ``hard_accuracy`` and ``hard_expected_accuracy`` on it.
-    """
+    """Held-out accuracy of ``model`` and its KL to ``ref`` (the task's reward): ``accuracy``
+    (greedy), ``sampled_accuracy`` (one sample at temperature 1, seed ``seed + 1``),
+    ``expected_accuracy`` (mean answer probability, the curves' targets), ``kl`` (mean
+    ``log pi - log pi_ref`` of the samples), ``response_tokens_p50``/``_p90``,
+    ``truncated_rate`` and, where ``hard`` marks some rows, ``hard_(expected_)accuracy``."""
     was_training = model.training
     model.eval()
     gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
@@ -208,13 +189,9 @@ def gold_logprobs(
 def alternate(
     steps: dict[str, Any], rounds: int, warmup: int = 0
 ) -> dict[str, dict[str, list[float]]]:
-    """Call ``steps[name](i)`` for every name in turn, ``warmup + rounds`` times (each round in
-    the same order, so that a load change hits all of them), timing each call.
-
-    Returns:
-        Per name, over the timed rounds: ``wall`` and ``cpu`` (``process_time``) seconds, and
-        every number the call returned in a dict (a trainer step's ``time/generate``, ...).
-    """
+    """Call ``steps[name](i)`` for every name in turn, ``warmup + rounds`` times (so that a load
+    change hits all of them). Returns, per name over the timed rounds, ``wall`` and ``cpu``
+    seconds and every number the call returned in a dict (``time/generate``, ...)."""
     out: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in steps}
     for i in range(warmup + rounds):
         for name, step in steps.items():

@@ -59,8 +59,7 @@ def option(
 
 
 def check_options(cfg: Any) -> None:
-    """Raise ``ValueError`` naming the first field of ``cfg`` that breaks its :func:`option`
-    constraint (what is wrong and what is allowed)."""
+    """Raise ``ValueError`` naming the first field of ``cfg`` that breaks its constraint."""
     for f in dataclasses.fields(cfg):
         v, low = getattr(cfg, f.name), f.metadata.get("low")
         if low is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
@@ -153,8 +152,7 @@ class Protocol(RunOptions):
             )
 
     def stage1_config(self, seed: int) -> Stage1Config:
-        """Stage 1 under this protocol: N, ``beta1``, the runs' token budget, about
-        ``generation_batch_size`` sequences per ``generate`` call, no progress bar."""
+        """Stage 1 under this protocol (about ``generation_batch_size`` sequences per call)."""
         return Stage1Config(
             n_samples=self.n_samples,
             beta1=self.beta1,
@@ -172,11 +170,8 @@ class Protocol(RunOptions):
 
 def splits(cfg: Protocol) -> dict[str, list[dict[str, str]]]:
     """``{"sft", "pool", "held_out", "val", "check"}`` rows of ``cfg.task``: disjoint but for
-    the pool (the first ``pool_size`` SFT rows) and the check rows (the first validation ones).
-
-    Raises:
-        ValueError: ``pool_size``, ``eval_size`` or ``val_size`` exceeds its region.
-    """
+    the pool (the first ``pool_size`` SFT rows) and the check rows (the first validation ones);
+    ``ValueError`` when ``pool_size``, ``eval_size`` or ``val_size`` exceeds its region."""
     if cfg.pool_size > SFT or cfg.eval_size > VAL_START or cfg.val_size > HELD - VAL_START:
         raise ValueError(
             f"pool_size <= {SFT}, eval_size <= {VAL_START} and val_size <= {HELD - VAL_START} "
@@ -210,8 +205,7 @@ def make_reference(cfg: Protocol, out: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def check_backend(backend: str) -> None:
-    """Refuse ``backend="vllm"`` without vLLM, before any work (``RuntimeError`` saying how to
-    install it)."""
+    """Refuse ``backend="vllm"`` without vLLM before any work (``RuntimeError``: how to install)."""
     if backend == "vllm" and importlib.util.find_spec("vllm") is None:
         raise RuntimeError(
             "--backend vllm needs vLLM, which is not installed in this environment; install "
@@ -227,13 +221,9 @@ def arm_algorithm(arm: str) -> str:
 def algorithm_config(
     arm: str, cfg: Protocol, seed: int, out: Path, learning_rate: float, seconds: float
 ) -> TrainConfig:
-    """The registry config of run ``arm`` (an algorithm or :data:`DROP_ARM`, which trains on a
-    subset of its Stage 1 table: ``allow_v_star_mismatch``): every field it shares with
-    :class:`Protocol`, a budget of ``seconds`` (``max_steps`` unbounded).
-
-    Raises:
-        ValueError: ``arm`` names no algorithm of the registry.
-    """
+    """The registry config of run ``arm`` (an algorithm, ``ValueError`` for another name, or
+    :data:`DROP_ARM`: ``allow_v_star_mismatch``, a subset of its Stage 1 table): every field it
+    shares with :class:`Protocol`, a budget of ``seconds`` (``max_steps`` unbounded)."""
     name = arm_algorithm(arm)
     if name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}.")

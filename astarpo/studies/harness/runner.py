@@ -1,11 +1,5 @@
-"""The runs of a study, each in a fresh process on a stated clock, and the loops over them.
-
-:class:`Runner` writes a run's spec (every path absolute) to ``runs/NAME/spec.json`` and runs
-it with ``python -m astarpo.studies.harness.runner spec.json result.json`` (:func:`main`: the
-spec's ``"entry": "MODULE:FUNCTION"`` called with the spec), stamping the result with the
-process's wall and CPU time; CPU/wall below :data:`MIN_CPU_SHARE` flags it ``slow``.
-:func:`rotated` is the seed loop; :func:`sweep` scores a grid of one setting, extended beyond an
-edge the choice sits on (:func:`select`, :func:`extend_grid`).
+"""The runs of a study, each in a fresh process on a stated clock (:class:`Runner`, whose
+processes run :func:`main`), the seed loop (:func:`rotated`) and the sweep (:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -58,8 +52,9 @@ def _load() -> list[float]:
 
 
 class Runner:
-    """Starts the runs of one study and collects their results; warns (stderr) when the 1-minute
-    load average exceeds the cores its runs use.
+    """Runs spec ``runs/NAME/spec.json`` as ``python -m astarpo.studies.harness.runner
+    spec.json result.json`` and adds the process's wall and CPU time (CPU/wall below
+    :data:`MIN_CPU_SHARE`: ``slow``); warns when the load average exceeds the runs' cores.
 
     Args:
         output: The study's output folder; run ``NAME`` runs in ``runs/NAME`` (recorded).
@@ -95,12 +90,9 @@ class Runner:
         self.env["TOKENIZERS_PARALLELISM"] = "false"
 
     def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """Run ``spec`` in ``runs/NAME`` in a fresh process, its ``paths`` entries (and ``out``,
-        the run's folder) made absolute. Returns the result with ``process``: ``wall_s``,
-        ``cpu_s``, ``cpu_wall``, ``slow`` (and ``first_attempt`` after a re-run).
-
-        Raises:
-            RuntimeError: the run's process failed (its traceback is above, on stderr).
+        """Run ``spec`` in ``runs/NAME``, its ``paths`` entries (and ``out``, the run's folder)
+        made absolute; the result with ``process``: ``wall_s``, ``cpu_s``, ``cpu_wall``,
+        ``slow`` (and ``first_attempt`` after a re-run). ``RuntimeError`` if the process fails.
         """
         res = self._attempt(name, spec)
         if res["process"]["slow"] and self.rerun_slow:
@@ -161,9 +153,8 @@ def entry_point(name: str) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """A run's process: read the spec ``argv[0]``, refuse its relative ``paths`` before loading
-    anything (in the run's folder they name other files; a model path, a hub id), run its
-    entry and write the result to ``argv[1]``."""
+    """A run's process: the spec ``argv[0]``'s ``"entry": "MODULE:FUNCTION"`` called with it
+    (relative ``paths`` refused first), its result written to ``argv[1]``."""
     spec_path, out_path = argv
     spec = json.loads(Path(spec_path).read_text())
     relative = [
@@ -182,8 +173,8 @@ def main(argv: list[str]) -> int:
 
 
 def rotated(names: Sequence[Any], seeds: int) -> Iterator[tuple[int, Any]]:
-    """``(seed, name)`` of every run, seed by seed, the order of ``names`` rotated per seed so
-    that the slow phases of a shared machine hit every name."""
+    """``(seed, name)`` of every run, seed by seed, ``names`` rotated per seed (so that the slow
+    phases of a shared machine hit every name)."""
     for seed in range(seeds):
         k = seed % len(names)
         for name in [*names[k:], *names[:k]]:
@@ -220,13 +211,9 @@ def sweep(
     integer: bool = False,
     say: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
-    """``score(value)`` (one run) of every value of ``grid``, the choice by :func:`select`; a
-    choice at an edge adds the value beyond it (:func:`extend_grid`), up to ``extensions``
-    times. One value: that one, unscored.
-
-    Returns:
-        ``{"scores": {value: score}, "chosen": value, "extended": [values added]}``.
-    """
+    """``{"scores": {value: score}, "chosen": value, "extended": [values added]}``: ``score``
+    (one run) of every value of ``grid``, the choice by :func:`select`, a choice at an edge
+    extended (:func:`extend_grid`) up to ``extensions`` times. One value: that one, unscored."""
     scores = {x: score(x) for x in grid} if len(grid) > 1 else {}
     added: list[float] = []
     while scores and len(added) < extensions:
