@@ -1,11 +1,6 @@
-"""``astarpo study NAME``: run a study of :mod:`astarpo.studies` (``astarpo study --list``).
-
-Its flags are its config's fields (:mod:`astarpo.commands.fields`' naming; a tuple takes a
-comma-separated list, a dict a JSON object, a bool ``--x``/``--no-x``), with presets
-(``--quick``, the efficiency study's ``--task``) under the flags given; ``--out``,
-``--overwrite``, ``--report-only`` and ``--config FILE`` (its ``bench:`` section for the
-efficiency study, ``study:`` for the others). Prints the Markdown report.
-"""
+"""``astarpo study NAME``: run a study of :mod:`astarpo.studies` (``astarpo study --list``),
+one flag per config field (a tuple takes a comma-separated list, a dict a JSON object, a bool
+``--x``/``--no-x``) with its presets under the flags given, and print its Markdown report."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The studies by name: :data:`STUDIES` maps a name to a :class:`Study` (``astarpo study
---list``, ``astarpo study NAME``). Adding a study is one subpackage (a config dataclass,
-``run.run`` and ``report.write``) and one entry here.
-"""
+"""The studies by name (:data:`STUDIES`). Adding a study is one subpackage (a config
+dataclass, ``run.run`` and ``report.write``) and one entry here."""
 
 from __future__ import annotations
 

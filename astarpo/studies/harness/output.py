@@ -49,12 +49,9 @@ class OutputDir:
         return self.path / rel
 
     def clear(self, overwrite: bool) -> None:
-        """Make the folder ready for a new run of the study.
-
-        Raises:
-            FileExistsError: the folder holds files the study would write that the manifest does
-                not list (nothing is deleted), or an earlier run and not ``overwrite``.
-        """
+        """Make the folder ready for a new run of the study: ``FileExistsError`` (nothing deleted)
+        when it holds files the study would write that the manifest does not list, or an
+        earlier run and not ``overwrite``; else the recorded paths are deleted."""
         ours = self.recorded()
         runs = self.path / "runs"
         found = [f"runs/{c.name}" for c in sorted(runs.iterdir())] if runs.is_dir() else []

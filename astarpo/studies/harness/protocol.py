@@ -1,6 +1,6 @@
 """The training protocol a study's runs share: :class:`RunOptions` (how they start) and
 :class:`Protocol` (what every run trains under), fields declared with :func:`option` (default,
-help, constraint: :func:`check_options`); from a protocol, :func:`splits` (the task's fixed
+help, constraint: checked on construction); from a protocol, :func:`splits` (the task's fixed
 rows), :func:`make_reference` (the weak SFT reference) and :func:`algorithm_config` (a run's).
 """
 
@@ -30,7 +30,6 @@ __all__ = [
     "algorithm_config",
     "arm_algorithm",
     "check_backend",
-    "check_options",
     "config_from_dict",
     "make_reference",
     "option",
@@ -58,19 +57,6 @@ def option(
     return dataclasses.field(default=default, metadata=meta)
 
 
-def check_options(cfg: Any) -> None:
-    """Raise ``ValueError`` naming the first field of ``cfg`` that breaks its constraint."""
-    for f in dataclasses.fields(cfg):
-        v, low = getattr(cfg, f.name), f.metadata.get("low")
-        if low is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
-            raise ValueError(f"{f.name} must be an integer >= {low}, got {v!r}.")
-        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        if f.metadata.get("positive") and not (number and v > 0):
-            raise ValueError(f"{f.name} must be a finite number > 0, got {v!r}.")
-        if "choices" in f.metadata:
-            check_choice(cfg, f.name, tuple(f.metadata["choices"]))
-
-
 def config_from_dict(cls: type, values: dict[str, Any]) -> Any:
     """A config dataclass back from ``dataclasses.asdict`` / JSON (its tuples restored)."""
     hints = typing.get_type_hints(cls)
@@ -88,7 +74,16 @@ class RunOptions:
     )
 
     def __post_init__(self) -> None:
-        check_options(self)
+        """Raise ``ValueError`` naming the first field that breaks its :func:`option` constraint."""
+        for f in dataclasses.fields(self):
+            v, low = getattr(self, f.name), f.metadata.get("low")
+            if low is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+                raise ValueError(f"{f.name} must be an integer >= {low}, got {v!r}.")
+            number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            if f.metadata.get("positive") and not (number and v > 0):
+                raise ValueError(f"{f.name} must be a finite number > 0, got {v!r}.")
+            if "choices" in f.metadata:
+                check_choice(self, f.name, tuple(f.metadata["choices"]))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def drop_all_wrong(
 ) -> tuple[ValueTable, list[dict[str, Any]]]:
     """The prompts of ``table`` and ``rows`` with a Stage 1 pass rate above 0."""
     kept = ValueTable([r for r in table if r.pass_rate > 0])
-    return kept, [r for r in rows if r["prompt"] in kept]
+    return kept, kept.select(rows)
 
 
 def train_run(
@@ -52,15 +52,11 @@ def train_run(
     eval_fn: Any,
     stage1_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Train ``policy`` under the registry config ``args`` (its budget net of ``stage1_s``, a
-    Stage 1 run inside the run's clock).
-
-    Returns:
-        ``evals`` (each with ``time``: Stage 1 + Stage 2 training time, ``stage2_time``,
-        ``step`` and what ``eval_fn`` returned), ``stage1_s``, ``train_s``, ``clock_s``,
-        ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1`` and :data:`PHASES`
-        seconds) and ``response_tokens_mean`` (over steps, of the responses' mean length).
-    """
+    """Train ``policy`` under the registry config ``args`` (``stage1_s``: a Stage 1 inside the
+    run's clock). Returns ``evals`` (``eval_fn``'s values, ``step``, ``stage2_time`` and
+    ``time``: Stage 1 + Stage 2 training time), ``stage1_s``, ``train_s``, ``clock_s``,
+    ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1`` and :data:`PHASES`
+    seconds) and ``response_tokens_mean`` (the steps' mean response length, averaged)."""
     trainer = Trainer(
         policy,
         ref,
