@@ -78,6 +78,13 @@ def test_sections_name_only_verbs():
     assert set(CONFIG_VERBS) <= set(VERBS)
 
 
+def toy_value(d, flags, *extra):
+    """``astarpo value`` of the toy model on ``flags``' data into ``d/v.jsonl`` (2 samples of 3
+    tokens per prompt); ``extra``: more flags."""
+    value = ["--reward", "exact_match", "--out", str(d / "v.jsonl"), "--n-samples", "2"]
+    return cli("value", *flags, *value, "--max-new-tokens", "3", "--no-progress", *extra, cwd=d)
+
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     """A prompt file and a V* table made with the toy model (CLI Stage 1)."""
@@ -85,20 +92,7 @@ def toy_run(tmp_path_factory):
     rows = [{"problem": r["problem"], "answer": r["answer"]} for r in addition_task(4, seed=0)]
     data = write_data(d / "p.jsonl", rows)
     flags = ["--model", "toy", "--data", str(data), "--template", "none", "--device", "cpu"]
-    code, _, err = cli(
-        "value",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--out",
-        str(d / "v.jsonl"),
-        "--n-samples",
-        "2",
-        "--max-new-tokens",
-        "3",
-        "--no-progress",
-        cwd=d,
-    )
+    code, _, err = toy_value(d, flags)
     assert code == 0, err
     return d, flags
 
@@ -558,22 +552,7 @@ def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
 
     d, flags = toy_run
     out = tmp_path / "exported"
-    code, _, err = cli(
-        "value",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--out",
-        str(d / "v.jsonl"),
-        "--n-samples",
-        "2",
-        "--max-new-tokens",
-        "3",
-        "--no-progress",
-        "--export",
-        str(out),
-        cwd=d,
-    )
+    code, _, err = toy_value(d, flags, "--export", str(out))
     assert code == 0, err
     ds = load_from_disk(str(out))
     table = ValueTable.load(d / "v.jsonl")
