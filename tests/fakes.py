@@ -1,4 +1,5 @@
-"""A tiny deterministic Generator for tests of Stage 1 and evaluation (no model)."""
+"""A tiny deterministic Generator for tests of Stage 1 and evaluation (no model), the rows and
+the reward that go with it, and the Stage 1 run by rank that the multi-process tests share."""
 
 from __future__ import annotations
 
@@ -49,6 +50,44 @@ class FakeGenerator:
 
     def sync_weights(self, model: object) -> None:
         pass
+
+
+def doubling_rows(n: int = 10) -> list[dict[str, str]]:
+    """``n`` rows ``{"prompt": "i+i=", "answer": "2i"}`` for ``i < n``."""
+    return [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(n)]
+
+
+def boxed_match(prompts: Any, completions: Any, answer: Any, **_: Any) -> list[float]:
+    """1 where the completion is ``\\boxed{answer}`` (a correct answer of FakeGenerator)."""
+    pairs = zip(completions, answer, strict=True)
+    return [1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in pairs]
+
+
+def by_rank_config() -> Any:
+    """The Stage 1 config of :func:`stage1_by_rank`: 6 samples per prompt, seed 3, one prompt
+    per generate call (a batch's seed comes from its prompts, so the samples do not depend on
+    how the prompts are sharded over the ranks)."""
+    from astarpo.llm.stage1.config import Stage1Config
+
+    return Stage1Config(
+        n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
+    )
+
+
+def stage1_by_rank(out: Any, **kw: Any) -> Any:
+    """Stage 1 by rank (``estimate_values_by_rank``) of the 10 :func:`doubling_rows` on a
+    FakeGenerator with :func:`by_rank_config`, into ``out`` (``kw``: its other arguments)."""
+    from astarpo.llm.stage1.estimate import estimate_values_by_rank
+
+    rows = doubling_rows()
+    return estimate_values_by_rank(
+        FakeGenerator({r["prompt"]: r["answer"] for r in rows}),
+        rows,
+        out_path=out,
+        reward_funcs=[boxed_match],
+        config=by_rank_config(),
+        **kw,
+    )
 
 
 def record_batches(trainer: Any) -> list[Any]:

@@ -38,6 +38,16 @@ def make_tiny_model(tokenizer: Any, seed: int = 0, **overrides: Any) -> Any:
     return make_toy_model(tokenizer, seed=seed, **{**TINY, **overrides})
 
 
+def tiny_qwen(seed: int = 0, **overrides: Any) -> Any:
+    """A bare ``Qwen2ForCausalLM`` of the :data:`TINY` shape and 32 tokens, in eval mode, after
+    ``torch.manual_seed(seed)`` (no tokenizer; ``overrides`` change any ``Qwen2Config`` field)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    return Qwen2ForCausalLM(Qwen2Config(**{"vocab_size": 32, **TINY, **overrides})).eval()
+
+
 def quick_config(output_dir: str | Path, cls: Any = None, /, **fields: Any) -> Any:
     """``cls`` (default ``AStarPOConfig``) writing to ``output_dir``, :data:`QUIET`, and
     ``fields`` (which may override any of them, ``output_dir`` included)."""

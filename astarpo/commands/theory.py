@@ -16,19 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.commands.paths import check_output
+from astarpo.theory.experiments import EXPERIMENTS
 
-NAMES = (
-    "horizon",
-    "samples",
-    "coverage",
-    "two-beta",
-    "grid",
-    "update",
-    "small-beta",
-    "realizability",
-    "adaptive",
-    "fisher",
-)
+#: The experiments' names, in the order ``all`` runs them (those of the registry).
+NAMES = tuple(EXPERIMENTS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +46,6 @@ def run_one(
     name: str, out: Path, seeds: int, quick: bool, seed: int = 0, progress: bool = False
 ) -> dict[str, Any]:
     """Run experiment ``name`` and write ``out/results.json`` and ``out/<name>.png``."""
-    from astarpo.theory.experiments import EXPERIMENTS
-
     start = time.perf_counter()
     res = EXPERIMENTS[name].run(seeds=seeds, quick=quick, seed=seed, progress_bar=progress)
     res["runtime_s"] = round(time.perf_counter() - start, 2)

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dist_setup import free_port
 
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _metrics(out: Path) -> list[dict]:
@@ -48,7 +42,7 @@ def test_torchrun_train_matches_one_process(tmp_path: Path) -> None:
     train += ["--progress", "false", "--report-to", "none", "--save-steps", "0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
+    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
     cmd += ["-m", "astarpo", *train, "--out", str(tmp_path / "two")]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=220)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -78,6 +78,22 @@ def test_sections_name_only_verbs():
     assert set(CONFIG_VERBS) <= set(VERBS)
 
 
+def toy_value(d, flags, *extra):
+    """``astarpo value`` of the toy model on ``flags``' data into ``d/v.jsonl`` (2 samples of 3
+    tokens per prompt); ``extra``: more flags."""
+    value = ["--reward", "exact_match", "--out", str(d / "v.jsonl"), "--n-samples", "2"]
+    return cli("value", *flags, *value, "--max-new-tokens", "3", "--no-progress", *extra, cwd=d)
+
+
+def toy_train(d, flags, v_star, out, *extra):
+    """One quiet step of ``astarpo train`` of the toy model on ``flags``' data and the V* table
+    ``v_star`` into ``out`` (a batch of 2, 3 new tokens); ``extra``: more flags."""
+    given = ["--reward", "exact_match", "--v-star", str(v_star), "--out", str(out)]
+    short = ["--max-steps", "1", "--max-new-tokens", "3", "--batch-size", "2"]
+    quiet = ["--progress", "false", "--report-to", "none"]
+    return cli("train", *flags, *given, *short, *quiet, *extra, cwd=d)
+
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     """A prompt file and a V* table made with the toy model (CLI Stage 1)."""
@@ -85,20 +101,7 @@ def toy_run(tmp_path_factory):
     rows = [{"problem": r["problem"], "answer": r["answer"]} for r in addition_task(4, seed=0)]
     data = write_data(d / "p.jsonl", rows)
     flags = ["--model", "toy", "--data", str(data), "--template", "none", "--device", "cpu"]
-    code, _, err = cli(
-        "value",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--out",
-        str(d / "v.jsonl"),
-        "--n-samples",
-        "2",
-        "--max-new-tokens",
-        "3",
-        "--no-progress",
-        cwd=d,
-    )
+    code, _, err = toy_value(d, flags)
     assert code == 0, err
     return d, flags
 
@@ -107,29 +110,7 @@ def test_paper_preset_trains_and_a_flag_overrides_the_file(toy_run):
     d, flags = toy_run
     # The toy model has 64 positions: its budget overrides the preset's 1024 tokens, and the
     # batch the preset's 256 prompts (a flag wins over the file).
-    code, _, err = cli(
-        "train",
-        "--config",
-        "configs/paper.yaml",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--v-star",
-        str(d / "v.jsonl"),
-        "--out",
-        str(d / "run"),
-        "--max-steps",
-        "1",
-        "--max-new-tokens",
-        "3",
-        "--batch-size",
-        "2",
-        "--progress",
-        "false",
-        "--report-to",
-        "none",
-        cwd=d,
-    )
+    code, _, err = toy_train(d, flags, d / "v.jsonl", d / "run", "--config", "configs/paper.yaml")
     assert code == 0, err
     cfg = json.loads((d / "run" / "run_config.json").read_text())["config"]
     assert cfg["max_new_tokens"] == 3 and cfg["batch_size"] == 2  # the flags
@@ -558,22 +539,7 @@ def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
 
     d, flags = toy_run
     out = tmp_path / "exported"
-    code, _, err = cli(
-        "value",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--out",
-        str(d / "v.jsonl"),
-        "--n-samples",
-        "2",
-        "--max-new-tokens",
-        "3",
-        "--no-progress",
-        "--export",
-        str(out),
-        cwd=d,
-    )
+    code, _, err = toy_value(d, flags, "--export", str(out))
     assert code == 0, err
     ds = load_from_disk(str(out))
     table = ValueTable.load(d / "v.jsonl")
@@ -581,27 +547,7 @@ def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
     assert [r["v_star"] for r in ds] == [r.v_star for r in table]
     back = ValueTable.load(out)
     assert [r.to_json() for r in back] == [r.to_json() for r in table]
-    code, _, err = cli(
-        "train",
-        *flags,
-        "--reward",
-        "exact_match",
-        "--v-star",
-        str(out),
-        "--out",
-        str(tmp_path / "run"),
-        "--max-steps",
-        "1",
-        "--batch-size",
-        "2",
-        "--max-new-tokens",
-        "3",
-        "--progress",
-        "false",
-        "--report-to",
-        "none",
-        cwd=d,
-    )
+    code, _, err = toy_train(d, flags, out, tmp_path / "run")
     assert code == 0, err
     code, _, err = cli(
         "value", *flags, "--out", str(tmp_path / "w.jsonl"), "--export", str(out), cwd=d

@@ -136,14 +136,21 @@ def test_non_finite_v_star_mapping_refused_at_construction(tokenizer, tmp_path):
         toy_trainer(tokenizer, tmp_path, table={**TABLE, ROWS[0]["prompt"]: float("inf")})
 
 
-def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
-    (tmp_path / "bad_rewards.py").write_text(
-        "def huge(prompts, completions, **_):\n    return [1e300] * len(completions)\n"
-    )
+def train_with_reward(tmp_path, data_file, value_table, reward, source, *flags, **kw):
+    """``astarpo train`` into ``tmp_path/run`` with the custom ``reward`` ("module:function")
+    instead of exact_match, its module's ``source`` written to ``tmp_path``; ``flags``: more
+    flags, ``kw``: of ``cli``."""
+    (tmp_path / f"{reward.split(':')[0]}.py").write_text(source)
     args = train_flags(data_file, value_table, tmp_path / "run")
-    args[args.index("exact_match")] = "bad_rewards:huge"
-    code, out, err = cli(*args, "--max-steps", "2", "--allow-v-star-mismatch", "true",
-                         tmp_path=tmp_path, extra_path=str(tmp_path))  # fmt: skip
+    args[args.index("exact_match")] = reward
+    return cli(*args, *flags, "--allow-v-star-mismatch", "true",
+               tmp_path=tmp_path, extra_path=str(tmp_path), **kw)  # fmt: skip
+
+
+def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
+    source = "def huge(prompts, completions, **_):\n    return [1e300] * len(completions)\n"
+    code, out, err = train_with_reward(tmp_path, data_file, value_table, "bad_rewards:huge",
+                                       source, "--max-steps", "2")  # fmt: skip
     assert_one_error(code, err, 1, "step 1: rewards are not finite")
     assert not (tmp_path / "run" / "final").exists() and out == ""
 
@@ -354,13 +361,10 @@ def test_deadline_thread_is_reused_and_replaced_after_a_hang():
 
 
 def test_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
-    (tmp_path / "hang_rewards.py").write_text(
-        "import threading\n\ndef stuck(prompts, completions, **_):\n    threading.Event().wait()\n"
-    )
-    args = train_flags(data_file, value_table, tmp_path / "run")
-    args[args.index("exact_match")] = "hang_rewards:stuck"
-    code, _, err = cli(*args, "--reward-timeout", "1", "--allow-v-star-mismatch", "true",
-                       tmp_path=tmp_path, extra_path=str(tmp_path), timeout=240)  # fmt: skip
+    source = "import threading\n\ndef stuck(prompts, completions, **_):\n"
+    source += "    threading.Event().wait()\n"
+    code, _, err = train_with_reward(tmp_path, data_file, value_table, "hang_rewards:stuck",
+                                     source, "--reward-timeout", "1", timeout=240)  # fmt: skip
     assert_one_error(code, err, 1, "reward hang_rewards:stuck did not return within 1 s")
 
 

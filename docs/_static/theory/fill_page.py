@@ -24,6 +24,7 @@ from astarpo.theory.claims_update import (  # noqa: F401 (template)
     variance_check,
 )
 from astarpo.theory.convergence import RULE as FIXED_POINT_RULE  # noqa: F401 (template)
+from astarpo.theory.experiments import EXPERIMENTS
 from astarpo.theory.experiments.common import INSTANCE
 from astarpo.theory.experiments.update_paper import CHECKABLE, VALUE_LABEL  # noqa: F401
 from astarpo.theory.instances import make_instance
@@ -31,18 +32,7 @@ from astarpo.theory.tally import by_source, counts_by_source
 from astarpo.theory.verdicts import RULES, near_optimum, order
 
 HERE = Path(__file__).resolve().parent
-NAMES = [
-    "horizon",
-    "samples",
-    "coverage",
-    "two-beta",
-    "grid",
-    "update",
-    "small-beta",
-    "realizability",
-    "adaptive",
-    "fisher",
-]
+NAMES = list(EXPERIMENTS)
 RUN = Path(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from fakes import doubling_rows
 
 from astarpo.llm.models import fit
 from astarpo.llm.models.fit import (
@@ -31,10 +32,6 @@ class CountingTokenizer:
         return getattr(self.inner, name)
 
 
-def rows(n):
-    return [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(n)]
-
-
 def test_check_model_fits_has_no_unused_parameter():
     assert list(inspect.signature(check_model_fits).parameters) == [
         "rows", "tokenizer", "what", "prompt_ids"
@@ -43,12 +40,12 @@ def test_check_model_fits_has_no_unused_parameter():
 
 def test_a_dataset_is_tokenized_in_two_batched_calls_not_one_per_row(tokenizer, tiny_model):
     tok = CountingTokenizer(tokenizer)
-    check_sampling_fits(rows(500), tok, tiny_model, 4, "data")
+    check_sampling_fits(doubling_rows(500), tok, tiny_model, 4, "data")
     assert tok.calls == [500, 500]  # the prompts once (both checks), the answers once
 
 
 def test_the_first_bad_row_is_named_prompt_before_answer(tokenizer):
-    data = rows(4)
+    data = doubling_rows(4)
     data[2]["answer"] = "ABC"
     data[3]["prompt"] = "Q?"
     with pytest.raises(ValueError, match=r"^data row 2: .* 'ABC' of its answer"):
@@ -62,7 +59,7 @@ def test_the_first_bad_row_is_named_prompt_before_answer(tokenizer):
 
 
 def test_given_prompt_ids_are_reused_by_both_checks(tokenizer):
-    data = rows(3)
+    data = doubling_rows(3)
     ids = prompt_token_ids(data, tokenizer)
     assert ids == [tokenizer(r["prompt"], add_special_tokens=False)["input_ids"] for r in data]
     tok = CountingTokenizer(tokenizer)
@@ -80,7 +77,7 @@ def test_nothing_is_tokenized_when_neither_check_applies(tokenizer):
 
     tok = CountingTokenizer(tokenizer)
     tok.unk_token_id = None  # a tokenizer without an unknown token
-    check_sampling_fits(rows(10), tok, NoLimits(), 4, "data")
+    check_sampling_fits(doubling_rows(10), tok, NoLimits(), 4, "data")
     assert tok.calls == []
     assert fit.unknown_token_id(tok) is None and fit.unknown_token_id(tokenizer) == 2
 
@@ -91,7 +88,7 @@ def test_the_trainer_tokenizes_its_prompts_once(tokenizer, tmp_path):
     from astarpo.llm.rewards.builtin import exact_match_reward
     from astarpo.llm.training.trainers import AStarPOTrainer
 
-    data = rows(64)
+    data = doubling_rows(64)
     tok = CountingTokenizer(tokenizer)
     AStarPOTrainer(
         make_tiny_model(tokenizer),

@@ -7,6 +7,7 @@ import copy
 import pytest
 import torch
 from torch import nn
+from toy_setup import tiny_qwen
 
 from astarpo.llm.models.lora import (
     AdapterDisabledReference,
@@ -15,22 +16,6 @@ from astarpo.llm.models.lora import (
     is_lora_model,
     parameter_bytes,
 )
-
-
-def tiny_qwen(seed: int = 0) -> nn.Module:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=32,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-    )
-    return Qwen2ForCausalLM(config).eval()
-
 
 IDS = torch.tensor([[3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15, 16]])
 PROMPT_LEN = 3

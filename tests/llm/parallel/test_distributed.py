@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from dist_setup import free_port, set_rank_env
+from fakes import stage1_by_rank
 from torch import nn
+from toy_setup import tiny_qwen
 
 from astarpo.llm.parallel.dist import (
     DistInfo,
@@ -60,19 +62,9 @@ def test_dist_info_from_env() -> None:
 
 
 def test_fsdp_with_lora_is_refused() -> None:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     from astarpo.llm.models.lora import apply_lora
 
-    config = Qwen2Config(
-        vocab_size=16,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=32,
-    )
-    policy = apply_lora(Qwen2ForCausalLM(config), r=2, seed=0)
+    policy = apply_lora(tiny_qwen(num_hidden_layers=1), r=2, seed=0)
     with pytest.raises(ValueError, match="parallel ddp"):
         wrap_model(policy, "fsdp", info=DistInfo(0, 2))
     assert wrap_model(policy, "fsdp", info=DistInfo()) is policy  # one process: unchanged
@@ -87,12 +79,6 @@ def test_single_process_is_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ----------------------------------------------------------------------------- 2 processes
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _make_model() -> nn.Module:
@@ -126,14 +112,7 @@ def _train(
 
 def _worker(rank: int, world_size: int, port: int, out: str) -> None:
     """Both strategies in the same 2 processes (process start-up dominates the cost)."""
-    os.environ.update(
-        RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_RANK=str(rank),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
-    torch.set_num_threads(1)
+    set_rank_env(rank, world_size, port)
     info = init_distributed()
     assert info == DistInfo(rank, world_size, rank)
     for strategy in ("ddp", "fsdp"):
@@ -155,7 +134,7 @@ def _worker(rank: int, world_size: int, port: int, out: str) -> None:
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("two")
-    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    mp.spawn(_worker, args=(2, free_port(), str(out)), nprocs=2, join=True)
     return out
 
 
@@ -240,45 +219,9 @@ def test_sharded_checkpoint_roundtrip_and_crafted_files_refused(tmp_path: Path) 
 # ----------------------------------------------------------------------------- Stage 1 by rank
 
 
-def _stage1_rows() -> list[dict[str, str]]:
-    return [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(10)]
-
-
-def _boxed_match(prompts: list[str], completions: list[str], answer: list[str], **_: Any):
-    return [
-        1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in zip(completions, answer, strict=True)
-    ]
-
-
-def _stage1(out: Path) -> Any:
-    from fakes import FakeGenerator
-
-    from astarpo.llm.stage1.config import Stage1Config
-    from astarpo.llm.stage1.estimate import estimate_values_by_rank
-
-    rows = _stage1_rows()
-    gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
-    return estimate_values_by_rank(
-        gen,
-        rows,
-        out_path=out,
-        reward_funcs=[_boxed_match],
-        # batch seeds come from the batch's prompts: 1 prompt per call makes them shard-free
-        config=Stage1Config(
-            n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
-        ),
-    )
-
-
 def _stage1_worker(rank: int, world_size: int, port: int, out: str) -> None:
-    os.environ.update(
-        RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_RANK=str(rank),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
-    table = _stage1(Path(out) / "v.jsonl")
+    set_rank_env(rank, world_size, port)
+    table = stage1_by_rank(Path(out) / "v.jsonl")
     torch.save(sorted((r.prompt, r.v_star) for r in table), Path(out) / f"rank{rank}.pt")
     cleanup_distributed()
 
@@ -288,11 +231,11 @@ def test_stage1_by_rank_merges_to_the_one_process_table(
 ) -> None:
     from astarpo.llm.stage1.shards import part_path
 
-    mp.spawn(_stage1_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_stage1_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     assert part_path(tmp_path / "v.jsonl", 0, 2).is_file()
     assert part_path(tmp_path / "v.jsonl", 1, 2).is_file()
     rank0 = torch.load(tmp_path / "rank0.pt")
     assert rank0 == torch.load(tmp_path / "rank1.pt") and len(rank0) == 10
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    single = _stage1(tmp_path / "single.jsonl")
+    single = stage1_by_rank(tmp_path / "single.jsonl")
     assert sorted((r.prompt, r.v_star) for r in single) == rank0

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from dist_setup import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -30,12 +30,6 @@ TRAIN = ["--max-steps", "3", "--batch-size", "4", "--max-new-tokens", "3", "--sa
 TRAIN += ["--learning-rate", "1e-3", "--progress", "false", "--report-to", "none"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def torchrun(
     args: list[str], fault: str = "", mark: Path | None = None, entry: str = "-m astarpo"
 ) -> subprocess.CompletedProcess[str]:
@@ -44,7 +38,7 @@ def torchrun(
     env["ASTARPO_TEST_FAULT"] = fault
     env["ASTARPO_TEST_FAULT_MARK"] = str(mark) if mark else ""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
+    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
     cmd += [*entry.split(), *args]
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=280)
 

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,7 +22,8 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
-from fakes import FakeGenerator
+from dist_setup import free_port, set_rank_env
+from fakes import FakeGenerator, boxed_match, by_rank_config, doubling_rows, stage1_by_rank
 from toy_setup import toy_trainer
 
 from astarpo.llm.data.files import append_bytes
@@ -33,23 +33,6 @@ from astarpo.llm.stage1.config import Stage1Config
 pytestmark = pytest.mark.timeout(300)
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _join(rank: int, world: int, port: int) -> None:
-    os.environ.update(
-        RANK=str(rank),
-        WORLD_SIZE=str(world),
-        LOCAL_RANK=str(rank),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
-    torch.set_num_threads(1)
 
 
 # ------------------------------------------------------------------------- the watchdog
@@ -161,7 +144,7 @@ def test_stage1_signal_after_the_last_batchs_check_still_stops_with_every_row_ke
     from astarpo.llm.stage1.estimate import estimate_values
     from astarpo.llm.stage1.table import ValueTable
 
-    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(4)]
+    rows = doubling_rows(4)
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
     real_fsync = os.fsync
 
@@ -172,7 +155,7 @@ def test_stage1_signal_after_the_last_batchs_check_still_stops_with_every_row_ke
     monkeypatch.setattr(os, "fsync", fsync_then_sigterm)
     cfg = Stage1Config(n_samples=2, beta1=0.5, max_new_tokens=8, prompts_per_call=2, progress=False)
     with pytest.raises(Interrupted, match="SIGTERM in Stage 1 after 4 of 4 prompts") as e:
-        estimate_values(gen, rows, [_boxed], cfg, out_path=tmp_path / "v.jsonl")
+        estimate_values(gen, rows, [boxed_match], cfg, out_path=tmp_path / "v.jsonl")
     assert e.value.exit_code == 143
     assert len(ValueTable.load(tmp_path / "v.jsonl")) == 4
 
@@ -226,7 +209,7 @@ def test_stage1_sigint_writes_the_finished_batches_and_a_rerun_completes(tmp_pat
     from astarpo.llm.stage1.estimate import estimate_values
     from astarpo.llm.stage1.table import ValueTable
 
-    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(6)]
+    rows = doubling_rows(6)
     gen = FakeGenerator({r["prompt"]: r["answer"] for r in rows})
 
     def run(out: Path) -> Any:
@@ -253,31 +236,6 @@ def test_stage1_sigint_writes_the_finished_batches_and_a_rerun_completes(tmp_pat
 # ------------------------------------------------------------- an interrupted merge of shards
 
 
-ROWS = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(10)]
-
-
-def _boxed(prompts: list[str], completions: list[str], answer: list[str], **_: Any) -> list:
-    return [
-        1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in zip(completions, answer, strict=True)
-    ]
-
-
-def _stage1(out: Path, **kw: Any) -> Any:
-    from astarpo.llm.stage1.estimate import estimate_values_by_rank
-
-    gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
-    return estimate_values_by_rank(
-        gen,
-        ROWS,
-        out_path=out,
-        reward_funcs=[_boxed],
-        config=Stage1Config(
-            n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
-        ),
-        **kw,
-    )
-
-
 def _die(*_: Any, **__: Any) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -285,10 +243,10 @@ def _die(*_: Any, **__: Any) -> None:
 def _merge_worker(rank: int, world: int, port: int, out: str, kill_at_rename: bool) -> None:
     from astarpo.llm.parallel.dist import cleanup_distributed
 
-    _join(rank, world, port)
+    set_rank_env(rank, world, port)
     if kill_at_rename and rank == 0:
         os.replace = _die  # the merged table is written; killed before it is renamed
-    _stage1(Path(out))
+    stage1_by_rank(Path(out))
     cleanup_distributed()
 
 
@@ -298,11 +256,11 @@ def test_a_merge_killed_on_rank_0_leaves_no_partial_table_and_a_rerun_completes(
 ) -> None:
     out = tmp_path / "v.jsonl"
     with pytest.raises(mp.ProcessExitedException):  # rank 0 got SIGKILL inside the merge
-        mp.spawn(_merge_worker, args=(2, _free_port(), str(out), True), nprocs=2, join=True)
+        mp.spawn(_merge_worker, args=(2, free_port(), str(out), True), nprocs=2, join=True)
     assert not out.exists()  # absent, never partial
-    mp.spawn(_merge_worker, args=(2, _free_port(), str(out), False), nprocs=2, join=True)
+    mp.spawn(_merge_worker, args=(2, free_port(), str(out), False), nprocs=2, join=True)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    _stage1(tmp_path / "one.jsonl")  # one process, same rows
+    stage1_by_rank(tmp_path / "one.jsonl")  # one process, same rows
     got = [json.loads(x) for x in out.read_text().splitlines()]
     want = [json.loads(x) for x in (tmp_path / "one.jsonl").read_text().splitlines()]
     assert [(r["prompt"], r["v_star"]) for r in got] == [(r["prompt"], r["v_star"]) for r in want]
@@ -313,7 +271,7 @@ def _late_sigterm_worker(rank: int, world: int, port: int, out: str, tmp: str) -
     the final fsync), while rank 0, done with its shard, waits at the barrier."""
     from astarpo.llm.parallel.dist import cleanup_distributed
 
-    _join(rank, world, port)
+    set_rank_env(rank, world, port)
     Path(tmp, f"pid-{rank}").write_text(str(os.getpid()))
     if rank == 1:
         real_fsync = os.fsync
@@ -325,7 +283,7 @@ def _late_sigterm_worker(rank: int, world: int, port: int, out: str, tmp: str) -
 
         os.fsync = fsync_then_sigterm  # type: ignore[assignment]
     try:
-        _stage1(Path(out))
+        stage1_by_rank(Path(out))
         outcome = "finished"
     except Interrupted as e:
         outcome = f"{e.exit_code} {e}"
@@ -341,15 +299,15 @@ def test_stage1_by_rank_sigterm_after_the_last_check_stops_every_rank_with_the_r
 
     out = tmp_path / "v.jsonl"
     mp.spawn(
-        _late_sigterm_worker, args=(2, _free_port(), str(out), str(tmp_path)), nprocs=2, join=True
+        _late_sigterm_worker, args=(2, free_port(), str(out), str(tmp_path)), nprocs=2, join=True
     )
     got = {r: (tmp_path / f"outcome-{r}").read_text() for r in range(2)}
     assert got[1].startswith("143 SIGTERM in Stage 1 after"), got  # the late signal counted
     assert got[0].startswith("143 SIGTERM in Stage 1"), got  # "while waiting" (or a batch)
     assert not out.exists() and part_path(out, 1, 2).exists()
-    mp.spawn(_merge_worker, args=(2, _free_port(), str(out), False), nprocs=2, join=True)
+    mp.spawn(_merge_worker, args=(2, free_port(), str(out), False), nprocs=2, join=True)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    _stage1(tmp_path / "one.jsonl")  # one process, same rows
+    stage1_by_rank(tmp_path / "one.jsonl")  # one process, same rows
     assert out.read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
@@ -358,14 +316,12 @@ def test_merge_command_killed_mid_write_leaves_no_partial_table(tmp_path: Path) 
     from astarpo.llm.stage1.shards import part_path
 
     for i in range(2):
-        gen = FakeGenerator({r["prompt"]: r["answer"] for r in ROWS})
+        rows = doubling_rows()
         estimate_values(
-            gen,
-            ROWS,
-            [_boxed],
-            Stage1Config(
-                n_samples=6, beta1=0.5, max_new_tokens=8, seed=3, prompts_per_call=1, progress=False
-            ),
+            FakeGenerator({r["prompt"]: r["answer"] for r in rows}),
+            rows,
+            [boxed_match],
+            by_rank_config(),
             out_path=tmp_path / "v.jsonl",
             shard=(i, 2),
         )
@@ -439,10 +395,10 @@ def _fill_up(budget: int) -> None:
 def _disk_worker(rank: int, world: int, port: int, out: str, inject: bool) -> None:
     from astarpo.llm.parallel.dist import cleanup_distributed
 
-    _join(rank, world, port)
+    set_rank_env(rank, world, port)
     if inject:
         _fill_up(1000)
-    _stage1(Path(out))
+    stage1_by_rank(Path(out))
     cleanup_distributed()
 
 
@@ -471,7 +427,7 @@ def test_stage1_by_rank_on_a_full_disk_names_the_file_keeps_the_rows_and_resumes
     disk, mounted = small_disk
     out = disk / "v.jsonl"
     with pytest.raises(mp.ProcessRaisedException, match="no space left on device while appending"):
-        mp.spawn(_disk_worker, args=(2, _free_port(), str(out), not mounted), nprocs=2, join=True)
+        mp.spawn(_disk_worker, args=(2, free_port(), str(out), not mounted), nprocs=2, join=True)
     kept = 0
     for i in range(2):
         p = part_path(out, i, 2)
@@ -480,11 +436,11 @@ def test_stage1_by_rank_on_a_full_disk_names_the_file_keeps_the_rows_and_resumes
             assert good == len(p.read_bytes())  # every byte in whole rows: no torn line
             kept += len(rows)
             shutil.copy(p, part_path(tmp_path / "v.jsonl", i, 2))
-    assert 0 < kept < len(ROWS)
+    assert 0 < kept < len(doubling_rows())
     # Space freed (the parts moved to a roomy disk): the same command resumes and completes.
-    mp.spawn(_disk_worker, args=(2, _free_port(), str(tmp_path / "v.jsonl"), False), nprocs=2)
+    mp.spawn(_disk_worker, args=(2, free_port(), str(tmp_path / "v.jsonl"), False), nprocs=2)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    _stage1(tmp_path / "one.jsonl")
+    stage1_by_rank(tmp_path / "one.jsonl")
     assert (tmp_path / "v.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 

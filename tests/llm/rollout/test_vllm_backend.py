@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from toy_setup import tiny_qwen
 
 from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout import vllm as vllm_backend
@@ -217,21 +218,6 @@ def test_generate_builds_prompt_major_rollout(fake_vllm: types.ModuleType) -> No
         gen.generate(["78"], n=1, sampling=sampling, seed=2, prompt_indices=[0, 1])
 
 
-def _tiny_qwen(seed: int = 0) -> torch.nn.Module:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=32,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-    )
-    return Qwen2ForCausalLM(config).eval()
-
-
 @pytest.mark.parametrize("with_apply_model", [True, False])
 def test_sync_weights_loads_hf_names(
     monkeypatch: pytest.MonkeyPatch, with_apply_model: bool
@@ -239,7 +225,7 @@ def test_sync_weights_loads_hf_names(
     mod = make_fake_vllm(with_apply_model=with_apply_model)
     monkeypatch.setitem(sys.modules, "vllm", mod)
     gen = VLLMGenerator("m", FakeTokenizer())
-    model = _tiny_qwen()
+    model = tiny_qwen()
     gen.sync_weights(model)
     loaded = dict(gen.llm.model.loaded)
     expected = model.state_dict()
@@ -252,7 +238,7 @@ def test_sync_weights_loads_hf_names(
 def test_hf_weights_merges_lora() -> None:
     from peft import LoraConfig, get_peft_model
 
-    base = _tiny_qwen()
+    base = tiny_qwen()
     base_state = {k: v.clone() for k, v in base.state_dict().items()}
     config = LoraConfig(
         r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False
@@ -269,7 +255,7 @@ def test_hf_weights_merges_lora() -> None:
     # The model is unmerged afterwards: same outputs as before, base weights restored.
     torch.testing.assert_close(peft_model(ids).logits, before)
     with peft_model.disable_adapter():
-        plain = _tiny_qwen()
+        plain = tiny_qwen()
         torch.testing.assert_close(peft_model(ids).logits, plain(ids).logits)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from toy_setup import tiny_qwen
 
 from astarpo.llm.parallel.state import hf_weights
 from astarpo.llm.rollout import vllm as vllm_backend
@@ -59,21 +60,6 @@ def fake_vllm(*, worker_has_reload: bool = True, init_error: str | None = None) 
     return mod
 
 
-def _tiny() -> torch.nn.Module:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    cfg = Qwen2Config(
-        vocab_size=32,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-    )
-    return Qwen2ForCausalLM(cfg).eval()
-
-
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
@@ -84,7 +70,7 @@ def test_sync_uses_inplace_reload(monkeypatch: pytest.MonkeyPatch) -> None:
     mod = fake_vllm()
     monkeypatch.setitem(sys.modules, "vllm", mod)
     gen = VLLMGenerator("m", Tok())
-    model = _tiny()
+    model = tiny_qwen(num_hidden_layers=1)
     gen.sync_weights(model)
     gen.sync_weights(model)
     assert mod.calls["apply"] == 0 and mod.calls["reset"] == 2
@@ -99,7 +85,7 @@ def test_sync_falls_back_without_reload(monkeypatch: pytest.MonkeyPatch) -> None
     mod = fake_vllm(worker_has_reload=False)
     monkeypatch.setitem(sys.modules, "vllm", mod)
     gen = VLLMGenerator("m", Tok())
-    gen.sync_weights(_tiny())
+    gen.sync_weights(tiny_qwen(num_hidden_layers=1))
     assert mod.calls["apply"] == 1 and mod.calls["rpc"] == [] and mod.calls["reset"] == 1
 
 
@@ -142,7 +128,7 @@ def test_lora_weights_are_the_merged_ones() -> None:
     """The tensors handed to vLLM are W + (alpha/r) B A, not views that the unmerge resets."""
     from peft import LoraConfig, get_peft_model
 
-    base = _tiny()
+    base = tiny_qwen(num_hidden_layers=1)
     w = base.model.layers[0].self_attn.q_proj.weight.detach().clone()
     cfg = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], init_lora_weights=False)
     peft_model = get_peft_model(base, cfg)

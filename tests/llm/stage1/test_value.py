@@ -20,18 +20,9 @@ from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import MissingPromptError, ValueTable
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
-from fakes import FakeGenerator
+from fakes import FakeGenerator, boxed_match, doubling_rows
 
 SAMPLING = SamplingConfig(max_new_tokens=8, temperature=1.0)
-
-
-def boxed_match(prompts, completions, answer, **kw):
-    pairs = zip(completions, answer, strict=True)
-    return [1.0 if c == f"\\boxed{{{a}}}" else 0.0 for c, a in pairs]
-
-
-def _rows(n=10):
-    return [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(n)]
 
 
 def _gen(rows, **kw):
@@ -46,11 +37,11 @@ def _run(gen, rows, out, shard=None, **kw):
 
 
 def test_fake_generator_follows_protocol():
-    assert isinstance(_gen(_rows(1)), Generator)
+    assert isinstance(_gen(doubling_rows(1)), Generator)
 
 
 def test_table_values_and_round_trip(tmp_path):
-    rows = _rows()
+    rows = doubling_rows()
     table = _run(_gen(rows), rows, tmp_path / "v.jsonl")
     assert len(table) == 10
     for r in table:
@@ -76,7 +67,7 @@ def test_table_values_and_round_trip(tmp_path):
 
 
 def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
-    rows = _rows(10)
+    rows = doubling_rows(10)
     full = _run(_gen(rows), rows, tmp_path / "full.jsonl")
     with pytest.raises(RuntimeError, match="simulated kill"):
         _run(_gen(rows, fail_after=2), rows, tmp_path / "cut.jsonl")
@@ -89,7 +80,7 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
 
 
 def test_torn_last_line_is_dropped_and_rerun_completes(tmp_path, caplog):
-    rows = _rows(6)
+    rows = doubling_rows(6)
     out = tmp_path / "v.jsonl"
     _run(_gen(rows), rows, tmp_path / "full.jsonl")
     data = (tmp_path / "full.jsonl").read_bytes()
@@ -103,7 +94,7 @@ def test_torn_last_line_is_dropped_and_rerun_completes(tmp_path, caplog):
 def test_corrupt_or_missing_table_is_a_clear_error(tmp_path):
     with pytest.raises(ValueTableError, match=r"does not exist.*astarpo value"):
         ValueTable.load(tmp_path / "none.jsonl")
-    rows = _rows(4)
+    rows = doubling_rows(4)
     _run(_gen(rows), rows, tmp_path / "v.jsonl")
     lines = (tmp_path / "v.jsonl").read_text().splitlines(keepends=True)
     bad = tmp_path / "bad.jsonl"
@@ -135,7 +126,7 @@ def test_corrupt_or_missing_table_is_a_clear_error(tmp_path):
 )
 def test_a_rows_broken_provenance_names_the_file_row_and_fix(form, provenance, says, tmp_path):
     """A .parquet table and an exported folder hold each row's provenance as JSON text."""
-    table = _run(_gen(_rows(3)), _rows(3), tmp_path / "v.jsonl")
+    table = _run(_gen(doubling_rows(3)), doubling_rows(3), tmp_path / "v.jsonl")
     records = [r.to_json() for r in table]
     for rec in records:
         rec["provenance"] = json.dumps(rec["provenance"])
@@ -161,7 +152,7 @@ def test_a_rows_broken_provenance_names_the_file_row_and_fix(form, provenance, s
 
 
 def test_missing_prompt_error(tmp_path):
-    rows = _rows(2)
+    rows = doubling_rows(2)
     table = _run(_gen(rows), rows, tmp_path / "v.jsonl")
     with pytest.raises(MissingPromptError, match=r"'9\+9=' is not in the V\* table .*v.jsonl"):
         table.v_star(["0+0=", "9+9="])
@@ -171,14 +162,14 @@ def test_missing_prompt_error(tmp_path):
 
 
 def test_changed_settings_refuse_to_resume(tmp_path):
-    rows = _rows(3)
+    rows = doubling_rows(3)
     _run(_gen(rows), rows, tmp_path / "v.jsonl")
     with pytest.raises(ValueTableError, match="beta1"):
         _run(_gen(rows), rows, tmp_path / "v.jsonl", beta1=1.0)
 
 
 def test_filter_all_wrong_and_select(tmp_path):
-    rows = _rows(8)
+    rows = doubling_rows(8)
     half = FakeGenerator({r["prompt"]: r["answer"] if i < 4 else "x" for i, r in enumerate(rows)},
                          p_correct=1.0)  # fmt: skip
     table = _run(half, rows, tmp_path / "v.jsonl", filter_all_wrong=True)
@@ -190,7 +181,7 @@ def test_filter_all_wrong_and_select(tmp_path):
 
 
 def test_shards_merge_to_the_full_set(tmp_path):
-    rows = _rows(12)
+    rows = doubling_rows(12)
     out = tmp_path / "v.jsonl"
     sizes = []
     for i in range(3):
@@ -211,7 +202,7 @@ def test_shards_merge_to_the_full_set(tmp_path):
 
 
 def test_merge_detects_incomplete_shard(tmp_path):
-    rows = _rows(8)
+    rows = doubling_rows(8)
     out = tmp_path / "v.jsonl"
     for i in range(2):
         _run(_gen(rows), rows, out, shard=(i, 2))
@@ -345,7 +336,7 @@ def test_cli_value_shards_merge_and_import(tmp_path, capsys):
 
 
 def test_kill_at_any_byte_then_resume_gives_the_same_file(tmp_path):
-    rows = _rows(5)
+    rows = doubling_rows(5)
     full = tmp_path / "full.jsonl"
     _run(_gen(rows), rows, full)
     data = full.read_bytes()
@@ -368,7 +359,7 @@ def test_kill_at_any_byte_then_resume_gives_the_same_file(tmp_path):
 
 
 def test_filter_all_wrong_that_drops_every_prompt_is_refused(tmp_path):
-    rows, out = _rows(8), tmp_path / "v.jsonl"
+    rows, out = doubling_rows(8), tmp_path / "v.jsonl"
     with pytest.raises(ValueError, match=r"dropped all 8 prompts: each one's 6 reference samples"):
         _run(_gen(rows, p_correct=0.0), rows, out, filter_all_wrong=True)
     assert len(ValueTable.load(out)) == 8  # the file keeps every row

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from dist_setup import free_port, set_rank_env
 from toy_setup import comparison_run, toy_trainer
 
 pytestmark = pytest.mark.timeout(180)
@@ -31,21 +30,8 @@ make_trainer = functools.partial(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _worker(rank: int, world: int, port: int, out: str, overrides: dict[str, Any]) -> None:
-    os.environ.update(
-        RANK=str(rank),
-        WORLD_SIZE=str(world),
-        LOCAL_RANK=str(rank),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
-    torch.set_num_threads(1)
+    set_rank_env(rank, world, port)
     from astarpo.llm.parallel.dist import cleanup_distributed
     from astarpo.llm.parallel.state import full_state_dict
 
@@ -59,7 +45,7 @@ def _worker(rank: int, world: int, port: int, out: str, overrides: dict[str, Any
 
 
 def run_two(out: Path, **overrides: Any) -> None:
-    mp.spawn(_worker, args=(2, _free_port(), str(out), overrides), nprocs=2, join=True)
+    mp.spawn(_worker, args=(2, free_port(), str(out), overrides), nprocs=2, join=True)
 
 
 def read(out: Path) -> list[dict[str, Any]]:
