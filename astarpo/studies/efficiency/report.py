@@ -21,7 +21,6 @@ from astarpo.analysis.figures import (
 from astarpo.studies.efficiency.config import ARM_LABELS
 from astarpo.studies.efficiency.mechanism import markdown_lines
 from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
-from astarpo.studies.efficiency.one_pass import summarize_one_pass
 from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
@@ -234,7 +233,8 @@ def refresh(result: dict[str, Any]) -> dict[str, Any]:
         result["summary"] = summarize(result)
         if result.get("one_pass"):
             one = result["one_pass"]
-            one["summary"] = summarize_one_pass(result, one["config"], one["runs"])
+            one_result = {**result, "config": one["config"], "runs": one["runs"]}
+            one["summary"] = summarize(one_result, result["summary"]["targets"])
     return result
 
 
