@@ -1,6 +1,6 @@
-r"""Where the time goes in the efficiency study's runs: the per-phase split (:func:`phase_split`),
-passes over the pool (:func:`revisits`), memory both ways (:func:`memory_ratios`) and the cost
-model beside the measured ratios (:func:`cost_model`).
+r"""Where the time goes in the efficiency study's runs (:func:`summarize_mechanism`): the
+per-phase split, passes over the pool, memory both ways and the cost model beside the measured
+ratios (:func:`cost_model`).
 
 The cost model: per prompt, an A*-PO step generates 1 response and makes one reference and one
 policy pass (Stage 1 adds ``N / E`` generations when the pool is gone through ``E`` times); a
@@ -22,16 +22,7 @@ from astarpo.analysis.stats import mean_interval, paired_ratio, t_interval
 from astarpo.studies.harness.report import fmt_ci, fmt_ratio, table
 from astarpo.studies.harness.training import PHASES
 
-__all__ = [
-    "by_arm",
-    "cost_model",
-    "markdown_lines",
-    "memory_ratios",
-    "phase_split",
-    "predicted_ratio",
-    "revisits",
-    "summarize_mechanism",
-]
+__all__ = ["by_arm", "cost_model", "markdown_lines", "predicted_ratio", "summarize_mechanism"]
 
 
 def _stage2_s(run: dict[str, Any]) -> float:
@@ -50,7 +41,7 @@ def by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per run name: ``seconds`` (phase -> mean over seeds, Stage 1 included), ``share`` (phase
     -> mean share of the Stage 2 time), ``generate_share`` (its interval) and ``step_s``."""
     out: dict[str, dict[str, Any]] = {}
@@ -68,7 +59,7 @@ def phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
+def _revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
     """Per run name: ``passes`` (mean prompts seen / pool size) and ``max_passes`` (of any seed)."""
     out: dict[str, dict[str, float]] = {}
     for arm, rs in by_arm(runs).items():
@@ -77,7 +68,7 @@ def revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str,
     return out
 
 
-def memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A*-PO's peak memory over each other run's, paired by seed: ``total`` (peak RSS during the
     run) and ``increment`` (that peak minus the RSS with the models loaded)."""
     groups = by_arm(runs)
@@ -143,9 +134,9 @@ def summarize_mechanism(result: dict[str, Any]) -> dict[str, Any]:
         "backend": cfg.get("backend", "hf"),
         "micro_batch_size": cfg.get("micro_batch_size", 0),
         "reference_response_tokens": {**lengths, "truncated_rate": ref.get("truncated_rate")},
-        "phases": phase_split(runs),
-        "revisits": revisits(runs, int(cfg["batch_size"])),
-        "memory": memory_ratios(runs),
+        "phases": _phase_split(runs),
+        "revisits": _revisits(runs, int(cfg["batch_size"])),
+        "memory": _memory_ratios(runs),
         "cost_model": cost_model(runs, cfg),
     }
 
