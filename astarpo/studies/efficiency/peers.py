@@ -36,9 +36,9 @@ __all__ = [
 TRL_VERSION = "1.16.0"
 
 INSTALL = (
-    "`--peers trl` needs TRL {pin}: install torch==2.13.0 first (pip would otherwise pull a CUDA "
-    'build), then `pip install -e ".[bench-trl]"`; or run from the venv that `make trl-install` '
-    "builds (.venv-trl)."
+    f"`--peers trl` needs TRL {TRL_VERSION}: install torch==2.13.0 first (pip would otherwise "
+    'pull a CUDA build), then `pip install -e ".[bench-trl]"`; or run from the venv that `make '
+    "trl-install` builds (.venv-trl)."
 )
 
 
@@ -47,14 +47,13 @@ def check_peers(peers: tuple[str, ...]) -> None:
     not :data:`TRL_VERSION`."""
     if "trl" not in peers:
         return
-    message = INSTALL.format(pin=TRL_VERSION)
     if importlib.util.find_spec("trl") is None:
-        raise RuntimeError(f"trl is not installed. {message}")
+        raise RuntimeError(f"trl is not installed. {INSTALL}")
     import trl
 
     if trl.__version__ != TRL_VERSION:
         raise RuntimeError(
-            f"trl {trl.__version__} is installed, the peers are pinned to it. {message}"
+            f"trl {trl.__version__} is installed, the peers are pinned to it. {INSTALL}"
         )
 
 

@@ -28,7 +28,7 @@ from astarpo.studies.efficiency import report
 from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
 from astarpo.studies.efficiency.one_pass import ONE_PASS_ARMS, one_pass_pool_size
 from astarpo.studies.efficiency.peers import check_peers, peer_info
-from astarpo.studies.efficiency.summary import summarize
+from astarpo.studies.efficiency.summary import curve, summarize
 from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import DROP_ARM, SFT, check_backend, make_reference, splits
@@ -58,8 +58,7 @@ def sweep_score(
     of ``arm`` at ``lr`` (Stage 1 reused, on the validation rows of ``base``)."""
     spec = {**base, "arm": arm, "seed": cfg.sweep_seed, "lr": lr, "seconds": cfg.sweep_seconds}
     ev = runner.run(f"sweep-{arm}-lr{lr:g}", {**spec, "stage1_inside": False, "hard": None})
-    curve = ([e["time"] for e in ev["evals"]], [e["expected_accuracy"] for e in ev["evals"]])
-    return curve_area(*curve, cfg.sweep_seconds)
+    return curve_area(*curve(ev, "expected_accuracy"), cfg.sweep_seconds)
 
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
