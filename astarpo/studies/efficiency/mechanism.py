@@ -78,7 +78,10 @@ def _memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             mem = [[r["memory"] for r in x] for x in (base, rs)]
             total = [[m["rss_peak_mb"] for m in x] for x in mem]
             inc = [[m["rss_peak_mb"] - m["rss_before_train_mb"] for m in x] for x in mem]
-            out[arm] = {"total": paired_ratio(*total), "increment": paired_ratio(*inc)}
+            out[arm] = {
+                "total": paired_ratio(total[0], total[1]),
+                "increment": paired_ratio(inc[0], inc[1]),
+            }
     return out
 
 
@@ -103,7 +106,8 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
     ``units`` (per sequence, from GRPO's steps; ``r`` from A*-PO's), ``passes`` (E),
     ``predicted_step``/``measured_step`` (Stage 2 per step) and
     ``predicted_prompt``/``measured_prompt`` (run clock per prompt seen, Stage 1 amortised)."""
-    a, g_runs = by_arm(runs).get("astarpo"), by_arm(runs).get("grpo")
+    groups = by_arm(runs)
+    a, g_runs = groups.get("astarpo"), groups.get("grpo")
     if not a or not g_runs:
         return {}
     big_g, n, batch = int(g_runs[0]["samples_per_prompt"]), int(cfg["n_samples"]), cfg["batch_size"]
@@ -118,9 +122,9 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
         "n_samples": n,
         "passes": passes,
         "predicted_step": predicted_ratio(units, big_g),
-        "measured_step": paired_ratio(*step),
+        "measured_step": paired_ratio(step[0], step[1]),
         "predicted_prompt": predicted_ratio(units, big_g, n / passes) if passes > 0 else math.nan,
-        "measured_prompt": paired_ratio(*prompt),
+        "measured_prompt": paired_ratio(prompt[0], prompt[1]),
     }
 
 

@@ -5,6 +5,7 @@ ratios to A*-PO, the sweep, the peers, where the time goes, the one-pass setting
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from astarpo.analysis.figures import (
@@ -204,14 +205,15 @@ def plot_summary(result: dict[str, Any], path: Any) -> Any:
         ys = [v + 0.25 * (i - 1) for v in y]
         _forest(ax2, cis, ys, color=f"C{i + 1}", label=f"target {label}")
     ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target\n(s of the run clock)")
-    legend_below(fig, *ax2.get_legend_handles_labels(), ncol=3)
+    handles, labels = ax2.get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, axis="x")
     seeds = result["config"]["seeds"]
     return save(fig, path, f"means with 95% intervals over n = {seeds} seeds", strict=True)
 
 
-def _forest(ax: Any, cis: list[dict[str, Any]], y: list[float], **style: Any) -> None:
+def _forest(ax: Any, cis: list[dict[str, Any]], y: Sequence[float], **style: Any) -> None:
     """Horizontal error bars of the intervals ``cis`` at the positions ``y``."""
     low, high = [c["low"] for c in cis], [c["high"] for c in cis]
     errorbars(ax, [c["mean"] for c in cis], y, low, high, horizontal=True, ms=4, **style)
