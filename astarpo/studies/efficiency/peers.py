@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
+from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
@@ -116,10 +116,7 @@ def peer_info(cfg: EfficiencyConfig) -> dict[str, Any]:
     ``{setting: {"trl": ..., "ours": ...}}``."""
     b, g = cfg.batch_size, cfg.group_size
     sizes = {"B": b, "G": g, "BG": b * g, "GB": cfg.generation_batch_size}
-    rows = {
-        k: {"trl": trl.format(**sizes), "ours": ours.format(**sizes)}
-        for k, trl, ours in DIFFERENCES
-    }
+    rows = {k: {"trl": t.format(**sizes), "ours": o.format(**sizes)} for k, t, o in DIFFERENCES}
     return {"version": TRL_VERSION, "differences": rows}
 
 
@@ -264,8 +261,6 @@ def run_peer(
         if not spec["stage1_inside"]:  # the sweep reuses the library's Stage 1, as ours does
             trainer._optimal_values = {r.prompt: r.v_star for r in ValueTable.load(spec["values"])}
         trainer._estimate_optimal_values = timed(spent, "stage1")(trainer._estimate_optimal_values)
-    from transformers import PrinterCallback, ProgressCallback
-
     for quiet in (PrinterCallback, ProgressCallback):  # no per-run log lines
         trainer.remove_callback(quiet)
     policy.generate = timed(spent, "generate")(policy.generate)
