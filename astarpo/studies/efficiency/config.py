@@ -67,33 +67,30 @@ class EfficiencyConfig(Protocol):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.peers, tuple) or any(p not in PEER_ARMS for p in self.peers):
+        peers = self.peers
+        if not isinstance(peers, tuple) or any(p not in PEER_ARMS for p in peers):
+            raise ValueError(f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {peers!r}")
+        if len(set(peers)) != len(peers):
+            raise ValueError(f"peers lists a library twice: {peers}.")
+        if peers and self.task != "addition":
             raise ValueError(
-                f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {self.peers!r}; e.g. "
-                "peers=('trl',) (`--peers trl`)."
-            )
-        if len(set(self.peers)) != len(self.peers):
-            raise ValueError(f"peers lists a library twice: {self.peers}.")
-        if self.peers and self.task != "addition":
-            raise ValueError(
-                f"peers run on the addition task only (their reward wrapper scores exact "
-                f"answers without EOS); got peers={self.peers!r} with task={self.task!r}."
+                f"peers run on the addition task only (their reward scores exact answers "
+                f"without EOS), got task={self.task!r}."
             )
         if any(a not in ALGORITHMS for a in self.algos) or "astarpo" not in self.algos:
             raise ValueError(
                 f"algos must be drawn from {tuple(ALGORITHMS)} and include 'astarpo' (the "
-                f"baseline of the ratios); got {self.algos}."
+                f"baseline of the ratios), got {self.algos}."
             )
         if not self.lr_grid or any(not (math.isfinite(x) and x > 0) for x in self.lr_grid):
             raise ValueError(f"lr_grid must be non-empty, of numbers > 0, got {self.lr_grid}.")
         if not self.target_fractions or any(not 0 < f < 1 for f in self.target_fractions):
             raise ValueError(
-                f"target_fractions must be non-empty, each in (0, 1), got {self.target_fractions}."
+                f"target_fractions must be non-empty, in (0, 1): {self.target_fractions}"
             )
         if self.sweep_seed < self.seeds:
             raise ValueError(
-                f"sweep_seed ({self.sweep_seed}) must not be one of the main seeds "
-                f"0..{self.seeds - 1}."
+                f"sweep_seed ({self.sweep_seed}) must not be a main seed 0..{self.seeds - 1}."
             )
 
 

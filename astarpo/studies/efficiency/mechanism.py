@@ -1,17 +1,16 @@
-r"""Where the time goes, read from the efficiency study's runs: the per-phase split
-(:func:`phase_split`), passes over the pool (:func:`revisits`), memory both ways
-(:func:`memory_ratios`) and the cost model beside the measured ratios (:func:`cost_model`).
+r"""Where the time goes in the efficiency study's runs (:func:`summarize_mechanism`): the
+per-phase split, passes over the pool, memory both ways and the cost model beside the measured
+ratios (:func:`cost_model`).
 
-The cost model: per prompt, an A*-PO step generates 1 response and makes one reference pass
-and one policy pass; Stage 1 adds ``N / E`` generations per prompt when the pool is gone
-through ``E`` times. A GRPO step generates ``G`` responses and makes ``G`` policy passes (and
-``G`` reference passes when its KL term needs them). With per-sequence unit costs ``g``
-(generation), ``r`` (reference pass), ``u`` (update) measured on GRPO's own steps,
+The cost model: per prompt, an A*-PO step generates 1 response and makes one reference and one
+policy pass (Stage 1 adds ``N / E`` generations when the pool is gone through ``E`` times); a
+GRPO step generates ``G`` responses and makes ``G`` policy passes (and ``G`` reference passes
+with a KL term). With per-sequence unit costs ``g`` (generation), ``r`` (reference pass), ``u``
+(update) measured on GRPO's own steps (``r_G``: GRPO's reference cost, 0 without one),
 
 .. math:: \frac{T_{A^*PO}}{T_{GRPO}} = \frac{g + r + u}{G (g + r_G + u)}
 
-per step (``r_G``: GRPO's own reference cost per sequence, 0 without one), and with Stage 1
-amortised, ``((N/E + 1) g + r + u) / (G (g + r_G + u))`` per prompt (:func:`predicted_ratio`).
+per step, and ``((N/E + 1) g + r + u) / (G (g + r_G + u))`` per prompt (:func:`predicted_ratio`).
 """
 
 from __future__ import annotations
@@ -23,15 +22,7 @@ from astarpo.analysis.stats import mean_interval, paired_ratio, t_interval
 from astarpo.studies.harness.report import fmt_ci, fmt_ratio, table
 from astarpo.studies.harness.training import PHASES
 
-__all__ = [
-    "cost_model",
-    "markdown_lines",
-    "memory_ratios",
-    "phase_split",
-    "predicted_ratio",
-    "revisits",
-    "summarize_mechanism",
-]
+__all__ = ["by_arm", "cost_model", "markdown_lines", "predicted_ratio", "summarize_mechanism"]
 
 
 def _stage2_s(run: dict[str, Any]) -> float:
@@ -42,25 +33,23 @@ def _mean(xs: list[float]) -> float:
     return t_interval(xs)[0]
 
 
-def _by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Run name (``arm``) -> its runs, sorted by seed."""
     out: dict[str, list[dict[str, Any]]] = {}
     for r in sorted(runs, key=lambda r: r["seed"]):
         out.setdefault(r["arm"], []).append(r)
     return out
 
 
-def phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per run name: ``seconds`` (phase -> mean over seeds, Stage 1 included), ``share`` (phase
-    -> mean share of the Stage 2 step time), ``generate_share`` (its interval) and ``step_s``
-    (Stage 2 seconds per step)."""
+    -> mean share of the Stage 2 time), ``generate_share`` (its interval) and ``step_s``."""
     out: dict[str, dict[str, Any]] = {}
-    for arm, rs in _by_arm(runs).items():
-        shares: dict[str, list[float]] = {k: [] for k in PHASES}
-        for r in rs:
-            for k in PHASES:
-                shares[k].append(
-                    r["phases"].get(k, 0.0) / _stage2_s(r) if _stage2_s(r) else math.nan
-                )
+    for arm, rs in by_arm(runs).items():
+        shares = {
+            k: [r["phases"].get(k, 0.0) / _stage2_s(r) if _stage2_s(r) else math.nan for r in rs]
+            for k in PHASES
+        }
         out[arm] = {
             "seconds": {k: _mean([r["phases"].get(k, 0.0) for r in rs]) for k in rs[0]["phases"]},
             "share": {k: _mean(v) for k, v in shares.items()},
@@ -70,33 +59,30 @@ def phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
-    """Per run name: ``passes`` (mean prompts seen / pool size) and ``max_passes`` (the most of
-    any seed: at most 1, no prompt seen twice)."""
+def _revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
+    """Per run name: ``passes`` (mean prompts seen / pool size) and ``max_passes`` (of any seed)."""
     out: dict[str, dict[str, float]] = {}
-    for arm, rs in _by_arm(runs).items():
-        passes = [r["steps"] * batch_size / r["pool"] for r in rs if r.get("pool")]
-        if passes:
+    for arm, rs in by_arm(runs).items():
+        if passes := [r["steps"] * batch_size / r["pool"] for r in rs if r.get("pool")]:
             out[arm] = {"passes": _mean(passes), "max_passes": max(passes)}
     return out
 
 
-def memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A*-PO's peak memory over each other run's, paired by seed: ``total`` (peak RSS during the
     run) and ``increment`` (that peak minus the RSS with the models loaded)."""
-    groups = _by_arm(runs)
+    groups = by_arm(runs)
     base, out = groups.get("astarpo", []), {}
     for arm, rs in groups.items():
-        if arm == "astarpo" or len(rs) != len(base):
-            continue
-        total = paired_ratio([_rss(r, 0.0) for r in base], [_rss(r, 0.0) for r in rs])
-        loaded = [[_rss(r, r["memory"]["rss_before_train_mb"]) for r in x] for x in (base, rs)]
-        out[arm] = {"total": total, "increment": paired_ratio(loaded[0], loaded[1])}
+        if arm != "astarpo" and len(rs) == len(base):
+            mem = [[r["memory"] for r in x] for x in (base, rs)]
+            total = [[m["rss_peak_mb"] for m in x] for x in mem]
+            inc = [[m["rss_peak_mb"] - m["rss_before_train_mb"] for m in x] for x in mem]
+            out[arm] = {
+                "total": paired_ratio(total[0], total[1]),
+                "increment": paired_ratio(inc[0], inc[1]),
+            }
     return out
-
-
-def _rss(run: dict[str, Any], minus: float) -> float:
-    return float(run["memory"]["rss_peak_mb"] - minus)
 
 
 def _unit(rs: list[dict[str, Any]], phase: str) -> float:
@@ -120,7 +106,7 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
     ``units`` (per sequence, from GRPO's steps; ``r`` from A*-PO's), ``passes`` (E),
     ``predicted_step``/``measured_step`` (Stage 2 per step) and
     ``predicted_prompt``/``measured_prompt`` (run clock per prompt seen, Stage 1 amortised)."""
-    groups = _by_arm(runs)
+    groups = by_arm(runs)
     a, g_runs = groups.get("astarpo"), groups.get("grpo")
     if not a or not g_runs:
         return {}
@@ -152,30 +138,18 @@ def summarize_mechanism(result: dict[str, Any]) -> dict[str, Any]:
         "backend": cfg.get("backend", "hf"),
         "micro_batch_size": cfg.get("micro_batch_size", 0),
         "reference_response_tokens": {**lengths, "truncated_rate": ref.get("truncated_rate")},
-        "phases": phase_split(runs),
-        "revisits": revisits(runs, int(cfg["batch_size"])),
-        "memory": memory_ratios(runs),
+        "phases": _phase_split(runs),
+        "revisits": _revisits(runs, int(cfg["batch_size"])),
+        "memory": _memory_ratios(runs),
         "cost_model": cost_model(runs, cfg),
     }
-
-
-#: The columns of the report's phase table.
-HEADER = ["run", "s/step", "generate", "reward", "ref pass", "update", "generation share [95%]"]
-
-
-def _phase_row(arm: str, p: dict[str, Any], passes: dict[str, Any]) -> list[str]:
-    shares = [f"{p['share'][k]:.2f}" for k in PHASES]
-    stage1, n = f"{p['seconds'].get('stage1', 0.0):.1f}", passes.get("passes", math.nan)
-    return [arm, f"{p['step_s']:.2f}", *shares, fmt_ci(p["generate_share"], 2), stage1, f"{n:.2f}"]
 
 
 def markdown_lines(m: dict[str, Any]) -> list[str]:
     """The report's section on where the time and memory go (from :func:`summarize_mechanism`)."""
     lengths, micro = m["reference_response_tokens"], m["micro_batch_size"] or "whole batch"
-    title = (
-        f"## Where the time goes (task {m['task']}, backend {m['backend']}, micro-batch {micro})"
-    )
-    lines = ["", title, ""]
+    title = f"Where the time goes (task {m['task']}, backend {m['backend']}, micro-batch {micro})"
+    lines = ["", f"## {title}", ""]
     if lengths.get("p50") is not None:
         lines += [
             f"Reference's sampled responses on the held-out set: median {lengths['p50']:.0f} "
@@ -183,8 +157,14 @@ def markdown_lines(m: dict[str, Any]) -> list[str]:
             f"{100 * (lengths['truncated_rate'] or 0):.0f}% truncated.",
             "",
         ]
-    rows = [_phase_row(arm, p, m["revisits"].get(arm, {})) for arm, p in m["phases"].items()]
-    lines += table([*HEADER, "Stage 1 s", "passes over pool"], rows)
+    rows = []
+    for arm, p in m["phases"].items():
+        shares = [f"{p['share'][k]:.2f}" for k in PHASES]
+        n, gen = m["revisits"].get(arm, {}).get("passes", math.nan), fmt_ci(p["generate_share"], 2)
+        stage1 = f"{p['seconds'].get('stage1', 0.0):.1f}"
+        rows.append([arm, f"{p['step_s']:.2f}", *shares, gen, stage1, f"{n:.2f}"])
+    header = ["run", "s/step", "generate", "reward", "ref pass", "update"]
+    lines += table([*header, "generation share [95%]", "Stage 1 s", "passes over pool"], rows)
     if m["memory"]:
         text = "A*-PO's peak memory over each run's (paired by seed): total peak RSS; increment "
         lines += ["", text + "over the RSS with the models loaded.", ""]
@@ -192,8 +172,7 @@ def markdown_lines(m: dict[str, Any]) -> list[str]:
             [a, fmt_ratio(x["total"]), fmt_ratio(x["increment"])] for a, x in m["memory"].items()
         ]
         lines += table(["vs", "total", "increment"], rows)
-    c = m["cost_model"]
-    if c:
+    if c := m["cost_model"]:
         u = {k: f"{1e3 * v:.1f} ms" for k, v in c["units"].items()}
         lines += [
             "",

@@ -1,20 +1,15 @@
-"""The one-pass setting of the efficiency study: a pool large enough that no prompt is seen twice.
+"""The one-pass setting of the efficiency study: a pool large enough that no prompt is seen twice,
+so that A*-PO pays Stage 1 for every prompt it trains on, once (in the main runs the pool is
+revisited and Stage 1 amortised).
 
-In the main runs every algorithm draws from a fixed pool, epoch after epoch, so A*-PO's Stage 1
-(N reference samples per pool prompt) is paid once and used on every revisit. The one-pass
-setting removes that amortisation: the pool holds as many prompts as the fastest run can train
-on within its budget, so A*-PO pays Stage 1 for every prompt it trains on, once.
-
-The pool size comes from the main runs' measured rates (:func:`one_pass_pool_size`). A run that
-trains on ``rate`` prompts per second of Stage 2 and, for A*-PO, spends ``s1`` seconds of Stage 1
+A run that trains on ``rate`` prompts per second of Stage 2 and spends ``s1`` seconds of Stage 1
 per pool prompt inside its budget ``B`` trains on ``rate * (B - s1 * P)`` prompts of a pool of
-``P``; it never revisits a prompt when that is at most ``P``::
+``P``; it never revisits one when that is at most ``P``::
 
     P >= rate * B / (1 + rate * s1)          (s1 = 0 for the algorithms without Stage 1)
 
-The pool is the largest such bound over the runs and seeds, times ``margin``, rounded up to
-whole steps. The report gives the passes each one-pass run actually made (1 or less: no prompt
-seen twice) beside its accuracy and its time-to-target ratios, on the main runs' targets.
+The pool is the largest such bound over the main runs, times ``margin``, rounded up to whole
+steps (:func:`one_pass_pool_size`); the report gives the passes each run made.
 """
 
 from __future__ import annotations
@@ -23,10 +18,10 @@ import math
 from typing import Any
 
 from astarpo.analysis.stats import paired_ratio
-from astarpo.studies.efficiency.summary import REUSED, summarize
+from astarpo.studies.efficiency.summary import REUSED
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
-__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size", "summarize_one_pass"]
+__all__ = ["ONE_PASS_ARMS", "markdown_lines", "one_pass_pool_size"]
 
 #: The algorithms run again in the one-pass setting (those of the study's ``algos``).
 ONE_PASS_ARMS = ("astarpo", "grpo")
@@ -39,27 +34,23 @@ def one_pass_pool_size(
     margin: float = 1.1,
     limit: int | None = None,
 ) -> dict[str, Any]:
-    """The one-pass pool size from the main runs (module doc: ``P >= rate B / (1 + rate s1)``).
+    """The one-pass pool size from the main runs of :data:`ONE_PASS_ARMS` (see the module doc).
 
     Args:
-        runs: The main runs' results (:func:`~astarpo.studies.efficiency.worker.run_one`: ``arm``,
-            ``steps``, ``train_s``, ``stage1_s``, ``pool``); only the arms of
-            :data:`ONE_PASS_ARMS` count.
-        budget_s: The wall-clock budget of a run, ``B``.
-        batch_size: Prompts per step (the size is rounded up to a multiple of it).
-        margin: Factor over the largest bound, > 0 (default 1.1: a run 10% faster than the
-            fastest main run still makes at most one pass).
-        limit: Most prompts available (None: no limit); a larger size is capped and
-            ``capped`` is set.
+        runs: The main runs' results (``arm``, ``seed``, ``steps``, ``train_s``, ``stage1_s``,
+            ``pool``).
+        budget_s: A run's wall-clock budget ``B``.
+        batch_size: Prompts per step (the size is a multiple of it).
+        margin: Factor over the largest bound, > 0.
+        limit: Most prompts available (None: no limit); a larger size is capped.
 
     Returns:
-        A dict: ``pool_size``; ``need``, ``rate`` and ``stage1_s_per_prompt`` per arm (the
-        largest bound over its seeds, and that seed's prompts per Stage 2 second and Stage 1
-        seconds per pool prompt); ``margin``; ``capped``.
+        ``pool_size``; per arm ``need`` (the largest bound over its seeds), ``rate`` and
+        ``stage1_s_per_prompt`` (of that seed); ``margin``; ``capped``.
 
     Raises:
-        ValueError: no run of :data:`ONE_PASS_ARMS`, a run without Stage 2 time, or
-            ``margin``/``budget_s``/``batch_size`` not positive.
+        ValueError: no run of :data:`ONE_PASS_ARMS`, one without Stage 2 time, or ``margin``,
+            ``budget_s`` or ``batch_size`` not positive.
     """
     if not (budget_s > 0 and batch_size > 0 and margin > 0):
         raise ValueError(
@@ -68,16 +59,13 @@ def one_pass_pool_size(
     need: dict[str, float] = {}
     rate: dict[str, float] = {}
     s1: dict[str, float] = {}
-    for r in runs:
-        if r["arm"] not in ONE_PASS_ARMS:
-            continue
+    for r in (r for r in runs if r["arm"] in ONE_PASS_ARMS):
         if not r["train_s"] > 0:
             raise ValueError(f"run {r['arm']} seed {r['seed']} has no Stage 2 time.")
-        prompts_per_s = r["steps"] * batch_size / r["train_s"]
-        stage1_per_prompt = r["stage1_s"] / r["pool"]
-        bound = prompts_per_s * budget_s / (1.0 + prompts_per_s * stage1_per_prompt)
+        per_s, per_prompt = r["steps"] * batch_size / r["train_s"], r["stage1_s"] / r["pool"]
+        bound = per_s * budget_s / (1.0 + per_s * per_prompt)
         if bound > need.get(r["arm"], -1.0):
-            need[r["arm"]], rate[r["arm"]], s1[r["arm"]] = bound, prompts_per_s, stage1_per_prompt
+            need[r["arm"]], rate[r["arm"]], s1[r["arm"]] = bound, per_s, per_prompt
     if not need:
         raise ValueError(f"no main run of {ONE_PASS_ARMS} to size the one-pass pool from.")
     size = batch_size * math.ceil(margin * max(need.values()) / batch_size)
@@ -92,14 +80,6 @@ def one_pass_pool_size(
     }
 
 
-def summarize_one_pass(
-    result: dict[str, Any], config: dict[str, Any], runs: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The summary of the one-pass ``runs`` (their ``config``), on the main runs' targets."""
-    one = {**result, "config": config, "runs": runs}
-    return summarize(one, targets=result["summary"]["targets"])
-
-
 def _ratios(summary: dict[str, Any], name: str, labels: list[str]) -> list[str]:
     """``name``'s time to each target over GRPO's, paired by seed (n/a without both)."""
     arms = summary["arms"]
@@ -110,16 +90,11 @@ def _ratios(summary: dict[str, Any], name: str, labels: list[str]) -> list[str]:
 
 
 def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> list[str]:
-    """The report's one-pass section: the pool and why, then per run its passes over the pool,
-    Stage 1 time, final expected accuracy beside the main runs', and A*-PO's time-to-target
-    ratio to GRPO's in both settings (on the main runs' targets).
-
-    Args:
-        one_pass: ``bench.json``'s ``"one_pass"`` entry (``sizing``, ``summary``).
-        main_summary: The main runs' summary (``bench.json``'s ``"summary"``).
-    """
+    """The report's one-pass section: the pool, per run its passes, Stage 1 time and final
+    expected accuracy beside the main runs', and A*-PO's time-to-target ratios to GRPO's in both
+    settings (``one_pass``: ``bench.json``'s ``"one_pass"``; ``main_summary``: its
+    ``"summary"``)."""
     sizing, s = one_pass["sizing"], one_pass["summary"]
-    passes = s["mechanism"]["revisits"]
     lines = [
         "",
         "## One pass: no prompt seen twice",
@@ -134,19 +109,11 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
         "",
     ]
     rows = []
-    for name, rv in passes.items():  # not the Stage 1 reused name: the ratios below
+    for name, rv in s["mechanism"]["revisits"].items():  # not REUSED: the ratios below
         a, main = s["arms"][name], main_summary["arms"].get(name)
         cell = fmt(main["final"]["expected_accuracy"]["mean"]) if main is not None else "n/a"
-        used = f"{rv['passes']:.2f} ({rv['max_passes']:.2f})"
-        rows.append(
-            [
-                name,
-                used,
-                f"{a['stage1_s']['mean']:.1f}",
-                fmt_ci(a["final"]["expected_accuracy"]),
-                cell,
-            ]
-        )
+        used, fin = f"{rv['passes']:.2f} ({rv['max_passes']:.2f})", a["final"]["expected_accuracy"]
+        rows.append([name, used, f"{a['stage1_s']['mean']:.1f}", fmt_ci(fin), cell])
     header = ["run", "passes over pool (max)", "Stage 1 s", "expected acc, one pass"]
     lines += table([*header, "expected acc, main"], rows)
     if "grpo" in s["ratios"] and "grpo" in main_summary["ratios"]:

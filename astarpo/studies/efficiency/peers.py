@@ -1,24 +1,19 @@
 """The efficiency study's peers: TRL's ``GRPOTrainer`` and experimental ``A2POTrainer`` on its
-protocol (``astarpo bench --peers trl``; the ``bench-trl`` extra).
-
-:func:`run_peer` is one peer run in the study worker's process: a copy of the same reference,
-the same tokenizer, pool and sampling, the reward
-:func:`~astarpo.llm.rewards.builtin.exact_match_reward`; :class:`PeerClock` keeps the study's
-clock inside TRL's loop (training time without the evaluations, the budget, an evaluation every
-``eval_every_seconds``). A2PO's Stage 1 (inside TRL's ``train()``) is timed and counted in the
-run's clock, as the library's A*-PO counts its own; :data:`DIFFERENCES` lists what still
-differs. ``trl`` is imported only inside the functions.
+protocol (``astarpo bench --peers trl``; the ``bench-trl`` extra). :func:`run_peer` is one peer
+run in the study worker's process (the same reference copy, tokenizer, pool and sampling, the
+reward :func:`~astarpo.llm.rewards.builtin.exact_match_reward`); :class:`PeerClock` keeps the
+study's clock inside TRL's loop, A2PO's Stage 1 counted in it; :data:`DIFFERENCES` lists what
+still differs. ``trl`` is imported only inside the functions.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
+from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
@@ -41,9 +36,9 @@ __all__ = [
 TRL_VERSION = "1.16.0"
 
 INSTALL = (
-    "`--peers trl` needs TRL {pin}: install torch==2.13.0 first (pip would otherwise pull a CUDA "
-    'build), then `pip install -e ".[bench-trl]"`; or run from the venv that `make trl-install` '
-    "builds (.venv-trl)."
+    f"`--peers trl` needs TRL {TRL_VERSION}: install torch==2.13.0 first (pip would otherwise "
+    'pull a CUDA build), then `pip install -e ".[bench-trl]"`; or run from the venv that `make '
+    "trl-install` builds (.venv-trl)."
 )
 
 
@@ -52,14 +47,13 @@ def check_peers(peers: tuple[str, ...]) -> None:
     not :data:`TRL_VERSION`."""
     if "trl" not in peers:
         return
-    message = INSTALL.format(pin=TRL_VERSION)
     if importlib.util.find_spec("trl") is None:
-        raise RuntimeError(f"trl is not installed. {message}")
+        raise RuntimeError(f"trl is not installed. {INSTALL}")
     import trl
 
     if trl.__version__ != TRL_VERSION:
         raise RuntimeError(
-            f"trl {trl.__version__} is installed, the peers are pinned to it. {message}"
+            f"trl {trl.__version__} is installed, the peers are pinned to it. {INSTALL}"
         )
 
 
@@ -122,24 +116,14 @@ def peer_info(cfg: EfficiencyConfig) -> dict[str, Any]:
     ``{setting: {"trl": ..., "ours": ...}}``."""
     b, g = cfg.batch_size, cfg.group_size
     sizes = {"B": b, "G": g, "BG": b * g, "GB": cfg.generation_batch_size}
-    rows = {
-        k: {"trl": trl.format(**sizes), "ours": ours.format(**sizes)}
-        for k, trl, ours in DIFFERENCES
-    }
+    rows = {k: {"trl": t.format(**sizes), "ours": o.format(**sizes)} for k, t, o in DIFFERENCES}
     return {"version": TRL_VERSION, "differences": rows}
 
 
 class PeerClock(TrainerCallback):
-    """The study's clock in a ``transformers`` Trainer: stops once ``seconds`` of training time
-    (Stage 1 included) are spent, evaluates at the start, every ``eval_every`` seconds of
-    training time and after the last step, outside the clock.
-
-    Args:
-        seconds: The run's budget (Stage 1 included).
-        eval_every: Evaluation period in training seconds.
-        eval_fn: ``model -> metrics`` (called with the trainer's model).
-        stage1_s: ``() -> seconds`` of Stage 1 spent before the loop began.
-    """
+    """The study's clock in a ``transformers`` Trainer: stops once ``seconds`` (Stage 1's
+    ``stage1_s()`` included) are spent; calls ``eval_fn(model)``, outside the clock, at the
+    start, every ``eval_every`` training seconds and after the last step."""
 
     def __init__(self, seconds: float, eval_every: float, eval_fn: Any, stage1_s: Any) -> None:
         self.seconds, self.eval_every = seconds, eval_every
@@ -190,16 +174,6 @@ class PeerClock(TrainerCallback):
             if self.evals[-1]["step"] != self.steps:
                 self._evaluate(kw["model"])
         return control
-
-
-def _timed(fn: Callable[..., Any], times: dict[str, float], name: str) -> Callable[..., Any]:
-    """``fn``, adding the wall time of each call to ``times["time/" + name]``."""
-
-    def call(*a: Any, **k: Any) -> Any:
-        with timed(times, name):
-            return fn(*a, **k)
-
-    return call
 
 
 def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, cb: Any):
@@ -254,11 +228,10 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
             beta2=cfg.beta2,
             filter_all_incorrect=False,
         )
-    args = config_type(**common, **own)
     return trainer_type(
         policy,
         reward_funcs=trl_reward,
-        args=args,
+        args=config_type(**common, **own),
         train_dataset=Dataset.from_dict(data),
         processing_class=tok,
         callbacks=[cb],
@@ -268,14 +241,13 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
 def run_peer(
     spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any, tok: Any, eval_fn: Any
 ) -> dict[str, Any]:
-    """One TRL run (``spec["arm"]`` one of ``PEER_ARMS["trl"]``), inside the worker's
-    ``PeakRSS`` block; with ``stage1_inside`` false (the sweep) A2PO gets the library's Stage 1
-    table ``values`` instead of running its own.
+    """One TRL run of ``spec["arm"]`` (one of ``PEER_ARMS["trl"]``); without ``stage1_inside``
+    (the sweep) A2PO gets the library's Stage 1 table ``values``.
 
     Returns:
         The trainer's fields of a run's result: ``evals``, ``stage1_s``, ``train_s``,
         ``clock_s``, ``steps``, ``pool``, ``samples_per_prompt``, ``phases`` (``stage1``,
-        ``generate`` and the ``rest`` of training time).
+        ``generate``, ``rest``).
     """
     arm = spec["arm"]
     if arm not in PEER_ARMS["trl"]:
@@ -288,12 +260,10 @@ def run_peer(
     if arm == "trl_a2po":
         if not spec["stage1_inside"]:  # the sweep reuses the library's Stage 1, as ours does
             trainer._optimal_values = {r.prompt: r.v_star for r in ValueTable.load(spec["values"])}
-        trainer._estimate_optimal_values = _timed(trainer._estimate_optimal_values, spent, "stage1")
-    from transformers import PrinterCallback, ProgressCallback
-
+        trainer._estimate_optimal_values = timed(spent, "stage1")(trainer._estimate_optimal_values)
     for quiet in (PrinterCallback, ProgressCallback):  # no per-run log lines
         trainer.remove_callback(quiet)
-    policy.generate = _timed(policy.generate, spent, "generate")
+    policy.generate = timed(spent, "generate")(policy.generate)
     trainer.train()
     return {
         "evals": [{**e, "time": clock.stage1_s + e["stage2_time"]} for e in clock.evals],

@@ -5,6 +5,7 @@ ratios to A*-PO, the sweep, the peers, where the time goes, the one-pass setting
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from astarpo.analysis.figures import (
@@ -21,16 +22,12 @@ from astarpo.analysis.figures import (
 from astarpo.studies.efficiency.config import ARM_LABELS
 from astarpo.studies.efficiency.mechanism import markdown_lines
 from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
-from astarpo.studies.efficiency.one_pass import summarize_one_pass
 from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
 from astarpo.studies.harness.report import write as write_report
 
-__all__ = ["PAPER", "edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write"]
-
-#: A*-PO/GRPO training time in the A*-PO paper (Brantley et al. 2025, Table 1; Qwen2.5 on MATH).
-PAPER = {"1.5B": 0.46, "3B": 0.48, "7B": 0.55}
+__all__ = ["edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write"]
 
 
 def edge_note(sweep: dict[str, Any]) -> str:
@@ -81,37 +78,34 @@ def _tables(s: dict[str, Any]) -> list[str]:
         + [fmt_ci(a["memory_mb"]), fmt_ci(a["stage1_s"])]
         for name, a in arms.items()
     ]
-    lines = table(header, rows)
-    lines += [
-        "",
-        "Time to target (s of the run's clock; mean [interval] over the seeds that "
-        "reached it, reached/seeds):",
-        "",
-    ]
-    rows = [
+    reached = [
         [
             name,
             *(f"{fmt_ci(t)} ({t['reached']}/{a['seeds']})" for t in a["time_to_target"].values()),
         ]
         for name, a in arms.items()
     ]
-    lines += table(["run", *labels], rows)
-    lines += [
-        "",
-        "A*-PO's time to target and peak memory as a ratio to each run's (< 1: A*-PO "
-        "faster / smaller):",
-        "",
-    ]
-    rows = [
-        [name, *(fmt_ratio(r[k]) for k in [*labels, "memory"])] for name, r in s["ratios"].items()
-    ]
-    lines += table(["vs", *labels, "peak memory"], rows)
+    ratios = [[n, *(fmt_ratio(r[k]) for k in [*labels, "memory"])] for n, r in s["ratios"].items()]
     phases = "; ".join(
         f"{n}: " + ", ".join(f"{k} {v:.1f}" for k, v in a["phases_s"].items())
         for n, a in arms.items()
         if n != REUSED
     )
-    return [*lines, "", f"Per-phase time (s, mean over seeds): {phases}"]
+    return [
+        *table(header, rows),
+        "",
+        "Time to target (s of the run's clock; mean [interval] over the seeds that "
+        "reached it, reached/seeds):",
+        "",
+        *table(["run", *labels], reached),
+        "",
+        "A*-PO's time to target and peak memory as a ratio to each run's (< 1: A*-PO "
+        "faster / smaller):",
+        "",
+        *table(["vs", *labels, "peak memory"], ratios),
+        "",
+        f"Per-phase time (s, mean over seeds): {phases}",
+    ]
 
 
 def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
@@ -146,11 +140,10 @@ def to_markdown(result: dict[str, Any]) -> str:
     if "one_pass_error" in result:
         lines += ["", f"The one-pass setting failed: {result['one_pass_error']}"]
     lines += process_lines(result)
-    p = PAPER
     lines += [
         "",
         "The paper (Table 1; Qwen2.5 on MATH, 4xH100) reports A*-PO/GRPO training "
-        f"time {p['1.5B']} (1.5B), {p['3B']} (3B), {p['7B']} (7B); peak memory 41.6% of "
+        "time 0.46 (1.5B), 0.48 (3B), 0.55 (7B); peak memory 41.6% of "
         "the GPU (A*-PO) vs 42.2% (GRPO) and 63.3% (REBEL) at 1.5B.",
     ]
     return "\n".join(lines) + "\n"
@@ -204,17 +197,13 @@ def plot_summary(result: dict[str, Any], path: Any) -> Any:
     names = list(s["arms"])
     fig, (ax1, ax2) = figure(cols=2, height=4.4)
     y = list(range(len(names)))[::-1]
-    fin = [s["arms"][n]["final"]["expected_accuracy"] for n in names]
-    mean, low, high = _points(fin)
-    errorbars(ax1, mean, y, low, high, horizontal=True, color="C0", ms=4)
+    _forest(ax1, [s["arms"][n]["final"]["expected_accuracy"] for n in names], y, color="C0")
     ax1.axvline(s["reference"], color="gray", ls=":", lw=1)
     ax1.set(yticks=y, yticklabels=names, xlabel="final expected accuracy\n(reference dotted)")
     for i, label in enumerate(s["targets"]):
         cis = [s["arms"][n]["time_to_target"][label] for n in names]
-        mean, low, high = _points(cis)
         ys = [v + 0.25 * (i - 1) for v in y]
-        style = {"color": f"C{i + 1}", "ms": 4, "label": f"target {label}"}
-        errorbars(ax2, mean, ys, low, high, horizontal=True, **style)
+        _forest(ax2, cis, ys, color=f"C{i + 1}", label=f"target {label}")
     ax2.set(yticks=y, yticklabels=[""] * len(names), xlabel="time to target\n(s of the run clock)")
     handles, labels = ax2.get_legend_handles_labels()
     legend_below(fig, handles, labels, ncol=3)
@@ -224,8 +213,10 @@ def plot_summary(result: dict[str, Any], path: Any) -> Any:
     return save(fig, path, f"means with 95% intervals over n = {seeds} seeds", strict=True)
 
 
-def _points(cis: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
-    return [c["mean"] for c in cis], [c["low"] for c in cis], [c["high"] for c in cis]
+def _forest(ax: Any, cis: list[dict[str, Any]], y: Sequence[float], **style: Any) -> None:
+    """Horizontal error bars of the intervals ``cis`` at the positions ``y``."""
+    low, high = [c["low"] for c in cis], [c["high"] for c in cis]
+    errorbars(ax, [c["mean"] for c in cis], y, low, high, horizontal=True, ms=4, **style)
 
 
 def refresh(result: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +225,8 @@ def refresh(result: dict[str, Any]) -> dict[str, Any]:
         result["summary"] = summarize(result)
         if result.get("one_pass"):
             one = result["one_pass"]
-            one["summary"] = summarize_one_pass(result, one["config"], one["runs"])
+            one_result = {**result, "config": one["config"], "runs": one["runs"]}
+            one["summary"] = summarize(one_result, result["summary"]["targets"])
     return result
 
 

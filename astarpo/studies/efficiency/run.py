@@ -1,24 +1,16 @@
-"""The efficiency study (``astarpo study efficiency``, short ``astarpo bench``): A*-PO against
-the baselines on one wall-clock protocol.
+"""The efficiency study's protocol (:func:`run`), in one invocation:
 
-:func:`run` does, in one invocation:
-
-1. the reference: the task's toy model fine-tuned briefly (cached) so that it starts weak
-   (:func:`~astarpo.studies.harness.protocol.make_reference`); the splits (pool, held-out,
-   validation) are fixed, so every run sees the same pool in the same order for its seed;
-2. the hard subset: the held-out problems the reference never solves in N samples (pass@N = 0,
-   measured as Stage 1 measures the pool);
+1. the reference: the task's toy model fine-tuned briefly (cached) to start weak, on fixed
+   splits (pool, held-out, validation) seen in the same order for a seed;
+2. the hard subset: the held-out problems the reference never solves in N samples;
 3. Stage 1 once on the pool (its time alone; the table the sweep reuses);
-4. the learning-rate sweep (``lr_grid``, :func:`~astarpo.studies.harness.runner.sweep`) on a
-   separate seed and the validation split, each run scored by
-   :func:`~astarpo.analysis.curves.curve_area`;
-5. for every seed and run (:func:`~astarpo.studies.efficiency.config.arms`, the peers
-   included), one training run in a fresh process with the same wall-clock budget, A*-PO's
-   Stage 1 (and TRL A2PO's) inside it;
-6. with ``one_pass``, A*-PO and GRPO again on a pool that no run goes through twice
+4. the learning-rate sweep (``lr_grid``) on a separate seed and the validation split, each run
+   scored by :func:`~astarpo.analysis.curves.curve_area`;
+5. every seed and run (:func:`~astarpo.studies.efficiency.config.arms`) in a fresh process on
+   the same wall-clock budget, A*-PO's Stage 1 (and TRL A2PO's) inside it;
+6. with ``one_pass``, A*-PO and GRPO again on a pool no run goes through twice
    (:mod:`~astarpo.studies.efficiency.one_pass`), after the main runs' report is written;
-7. the report (:mod:`~astarpo.studies.efficiency.report`): ``bench.json``, ``bench.md``,
-   ``bench.png``.
+7. the report: ``bench.json``, ``bench.md``, ``bench.png``.
 """
 
 from __future__ import annotations
@@ -34,22 +26,12 @@ from astarpo.analysis.curves import curve_area
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.studies.efficiency import report
 from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
-from astarpo.studies.efficiency.one_pass import (
-    ONE_PASS_ARMS,
-    one_pass_pool_size,
-    summarize_one_pass,
-)
+from astarpo.studies.efficiency.one_pass import ONE_PASS_ARMS, one_pass_pool_size
 from astarpo.studies.efficiency.peers import check_peers, peer_info
-from astarpo.studies.efficiency.summary import summarize
+from astarpo.studies.efficiency.summary import curve, summarize
 from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
 from astarpo.studies.harness.output import OutputDir
-from astarpo.studies.harness.protocol import (
-    DROP_ARM,
-    SFT,
-    check_backend,
-    make_reference,
-    splits,
-)
+from astarpo.studies.harness.protocol import DROP_ARM, SFT, check_backend, make_reference, splits
 from astarpo.studies.harness.runner import Runner, rotated, sweep
 
 __all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_rates", "sweep_score"]
@@ -72,35 +54,22 @@ def _describe(res: dict[str, Any]) -> str:
 def sweep_score(
     runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], arm: str, lr: float
 ) -> float:
-    """One sweep run of ``arm`` at ``lr`` (Stage 1 reused, the validation rows of ``base``):
-    the :func:`~astarpo.analysis.curves.curve_area` of its expected accuracy."""
+    """The :func:`~astarpo.analysis.curves.curve_area` of the expected accuracy of one sweep run
+    of ``arm`` at ``lr`` (Stage 1 reused, on the validation rows of ``base``)."""
     spec = {**base, "arm": arm, "seed": cfg.sweep_seed, "lr": lr, "seconds": cfg.sweep_seconds}
     ev = runner.run(f"sweep-{arm}-lr{lr:g}", {**spec, "stage1_inside": False, "hard": None})
-    curve = ([e["time"] for e in ev["evals"]], [e["expected_accuracy"] for e in ev["evals"]])
-    return curve_area(*curve, cfg.sweep_seconds)
+    return curve_area(*curve(ev, "expected_accuracy"), cfg.sweep_seconds)
 
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
-    """The learning-rate sweep (step 4) of every algorithm and peer, ``astarpo_drop`` at
-    A*-PO's rate: ``{name: {"scores", "chosen", "extended"}}``
-    (:func:`~astarpo.studies.harness.runner.sweep`)."""
+    """The sweep (:func:`~astarpo.studies.harness.runner.sweep`) of every algorithm and peer,
+    ``astarpo_drop`` at A*-PO's rate: ``{name: {"scores", "chosen", "extended"}}``."""
     grid = (cfg.lr_grid, cfg.grid_extensions)
     lrs = {
         arm: sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
         for arm in (*cfg.algos, *peer_arms(cfg))
     }
     return {**lrs, DROP_ARM: lrs["astarpo"]}
-
-
-def _run(arm: str, seed: int, lrs: dict[str, Any], cfg: EfficiencyConfig) -> dict[str, Any]:
-    """A main run's own spec entries."""
-    return {
-        "arm": arm,
-        "seed": seed,
-        "lr": lrs[arm]["chosen"],
-        "seconds": cfg.max_train_seconds,
-        "stage1_inside": True,
-    }
 
 
 def seed_runs(
@@ -111,11 +80,14 @@ def seed_runs(
     lrs: dict[str, Any],
     prefix: str = "",
 ) -> list[dict[str, Any]]:
-    """Every run of ``names`` for every seed, each at its chosen learning rate with Stage 1
-    inside the budget, the order rotated per seed
-    (:func:`~astarpo.studies.harness.runner.rotated`)."""
+    """Every run of ``names`` for every seed at its chosen rate, Stage 1 inside the budget, the
+    order rotated per seed (:func:`~astarpo.studies.harness.runner.rotated`)."""
+    own = {"seconds": cfg.max_train_seconds, "stage1_inside": True}
     return [
-        runner.run(f"{prefix}{arm}-seed{seed}", {**base, **_run(arm, seed, lrs, cfg)})
+        runner.run(
+            f"{prefix}{arm}-seed{seed}",
+            {**base, "arm": arm, "seed": seed, "lr": lrs[arm]["chosen"], **own},
+        )
         for seed, arm in rotated(names, cfg.seeds)
     ]
 
@@ -128,9 +100,7 @@ def run(
     Args:
         cfg: The protocol.
         out_dir: Output folder (reference, Stage 1 tables, ``runs/``, the report).
-        overwrite: Delete an earlier run of the study in ``out_dir`` first, exactly the paths
-            its manifest lists; without it such a folder is refused before any work, and so is
-            one holding files the manifest does not list
+        overwrite: Delete an earlier run of the study there first
             (:meth:`~astarpo.studies.harness.output.OutputDir.clear`).
         progress: Print a line per phase and per run.
 
@@ -172,8 +142,7 @@ def run(
         "values": str(output.path / OUTPUTS[2]),
         "paths": ["reference", "values"],
     }
-    val = {**base, "train": rows["pool"], "eval": rows["val"]}
-    lrs = sweep_rates(runner, cfg, val)
+    lrs = sweep_rates(runner, cfg, {**base, "train": rows["pool"], "eval": rows["val"]})
     main = {**base, "train": rows["pool"], "eval": rows["held_out"], "hard": hard}
     result: dict[str, Any] = {
         "config": asdict(cfg),
@@ -203,10 +172,8 @@ def run(
 def _one_pass(
     runner: Runner, cfg: EfficiencyConfig, main: dict[str, Any], result: dict[str, Any]
 ) -> dict[str, Any]:
-    """The one-pass runs (:mod:`~astarpo.studies.efficiency.one_pass`): A*-PO and GRPO again,
-    same seeds and learning rates, on a pool sized from the main runs so that none revisits a
-    prompt, read on the main runs' targets. Returns ``{"sizing", "config", "runs",
-    "summary"}``."""
+    """A*-PO and GRPO again (same seeds and rates) on a pool no run revisits, read on the main
+    runs' targets: ``{"sizing", "config", "runs", "summary"}``."""
     sizing = one_pass_pool_size(result["runs"], cfg.max_train_seconds, cfg.batch_size, limit=SFT)
     wide = replace(cfg, pool_size=sizing["pool_size"])
     runner.say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
@@ -214,5 +181,5 @@ def _one_pass(
     spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"]}
     runs = seed_runs(runner, wide, spec, names, result["sweep"], prefix="onepass-")
     config = {**asdict(wide), "algos": names}
-    summary = summarize_one_pass(result, config, runs)
+    summary = summarize({**result, "config": config, "runs": runs}, result["summary"]["targets"])
     return {"sizing": sizing, "config": config, "runs": runs, "summary": summary}

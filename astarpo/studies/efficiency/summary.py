@@ -1,13 +1,10 @@
-"""The efficiency study's summary, per run name: ``astarpo``, the baselines, ``astarpo_drop``,
-the peers (:data:`~astarpo.studies.efficiency.config.ARM_LABELS`) and :data:`REUSED` (the A*-PO
-runs read on their Stage 2 clock, as if Stage 1 had been paid before).
-
-Per name: final held-out accuracy at the budget (expected sampled, greedy, on the hard subset),
-KL to the reference, peak memory, time to each target, per-phase time; 95% Student-t intervals
-over seeds, clipped to the quantity's range; ratios to A*-PO paired by seed
-(:func:`~astarpo.analysis.stats.paired_ratio`). Targets are read on ``expected_accuracy`` (the
-sampled pass@1 without sampling noise): ``reference + f * (best - reference)`` for every ``f``
-of ``target_fractions``, ``best`` the highest mean final accuracy of any run.
+"""The efficiency study's summary per run name (the peers by their
+:data:`~astarpo.studies.efficiency.config.ARM_LABELS`, and :data:`REUSED`): final held-out
+accuracy at the budget, KL, peak memory, time to each target and per-phase time, as 95%
+Student-t intervals over seeds clipped to the quantity's range, and ratios to A*-PO paired by
+seed (:func:`~astarpo.analysis.stats.paired_ratio`). Targets are read on ``expected_accuracy``:
+``reference + f * (best - reference)`` per ``target_fractions`` ``f``, ``best`` the highest mean
+final accuracy of any run.
 """
 
 from __future__ import annotations
@@ -18,11 +15,11 @@ from typing import Any
 from astarpo.analysis.curves import target_levels, time_to_target, value_at
 from astarpo.analysis.stats import mean_interval, paired_ratio
 from astarpo.studies.efficiency.config import ARM_LABELS
-from astarpo.studies.efficiency.mechanism import summarize_mechanism
+from astarpo.studies.efficiency.mechanism import by_arm, summarize_mechanism
 
 __all__ = ["METRICS", "REUSED", "curve", "groups", "memory_mb", "summarize"]
 
-#: The name of the A*-PO runs read without their Stage 1 time.
+#: The name of the A*-PO runs read on their Stage 2 clock, as if Stage 1 had been paid before.
 REUSED = "astarpo (Stage 1 reused)"
 #: The held-out metrics read at the budget (accuracies, but for ``kl``).
 METRICS = (
@@ -54,29 +51,27 @@ def curve(run: dict[str, Any], key: str, clock: str = "time") -> tuple[list[floa
 
 def groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], str]]]:
     """Run name -> ``[(run, clock key)]`` sorted by seed; A*-PO also as :data:`REUSED`."""
-    out: dict[str, list[tuple[dict[str, Any], str]]] = {}
-    for r in sorted(runs, key=lambda r: r["seed"]):
-        out.setdefault(ARM_LABELS.get(r["arm"], r["arm"]), []).append((r, "time"))
+    out = {ARM_LABELS.get(a, a): [(r, "time") for r in rs] for a, rs in by_arm(runs).items()}
     if "astarpo" in out:
         out[REUSED] = [(r, "stage2_time") for r, _ in out["astarpo"]]
     return out
 
 
 def _arm(rs: list[tuple[dict[str, Any], str]], budget: float) -> dict[str, Any]:
-    """One name's seeds: final metrics on the run clock (the Stage 1 reused row ends with the
-    same runs' accuracy), steps, Stage 1 seconds, memory and phases."""
+    """One name's seeds: final metrics on the run clock, steps, Stage 1 seconds, memory, phases."""
     final = {}
     for key in METRICS:
         vals = [value_at(*curve(r, key), budget) if curve(r, key)[0] else None for r, _ in rs]
         final[key] = mean_interval(vals, bounds=POSITIVE if key == "kl" else (0.0, 1.0))
     first = rs[0][0]
-    stage1 = [r["stage1_s"] if c == "time" else 0.0 for r, c in rs]
     return {
         "seeds": len(rs),
         "lr": first["lr"],
         "samples_per_prompt": first["samples_per_prompt"],
         "steps": mean_interval([r["steps"] for r, _ in rs], bounds=POSITIVE),
-        "stage1_s": mean_interval(stage1, bounds=POSITIVE),
+        "stage1_s": mean_interval(
+            [r["stage1_s"] if c == "time" else 0.0 for r, c in rs], bounds=POSITIVE
+        ),
         "final": final,
         "memory_mb": mean_interval([memory_mb(r) for r, _ in rs]),
         "phases_s": {
@@ -90,8 +85,7 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
 
     Args:
         result: The study's result.
-        targets: Levels to read the times on (None: from these runs; the one-pass runs are read
-            on the main runs' targets).
+        targets: Levels to read the times on (None: from these runs).
 
     Returns:
         ``{"mechanism", "budget_s", "reference", "best_final", "targets", "memory_kind",

@@ -1,9 +1,7 @@
-"""One run of the efficiency study in its own process (:func:`run_one`, the harness worker's
-entry), so that its peak memory is that run's alone: the library's trainer (a peer run:
-another library's, :func:`~astarpo.studies.efficiency.peers.run_peer`) on the study's clock,
-evaluations every ``eval_every_seconds`` of training time outside it; an A*-PO run with
-``stage1_inside`` runs Stage 1 first, timed, and trains for what is left of its budget.
-"""
+"""One run of the efficiency study in its own process (:func:`run_one`), so that its peak
+memory is that run's alone: the library's trainer, or a peer's
+(:func:`~astarpo.studies.efficiency.peers.run_peer`), on the study's clock, evaluations outside
+it; an A*-PO run with ``stage1_inside`` runs Stage 1 first, timed, inside its budget."""
 
 from __future__ import annotations
 
@@ -30,21 +28,18 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         spec: ``arm`` (an algorithm, ``astarpo_drop`` or a peer run), ``seed``, ``lr``,
-            ``seconds`` (its budget), ``stage1_inside`` (A*-PO: Stage 1 inside the budget, else
-            the table ``values``), ``config`` (an :class:`EfficiencyConfig` as a dict),
-            ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard`` (per eval row:
-            the reference's pass@N is 0) and ``out`` (the run's folder).
+            ``seconds`` (its budget), ``stage1_inside`` (else the table ``values``), ``config``
+            (an :class:`EfficiencyConfig` as a dict), ``reference`` (model folder), ``train``
+            and ``eval`` (rows), ``hard`` (per eval row) and ``out`` (the run's folder).
 
     Returns:
         ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
-        :func:`~astarpo.studies.harness.training.train_run` (the evaluations: ``cpu_time`` and
-        :func:`~astarpo.studies.harness.measure.evaluate_policy`'s metrics), ``pool_all_wrong``,
-        ``prompts`` (seen) and ``memory``.
+        :func:`~astarpo.studies.harness.training.train_run` (evaluations with ``cpu_time``),
+        ``pool_all_wrong``, ``prompts`` (seen) and ``memory``.
     """
     cfg, tokenizer, ref, policy = load_run(spec, EfficiencyConfig)
     arm, device = spec["arm"], ref.device
-    peer = any(arm in names for names in PEER_ARMS.values())
-    if peer:
+    if peer := any(arm in names for names in PEER_ARMS.values()):
         import_peer(arm)
     rss_before = PeakRSS.current_mb()  # models loaded, no training state yet
     rss, cpu0, eval_cpu = PeakRSS(), time.process_time(), [0.0]
