@@ -1,8 +1,7 @@
 """Iterations per second of Algorithm 1 on a large log-linear bandit (X=1000, Y=64, d=32).
 
-Run: ``python benchmarks/theory_bandit.py [--contexts 1000 --actions 64 --dim 32]``.
-
-Prints rounds per second of Stage 2 (one on-policy sample per context, and the exact expected
+Run: ``python benchmarks/theory_bandit.py [--contexts 1000 --actions 64 --dim 32]``. Prints
+rounds per second of Stage 2 (one on-policy sample per context, and the exact expected
 gradient), of the PG baseline (G = 4), of the exact evaluation, and the ratio of batched seeds
 (S at once, parameters ``[S, d]``) to S separate runs.
 """
@@ -29,11 +28,8 @@ def rate(fn: Callable[[int], object], rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--contexts", type=int, default=1000)
-    parser.add_argument("--actions", type=int, default=64)
-    parser.add_argument("--dim", type=int, default=32)
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=200)
+    for name, default in dict(contexts=1000, actions=64, dim=32, seeds=8, rounds=200).items():
+        parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
