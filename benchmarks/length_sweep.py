@@ -5,15 +5,11 @@ Run from the repository root::
     python benchmarks/length_sweep.py --out docs/figures/length_sweep [--lengths 4,22,38,54,70]
         [--steps 6] [--bench docs/figures/bench_cpu.json --bench docs/figures/bench_scratchpad.json]
 
-Every algorithm gets the efficiency study's protocol
-(:func:`astarpo.studies.harness.protocol.algorithm_config`) and the scratchpad model's shape,
-untrained, with EOS masked out so that every response is exactly ``L`` tokens (the addition
-answer's 4, the scratchpad's solutions for 1 to 4 digits: 22 to 70). The steps alternate
-(:func:`astarpo.studies.harness.measure.alternate`), the ratios are paired by round
-(:func:`astarpo.analysis.stats.paired_ratio`); beside them, the cost model's prediction from
-GRPO's unit costs (:func:`astarpo.studies.efficiency.mechanism.predicted_ratio`) and, with
-``--bench``, complete studies' time-to-target ratios at their response length. Writes
-``OUT.json`` and ``OUT.png``.
+Each algorithm: the efficiency study's protocol, the scratchpad model's shape untrained, EOS
+masked so that every response is ``L`` tokens; steps alternate (``alternate``), ratios paired by
+round (``paired_ratio``); beside them the cost model's prediction from GRPO's unit costs
+(``predicted_ratio``) and, with ``--bench``, studies' time-to-target ratios at their response
+length. Writes ``OUT.json`` and ``OUT.png``.
 """
 
 from __future__ import annotations

@@ -5,23 +5,16 @@ Run from the repository root::
     python benchmarks/step_cost.py [--steps 40] [--task scratchpad --reference DIR]
     python benchmarks/step_cost.py --before /path/to/old/checkout [--after .] [--rounds 5]
 
-The setting is ``astarpo bench``'s on CPU: the study's weak reference (the toy model after its
-cached SFT; ``--untrained``: the random toy model; ``--reference``: a saved one) as policy and
-reference, 32 prompts of the task per step, its token budget and reward, temperature 1,
-learning rate 1e-4, ``beta2`` 1e-3, V* = 0.5 for every prompt, one torch thread.
-
-Without ``--before``, the library's ``Trainer.step`` and the fixed loop below written from
-scratch (``model.generate``, two forward passes, the A*-PO loss, backward, clipping, AdamW)
-train two copies with steps alternating in one process, so the ratio library / hand-written
-(target <= 1.05) compares the library with itself under any load. With ``--before``, each
-round is a fresh process per tree (``PYTHONPATH`` set to it; the child falls back to the module
-layouts before each refactor), alternating before, after, ...: ``--warmup`` steps, then
-``--steps`` timed ones.
-
-Prints median wall and CPU (``process_time``: the steadier on a shared machine) ms per step and
-the library's per-phase medians, the ratio as a geometric mean of the paired ratios (per step,
-or per round) with its 95% interval (:func:`astarpo.analysis.stats.paired_ratio`), and the load
-average before and after.
+The setting is ``astarpo bench``'s on CPU: its reference (``--untrained``: the random toy
+model; ``--reference``: a saved one) as policy and reference, 32 prompts per step, the task's
+budget and reward, temperature 1, learning rate 1e-4, ``beta2`` 1e-3, V* = 0.5, one thread.
+Without ``--before``, ``Trainer.step`` and the fixed loop below written from scratch alternate
+in one process: the ratio library / hand-written (target <= 1.05) compares the library with
+itself under any load. With ``--before``, each round is a fresh process per tree (``PYTHONPATH``
+set to it; the child falls back to the layouts before each refactor), alternating before,
+after, ...: ``--warmup`` steps, then ``--steps`` timed ones. Prints median wall and CPU ms per
+step, the library's phases, and the ratio (geometric mean of the paired ratios per step or
+round, 95% interval: :func:`astarpo.analysis.stats.paired_ratio`) with the load average.
 """
 
 from __future__ import annotations

@@ -36,10 +36,8 @@ class SuccessCounter:
     """
 
     def __init__(self, reward: Any, hard: Sequence[str]) -> None:
-        self.reward = reward
-        self.hard = frozenset(hard)
-        self.samples = {"hard": 0, "easy": 0}
-        self.successes = {"hard": 0, "easy": 0}
+        self.reward, self.hard = reward, frozenset(hard)
+        self.samples, self.successes = {"hard": 0, "easy": 0}, {"hard": 0, "easy": 0}
         self.__name__ = reward_name(reward)
         self.__module__ = str(getattr(reward, "__module__", type(reward).__module__))
         self.__qualname__ = str(getattr(reward, "__qualname__", self.__name__))
@@ -68,9 +66,8 @@ def evaluate_sets(
 ) -> dict[str, float]:
     """``{kind}_expected_accuracy`` (mean gold probability) and ``{kind}_log10_gold`` (mean
     log10 of it) for each held-out set ``kind`` (``"hard"``, ``"easy"``)."""
-    was_training = model.training
+    was_training, res = model.training, {}
     model.eval()
-    res: dict[str, float] = {}
     for kind, rows in held_out.items():
         lp = gold_logprobs(model, tokenizer, rows)
         res[f"{kind}_expected_accuracy"] = float(np.exp(lp).mean())
@@ -107,11 +104,9 @@ def log_ratio_check(
         res: dict[str, Any] = {"n": len(rows), "n_successes": int((r > 0).sum())}
         for label, sel in (("failures", r <= 0), ("successes", r > 0)):
             if sel.any():
-                res[label] = {
-                    "count": int(sel.sum()),
-                    "beta2_log_ratio": float(ratio[sel].mean()),
-                    "target": float(target[sel].mean()),
-                }
+                mean_ratio, mean_target = float(ratio[sel].mean()), float(target[sel].mean())
+                res[label] = {"count": int(sel.sum()), "beta2_log_ratio": mean_ratio}
+                res[label]["target"] = mean_target
         out[name] = res
     return out
 
