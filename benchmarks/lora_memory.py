@@ -21,7 +21,8 @@ import subprocess
 import sys
 
 
-def _step(mode: str, device: str, hidden: int, layers: int, batch: int, seq: int) -> dict:
+def _step(args: argparse.Namespace) -> dict:
+    """One step of mode ``args.child`` (see the module doc)."""
     import copy
     import resource
 
@@ -33,22 +34,23 @@ def _step(mode: str, device: str, hidden: int, layers: int, batch: int, seq: int
     def rss_peak_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
+    mode, device, hidden = args.child, args.device, args.hidden
     torch.manual_seed(0)
     start = rss_peak_bytes()
-    shape = dict(hidden_size=hidden, num_hidden_layers=layers, intermediate_size=hidden * 11 // 4)
+    shape = dict(
+        hidden_size=hidden, num_hidden_layers=args.layers, intermediate_size=hidden * 11 // 4
+    )
     config = Qwen2Config(vocab_size=256, num_attention_heads=8, num_key_value_heads=2, **shape)
     policy = Qwen2ForCausalLM(config).to(device)
-    if mode == "full+copy":
+    if mode != "lora":  # a frozen deep copy of the base
         ref = copy.deepcopy(policy).eval().requires_grad_(False)
-    elif mode == "lora+copy":
-        ref = copy.deepcopy(policy).eval().requires_grad_(False)
+    if mode != "full+copy":
         policy = apply_lora(policy, r=16, seed=0)
-    else:
-        policy = apply_lora(policy, r=16, seed=0)
+    if mode == "lora":  # the same model with its adapters disabled
         ref = AdapterDisabledReference(policy)
     weights = parameter_bytes(policy, ref)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-4)
-    ids = torch.randint(0, 256, (batch, seq), device=device)
+    ids = torch.randint(0, 256, (args.batch, args.seq), device=device)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     logits = policy(input_ids=ids).logits
@@ -72,9 +74,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = (args.device, args.hidden, args.layers, args.batch, args.seq)
     if args.child:
-        print(json.dumps(_step(args.child, *sizes)))
+        print(json.dumps(_step(args)))
         return
     results = {}
     for mode in args.modes.split(","):
@@ -91,11 +92,8 @@ def main() -> None:
         print(f"{mode:>9}: weights {weights:8.1f} MiB, peak {peak:8.1f} MiB")
     lora = results.get("lora")
     for other in [m for m in ("lora+copy", "full+copy") if m in results and lora]:
-        sep = results[other]
-        print(
-            f"lora / {other}: weights {lora['weights_bytes'] / sep['weights_bytes']:.3f}, "
-            f"peak {lora['peak_bytes'] / sep['peak_bytes']:.3f}"
-        )
+        w, p = (lora[k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
+        print(f"lora / {other}: weights {w:.3f}, peak {p:.3f}")
 
 
 if __name__ == "__main__":

@@ -138,11 +138,11 @@ def child(args: argparse.Namespace) -> None:
     for i in range(args.warmup + args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         rec = trainer.step()
+        step = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+        step.update({k: rec.get(f"time/{k}", float("nan")) for k in PHASES})
         if i >= args.warmup:
-            out["wall"].append(time.perf_counter() - t0)
-            out["cpu"].append(time.process_time() - c0)
-            for k in PHASES:
-                out[k].append(float(rec.get(f"time/{k}", float("nan"))))
+            for k, v in step.items():
+                out[k].append(float(v))
     print(json.dumps(out))
 
 
@@ -158,9 +158,8 @@ def reference(args: argparse.Namespace, tmp: str) -> str:
     if args.untrained:
         make_toy_model(make_char_tokenizer(), seed=0, **task.model).save_pretrained(tmp)
         return tmp
-    make_reference(
-        Protocol(task=args.task, max_new_tokens=args.max_new_tokens, sft_lr=task.sft_lr), Path(tmp)
-    )
+    cfg = Protocol(task=args.task, max_new_tokens=args.max_new_tokens, sft_lr=task.sft_lr)
+    make_reference(cfg, Path(tmp))
     return str(Path(tmp) / "reference")
 
 
@@ -198,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         f"torch threads {args.threads}, mixed_precision={args.mixed_precision}"
     )
     for name, r in res.items():
-        phases = ", ".join(f"{k} {1e3 * statistics.median(r[k]):.1f}" for k in PHASES if k in r)
+        ms = {k: 1e3 * statistics.median(v) for k, v in r.items()}
+        phases = ", ".join(f"{k} {ms[k]:.1f}" for k in PHASES if k in ms)
         print(
-            f"{name:12s} {1e3 * statistics.median(r['wall']):8.1f} ms/step wall, "
-            f"{1e3 * statistics.median(r['cpu']):8.1f} ms CPU (medians); phases (ms) {phases}"
+            f"{name:12s} {ms['wall']:8.1f} ms/step wall, {ms['cpu']:8.1f} ms CPU (medians); "
+            f"phases (ms) {phases}"
         )
     for k in ("wall", "cpu"):
         r = paired_ratio(res[a][k], res[b][k])
