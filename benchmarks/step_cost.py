@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import importlib
 import json
 import os
@@ -30,6 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from astarpo.llm import AStarPOConfig, AStarPOTrainer  # in either tree
 
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 #: Where the toy model and problems lived, the current layout first.
@@ -50,12 +56,6 @@ def _import(name: str, *modules: str) -> Any:
 
 def library_trainer(model_dir: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> Any:
     """The library's A*-PO trainer of this setting, in whatever tree is imported."""
-    import dataclasses
-
-    from transformers import AutoModelForCausalLM
-
-    from astarpo.llm import AStarPOConfig, AStarPOTrainer
-
     reward = _import("exact_match_reward", "astarpo.llm.rewards.builtin", "astarpo.llm.rewards")
     if args.task != "addition":
         reward = _import("get_task", "astarpo.llm.toy.tasks")(args.task).reward
@@ -86,8 +86,6 @@ def hand_written_step(
     policy: Any, ref: Any, opt: Any, tok: Any, rows: list[dict[str, str]], args: Any, seed: int
 ) -> None:
     """One A*-PO step written from scratch (V* = 0.5, ``beta2`` 1e-3) in the setting ``args``."""
-    import torch
-
     prompts = [r["prompt"] for r in rows]
     enc = tok(prompts, add_special_tokens=False, padding=True, return_tensors="pt")
     width = enc["input_ids"].shape[1]
@@ -130,8 +128,6 @@ def hand_written_step(
 def child(args: argparse.Namespace) -> None:
     """Time ``warmup + steps`` library steps in this tree; print one JSON line of per-step
     seconds (wall, cpu and the phases)."""
-    import torch
-
     torch.set_num_threads(args.threads)
     trainer = library_trainer(args.child, args, _rows(args))
     out: dict[str, list[float]] = {"wall": [], "cpu": [], **{k: [] for k in PHASES}}
@@ -215,8 +211,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _side_by_side(args: argparse.Namespace, model_dir: str) -> dict[str, dict[str, list[float]]]:
     """The library step and the hand-written one, alternating, in this process."""
-    import torch
-
     from astarpo.studies.harness.measure import alternate
 
     torch.set_num_threads(args.threads)
