@@ -148,11 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", action="append", default=[], help="a bench.json to add")
     redo = "keep OUT.json's points; redo the studies' points and the figure"
     ap.add_argument("--replot", action="store_true", help=redo)
+    argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     out = Path(args.out).with_suffix(".json")
-    command = "python benchmarks/length_sweep.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = "python benchmarks/length_sweep.py " + " ".join(argv)
     if args.replot:
         result = json.loads(out.read_text())
         result.update(bench=bench_points(args.bench), replot_command=command)
