@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -40,21 +41,16 @@ def main() -> None:
         f"torch threads={torch.get_num_threads()}"
     )
 
-    def stage2(n_seeds: int, mode: str) -> Callable[[int], object]:
-        v_star = np.zeros((n_seeds, x))
+    def stage2(t: int, n_seeds: int = 1, mode: str = "stochastic") -> object:
+        cfg = Stage2Config(beta, t, 1.0, "inverse_sqrt", mode=mode, per_decade=1)  # type: ignore[arg-type]
+        return run_stage2(bandit, np.zeros((n_seeds, x)), cfg)
 
-        def go(t: int) -> object:
-            cfg = Stage2Config(beta, t, 1.0, "inverse_sqrt", mode=mode, per_decade=1)  # type: ignore[arg-type]
-            return run_stage2(bandit, v_star, cfg)
-
-        return go
-
-    one = rate(stage2(1, "stochastic"), args.rounds)
-    batched = rate(stage2(s, "stochastic"), args.rounds)
+    one = rate(stage2, args.rounds)
+    batched = rate(partial(stage2, n_seeds=s), args.rounds)
     print(f"stage 2, stochastic, 1 seed : {one:8.1f} it/s")
     print(f"stage 2, stochastic, {s} seeds: {batched:8.1f} it/s  ({batched * s:.1f} seed-it/s)")
     print(f"  batched seeds vs separate runs: {batched * s / one:.2f}x")
-    det = rate(stage2(1, "deterministic"), args.rounds)
+    det = rate(partial(stage2, mode="deterministic"), args.rounds)
     print(f"stage 2, exact gradient, 1 seed: {det:8.1f} it/s  (vs stochastic {det / one:.2f}x)")
     pg = rate(
         lambda t: policy_gradient_baseline(bandit, Stage2Config(beta, t, 1.0, per_decade=1), 4, 1),
