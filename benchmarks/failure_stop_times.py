@@ -1,14 +1,11 @@
 """How long a 2-process ``torchrun`` job takes to stop after one rank fails or stalls.
 
 Each case runs ``torchrun --nproc_per_node 2 -m astarpo train --model toy ...`` on CPU (gloo)
-with one fault planted on rank 1 by ``tests/llm/faults.py`` (once, at a fixed step) and
-measures the wall time from the fault (the time the fault wrote into its mark file) to the
-exit of ``torchrun``, which returns only after every worker has exited. It also prints the
-root cause of ``torchrun``'s failure summary.
-
-Cases: ``raise`` (the reward raises on rank 1), ``kill`` (rank 1 gets SIGKILL),
-``reward_hang`` (the reward hangs on rank 1; ``--reward-timeout 10``) and ``generate_stall``
-(``generate`` hangs on rank 1; ``--dist-timeout 10``: the watchdog stops it).
+with one fault planted on rank 1 by ``tests/llm/faults.py`` (once, at a fixed step) and times
+the fault (written into its mark file) to the exit of ``torchrun`` (after every worker's), with
+the root cause of its failure summary. Cases: ``raise`` (the reward raises), ``kill``
+(SIGKILL), ``reward_hang`` (the reward hangs; ``--reward-timeout 10``) and ``generate_stall``
+(``generate`` hangs; ``--dist-timeout 10``: the watchdog stops it).
 
     python benchmarks/failure_stop_times.py                 # every case, 3 runs each
     python benchmarks/failure_stop_times.py --cases raise --repeats 1
@@ -73,13 +70,8 @@ def run_case(name: str, work: Path, i: int) -> dict:
     proc = subprocess.run(cmd, env=_env(fault, str(mark)), capture_output=True, text=True)
     end = time.time()
     fired = float(mark.read_text().split()[-1]) if mark.exists() else float("nan")
-    return {
-        "case": name,
-        "exit_code": proc.returncode,
-        "fault_to_exit_s": round(end - fired, 2),
-        "launch_to_exit_s": round(end - start, 2),
-        "root_cause": _root_cause(proc.stderr),
-    }
+    res = {"case": name, "exit_code": proc.returncode, "fault_to_exit_s": round(end - fired, 2)}
+    return res | {"launch_to_exit_s": round(end - start, 2), "root_cause": _root_cause(proc.stderr)}
 
 
 def main() -> None:
@@ -103,12 +95,10 @@ def main() -> None:
             results = [run_case(name, work, i) for i in range(args.repeats)]
             for r in results:
                 print(json.dumps(r), flush=True)
-            times = [r["fault_to_exit_s"] for r in results]
-            print(
-                f"{name}: fault -> every process exited: median {statistics.median(times):.1f} s "
-                f"(min {min(times):.1f}, max {max(times):.1f}, {len(times)} runs)",
-                flush=True,
-            )
+            t = [r["fault_to_exit_s"] for r in results]
+            spread = f"(min {min(t):.1f}, max {max(t):.1f}, {len(t)} runs)"
+            med = f"median {statistics.median(t):.1f} s"
+            print(f"{name}: fault -> every process exited: {med} {spread}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,17 +5,11 @@ Run from the repository root::
     python benchmarks/length_sweep.py --out docs/figures/length_sweep [--lengths 4,22,38,54,70]
         [--steps 6] [--bench docs/figures/bench_cpu.json --bench docs/figures/bench_scratchpad.json]
 
-Every algorithm gets the efficiency study's protocol
-(:func:`astarpo.studies.harness.protocol.algorithm_config`: 32 prompts per step, GRPO's G = 8,
-the paper's beta2) and the scratchpad task's model shape, untrained, with EOS masked out of the
-logits so that every response is exactly ``L`` tokens (the addition answer's 4 tokens and the
-scratchpad's worked solutions for 1 to 4 digits, 22 to 70). The algorithms' steps alternate
-(:func:`astarpo.studies.harness.measure.alternate`), so a load change on a shared machine hits
-all of them; the ratios are paired by round (:func:`astarpo.analysis.stats.paired_ratio`:
-geometric mean, 95% interval). Beside them, the cost model's prediction from GRPO's unit costs
-(:func:`astarpo.studies.efficiency.mechanism.predicted_ratio`, the reward counted) and, with
-``--bench``, the time-to-target ratios of complete studies at their task's response length
-(from their ``bench.json``). Writes ``OUT.json`` and ``OUT.png``.
+Each algorithm: the efficiency study's protocol, the scratchpad model's shape untrained, EOS
+masked so that every response is ``L`` tokens; steps alternate (``alternate``), ratios paired by
+round (``paired_ratio``); beside them the cost model's prediction from GRPO's unit costs
+(``predicted_ratio``) and, with ``--bench``, studies' time-to-target ratios at their response
+length. Writes ``OUT.json`` and ``OUT.png``.
 """
 
 from __future__ import annotations
@@ -45,6 +39,7 @@ from astarpo.studies.harness.protocol import Protocol, algorithm_config
 from astarpo.studies.harness.training import PHASES
 
 ALGOS = ("astarpo", "grpo", "ppo", "rebel")
+INTERVAL = ("ratio", "low", "high")
 
 
 def _no_eos(model: Any, eos: int) -> None:
@@ -121,43 +116,18 @@ def plot(result: dict[str, Any], path: Path) -> Any:
     xs = [p["length"] for p in result["points"]]
     styles = {"grpo": ("o", "C0", -1.2), "ppo": ("s", "C1", 0.0), "rebel": ("^", "C2", 1.2)}
     for algo, (marker, color, shift) in styles.items():
-        r = [p["ratio"][algo] for p in result["points"]]
-        errorbars(
-            ax,
-            xs,
-            [x["ratio"] for x in r],
-            [x["low"] for x in r],
-            [x["high"] for x in r],
-            fmt="-",
-            marker=marker,
-            color=color,
-            label=f"step, vs {algo}",
-        )
+        r = [[x[k] for x in (p["ratio"][algo] for p in result["points"])] for k in INTERVAL]
+        errorbars(ax, xs, *r, fmt="-", marker=marker, color=color, label=f"step, vs {algo}")
         for b in [b for b in result["bench"] if b.get("vs", "grpo") == algo]:
-            errorbars(
-                ax,
-                [b["length"] + shift],
-                [b["ratio"]],
-                [b["low"]],
-                [b["high"]],
-                fmt="*",
-                ms=13,
-                color=color,
-                mec="black",
-            )
-        ax.plot(
-            [], [], "*", color=color, mec="black", ms=13, label=f"time to 50% target, vs {algo}"
-        )
-    ax.plot(
-        xs,
-        [p["predicted_ratio_grpo"] for p in result["points"]],
-        "k--",
-        label="cost model, vs grpo",
-    )
+            point = [[b[k]] for k in INTERVAL]
+            errorbars(ax, [b["length"] + shift], *point, fmt="*", ms=13, color=color, mec="black")
+        label = f"time to 50% target, vs {algo}"
+        ax.plot([], [], "*", color=color, mec="black", ms=13, label=label)
+    predicted = [p["predicted_ratio_grpo"] for p in result["points"]]
+    ax.plot(xs, predicted, "k--", label="cost model, vs grpo")
     ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set(
-        xlabel="response length (tokens)", ylabel="A*-PO / other (< 1: A*-PO faster)", yscale="log"
-    )
+    ax.set(xlabel="response length (tokens)", ylabel="A*-PO / other (< 1: A*-PO faster)")
+    ax.set_yscale("log")
     ticks = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
     ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
     ax.minorticks_off()
@@ -176,39 +146,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bench", action="append", default=[], help="a bench.json to add")
-    ap.add_argument(
-        "--replot",
-        action="store_true",
-        help="keep OUT.json's points; redo the studies' points and the figure",
-    )
+    redo = "keep OUT.json's points; redo the studies' points and the figure"
+    ap.add_argument("--replot", action="store_true", help=redo)
+    argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     out = Path(args.out).with_suffix(".json")
-    command = "python benchmarks/length_sweep.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
+    command = "python benchmarks/length_sweep.py " + " ".join(argv)
     if args.replot:
-        result = {
-            **json.loads(out.read_text()),
-            "bench": bench_points(args.bench),
-            "replot_command": command,
-        }
+        result = json.loads(out.read_text())
+        result.update(bench=bench_points(args.bench), replot_command=command)
     else:
         torch.set_num_threads(args.threads)
         t0, load0, points = time.perf_counter(), os.getloadavg(), []
         for length in (int(x) for x in args.lengths.split(",")):
-            p = measure(length, args.steps, args.warmup, args.batch_size)
-            points.append(p)
+            points.append(p := measure(length, args.steps, args.warmup, args.batch_size))
             ratios = ", ".join(f"{a} {r['ratio']:.3f}" for a, r in p["ratio"].items())
-            print(
-                f"L={length}: step ratio A*-PO/ {ratios}; cost model vs grpo "
-                f"{p['predicted_ratio_grpo']:.3f}",
-                flush=True,
-            )
+            cost = f"cost model vs grpo {p['predicted_ratio_grpo']:.3f}"
+            print(f"L={length}: step ratio A*-PO/ {ratios}; {cost}", flush=True)
         result = {"command": command, "points": points, "bench": bench_points(args.bench)}
-        result.update(
-            wall_s=time.perf_counter() - t0,
-            load={"start": list(load0), "end": list(os.getloadavg())},
-        )
+        load = {"start": list(load0), "end": list(os.getloadavg())}
+        result.update(wall_s=time.perf_counter() - t0, load=load)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))

@@ -1,15 +1,13 @@
 """Peak memory of one A*-PO-style training step: separate reference copy vs LoRA reference.
 
-Three modes: ``full+copy`` (full fine-tuning, frozen deep copy as reference), ``lora+copy``
-(LoRA policy, frozen deep copy of the base as reference) and ``lora`` (LoRA policy, reference =
-the same model with adapters disabled). ``lora`` vs ``lora+copy`` isolates the saving of not
-holding a second copy; ``full+copy`` adds the optimizer-state saving of LoRA.
-
-Each mode runs in a fresh subprocess that builds a Qwen2-style model from a config (no
-download), makes the reference, and runs one step: policy forward, reference forward under
-``no_grad``, backward, AdamW step. It reports the bytes held by weights (``parameter_bytes``)
-and the measured peak: on CPU the growth of the process's peak RSS (``ru_maxrss``) over its
-RSS after imports, on CUDA ``torch.cuda.max_memory_allocated``.
+Modes: ``full+copy`` (full fine-tuning, a frozen deep copy as reference), ``lora+copy`` (LoRA
+policy, a frozen copy of the base) and ``lora`` (LoRA policy, the reference the same model with
+adapters disabled): ``lora`` vs ``lora+copy`` is the saving of no second copy, ``full+copy``
+adds LoRA's optimizer-state saving. Each mode runs in a fresh subprocess: a Qwen2-style model
+from a config (no download), its reference, one step (policy forward, reference forward under
+``no_grad``, backward, AdamW). Reported: the weights' bytes (``parameter_bytes``) and the peak:
+on CPU the growth of the peak RSS (``ru_maxrss``) over that after imports, on CUDA
+``torch.cuda.max_memory_allocated``.
 
     python benchmarks/lora_memory.py                    # CPU, ~23M-parameter model
     python benchmarks/lora_memory.py --device cuda --hidden 1024 --layers 16
@@ -23,7 +21,8 @@ import subprocess
 import sys
 
 
-def _step(mode: str, device: str, hidden: int, layers: int, batch: int, seq: int) -> dict:
+def _step(args: argparse.Namespace) -> dict:
+    """One step of mode ``args.child`` (see the module doc)."""
     import copy
     import resource
 
@@ -35,28 +34,23 @@ def _step(mode: str, device: str, hidden: int, layers: int, batch: int, seq: int
     def rss_peak_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
+    mode, device, hidden = args.child, args.device, args.hidden
     torch.manual_seed(0)
     start = rss_peak_bytes()
-    config = Qwen2Config(
-        vocab_size=256,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        intermediate_size=hidden * 11 // 4,
+    shape = dict(
+        hidden_size=hidden, num_hidden_layers=args.layers, intermediate_size=hidden * 11 // 4
     )
+    config = Qwen2Config(vocab_size=256, num_attention_heads=8, num_key_value_heads=2, **shape)
     policy = Qwen2ForCausalLM(config).to(device)
-    if mode == "full+copy":
+    if mode != "lora":  # a frozen deep copy of the base
         ref = copy.deepcopy(policy).eval().requires_grad_(False)
-    elif mode == "lora+copy":
-        ref = copy.deepcopy(policy).eval().requires_grad_(False)
+    if mode != "full+copy":
         policy = apply_lora(policy, r=16, seed=0)
-    else:
-        policy = apply_lora(policy, r=16, seed=0)
+    if mode == "lora":  # the same model with its adapters disabled
         ref = AdapterDisabledReference(policy)
     weights = parameter_bytes(policy, ref)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-4)
-    ids = torch.randint(0, 256, (batch, seq), device=device)
+    ids = torch.randint(0, 256, (args.batch, args.seq), device=device)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     logits = policy(input_ids=ids).logits
@@ -80,15 +74,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = (args.device, args.hidden, args.layers, args.batch, args.seq)
     if args.child:
-        print(json.dumps(_step(args.child, *sizes)))
+        print(json.dumps(_step(args)))
         return
     results = {}
     for mode in args.modes.split(","):
-        cmd = [sys.executable, __file__, "--child", mode]
-        cmd += ["--device", args.device, "--hidden", str(args.hidden)]
-        cmd += ["--layers", str(args.layers), "--batch", str(args.batch), "--seq", str(args.seq)]
+        cmd = [sys.executable, __file__, *sys.argv[1:], "--child", mode]  # the same sizes
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         results[mode] = json.loads(out.strip().splitlines()[-1])
     if args.json:
@@ -97,17 +88,12 @@ def main() -> None:
     mib = 2.0**20
     print(f"device={args.device} hidden={args.hidden} layers={args.layers}")
     for mode, r in results.items():
-        print(
-            f"{mode:>9}: weights {r['weights_bytes'] / mib:8.1f} MiB, "
-            f"peak {r['peak_bytes'] / mib:8.1f} MiB"
-        )
+        weights, peak = r["weights_bytes"] / mib, r["peak_bytes"] / mib
+        print(f"{mode:>9}: weights {weights:8.1f} MiB, peak {peak:8.1f} MiB")
     lora = results.get("lora")
     for other in [m for m in ("lora+copy", "full+copy") if m in results and lora]:
-        sep = results[other]
-        print(
-            f"lora / {other}: weights {lora['weights_bytes'] / sep['weights_bytes']:.3f}, "
-            f"peak {lora['peak_bytes'] / sep['peak_bytes']:.3f}"
-        )
+        w, p = (lora[k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
+        print(f"lora / {other}: weights {w:.3f}, peak {p:.3f}")
 
 
 if __name__ == "__main__":

@@ -70,12 +70,10 @@ def main() -> None:
         reward.close()
     reward = MathVerifyReward(timeout=args.timeout)
     for b in BENCHMARKS.values():
-        brows = load_prompts(benchmark_path(b.path))
-        report = RewardReport()
-        out = reward(["p"] * len(brows), [f"\\boxed{{{r['answer']}}}" for r in brows],
-                     [r["answer"] for r in brows], report=report)  # fmt: skip
+        report, golds = RewardReport(), [r["answer"] for r in load_prompts(benchmark_path(b.path))]
+        out = reward(["p"] * len(golds), [f"\\boxed{{{g}}}" for g in golds], golds, report=report)
         ok = sum(o == 1.0 for o in out)
-        print(f"{b.name:14s} gold as completion: {ok}/{len(brows)} verify, {report.counts}")
+        print(f"{b.name:14s} gold as completion: {ok}/{len(golds)} verify, {report.counts}")
     reward.close()
 
 

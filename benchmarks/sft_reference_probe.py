@@ -4,13 +4,12 @@ Run from the repository root::
 
     python benchmarks/sft_reference_probe.py [--steps 1000] [--every 25]
 
-One SFT run of the toy model exactly as ``astarpo bench`` makes its reference (batch 64,
-learning rate 2e-3, warm-up over 5% of ``sft_steps`` = 2000, the 8000 SFT problems), without
-the early stop: every ``--every`` steps it prints the expected sampled accuracy
-(:func:`astarpo.llm.eval.answer_probability`) on the check rows the rule reads (200 validation
-problems) and on the 500 held-out problems. The first check (every 5 steps) at or above
-``reference_target`` (0.35) is marked: that is the step the benchmark's reference stops at. A
-fixed step count is a poor rule here because the curve rises steeply through the target range.
+One SFT run of the toy model as ``astarpo bench`` makes its reference (batch 64, learning rate
+2e-3, warm-up over 5% of ``sft_steps`` = 2000, the 8000 SFT problems) without the early stop:
+every ``--every`` steps, the expected sampled accuracy on the rule's check rows (200 validation
+problems) and on the 500 held-out ones. The first check (every 5 steps) at or above
+``reference_target`` (0.35), where the reference stops, is marked: the curve rises steeply
+through the target range, so a fixed step count would be a poor rule.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=25, help="print every this many steps")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    cfg = Protocol()
-    rows = splits(cfg)
-    tok = make_char_tokenizer()
-    model = make_toy_model(tok, seed=REF_SEED)
+    cfg, tok = Protocol(), make_char_tokenizer()
+    rows, model = splits(cfg), make_toy_model(tok, seed=REF_SEED)
     # The bench's schedule (warm-up from sft_steps) with the stop disabled.
     config = SFTConfig(cfg.sft_steps, SFT_BATCH, cfg.sft_lr)
     stopped: list[int] = []

@@ -5,48 +5,47 @@ Run from the repository root::
     python benchmarks/step_cost.py [--steps 40] [--task scratchpad --reference DIR]
     python benchmarks/step_cost.py --before /path/to/old/checkout [--after .] [--rounds 5]
 
-The setting is that of ``astarpo bench`` on CPU: the study's weak reference (the toy model after
-its cached SFT; ``--untrained``: the random toy model; ``--reference``: a saved one) as policy
-and reference, 32 prompts of the task per step, its token budget, temperature 1, learning rate
-1e-4, ``beta2`` 1e-3, V* = 0.5 for every prompt, the task's reward, one torch thread.
-
-Without ``--before``, two copies train side by side in one process, steps alternating so that
-both see the same load: one through the library's ``Trainer.step`` (generation, rewards,
-reference log-probs, update), one through the loop below written from scratch
-(``model.generate``, two forward passes, the A*-PO loss, backward, clipping, AdamW). The loop is
-fixed, so the ratio library / hand-written (target <= 1.05) measured before and after a library
-change compares the library with itself under any load.
-
-With ``--before``, each round is a fresh process per tree (``PYTHONPATH`` set to it; the child
-falls back to the module layouts before each refactor), rounds alternating before, after, ...:
-``--warmup`` steps, then ``--steps`` timed ones.
-
-Prints median wall and CPU (``process_time``: the steadier figure on a shared machine) ms per
-step and the library's per-phase medians, the ratio as a geometric mean of the paired ratios
-(per step, or per round) with its 95% interval (:func:`astarpo.analysis.stats.paired_ratio`),
-and the load average before and after.
+The setting is ``astarpo bench``'s on CPU: its reference (``--untrained``: the random toy
+model; ``--reference``: a saved one) as policy and reference, 32 prompts per step, the task's
+budget and reward, temperature 1, learning rate 1e-4, ``beta2`` 1e-3, V* = 0.5, one thread.
+Without ``--before``, ``Trainer.step`` and the fixed loop below written from scratch alternate
+in one process: the ratio library / hand-written (target <= 1.05) compares the library with
+itself under any load. With ``--before``, each round is a fresh process per tree (``PYTHONPATH``
+set to it; the child falls back to the layouts before each refactor), alternating before,
+after, ...: ``--warmup`` steps, then ``--steps`` timed ones. Prints median wall and CPU ms per
+step, the library's phases, and the ratio (geometric mean of the paired ratios per step or
+round, 95% interval: :func:`astarpo.analysis.stats.paired_ratio`) with the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
+import importlib
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
+import torch
+from transformers import AutoModelForCausalLM
+
+from astarpo.llm import AStarPOConfig, AStarPOTrainer  # in either tree
+
 PHASES = ("generate", "reward", "ref_logprobs", "update")
+#: Where the toy model and problems lived, the current layout first.
+TOY = ("astarpo.llm.models.toy", "astarpo.llm.toy.problems", "astarpo.llm.toy.model")
+TOY += ("astarpo.llm.toy",)
 
 
 def _import(name: str, *modules: str) -> Any:
-    """``name`` from the first of ``modules`` that has it (the current layout first, then those
-    before each refactor, so that an old checkout runs the child too)."""
-    import importlib
-
+    """``name`` from the first of ``modules`` that has it (so that an old checkout runs the
+    child too)."""
     for module in modules:
         try:
             return getattr(importlib.import_module(module), name)
@@ -55,51 +54,22 @@ def _import(name: str, *modules: str) -> Any:
     raise ImportError(f"none of {', '.join(modules)} has {name}")
 
 
-TOY = (
-    "astarpo.llm.models.toy",
-    "astarpo.llm.toy.problems",
-    "astarpo.llm.toy.model",
-    "astarpo.llm.toy",
-)
-
-
 def library_trainer(model_dir: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> Any:
     """The library's A*-PO trainer of this setting, in whatever tree is imported."""
-    import dataclasses
-
-    from transformers import AutoModelForCausalLM
-
-    from astarpo.llm import AStarPOConfig, AStarPOTrainer
-
     reward = _import("exact_match_reward", "astarpo.llm.rewards.builtin", "astarpo.llm.rewards")
     if args.task != "addition":
         reward = _import("get_task", "astarpo.llm.toy.tasks")(args.task).reward
     fields = {f.name for f in dataclasses.fields(AStarPOConfig)}
     old = {"generation_backend": "hf", "tensorboard": False}
     new = {"backend": "hf", "report_to": "none", "mixed_precision": args.mixed_precision}
-    cfg = AStarPOConfig(
-        output_dir=tempfile.mkdtemp(),
-        batch_size=len(rows),
-        learning_rate=1e-4,
-        beta2=1e-3,
-        max_new_tokens=args.max_new_tokens,
-        temperature=1.0,
-        generation_batch_size=256,
-        save_steps=0,
-        device="cpu",
-        progress=False,
-        **{k: v for k, v in {**old, **new}.items() if k in fields},
-    )
-    models = [AutoModelForCausalLM.from_pretrained(model_dir) for _ in range(2)]
-    return AStarPOTrainer(
-        models[0].train(),
-        models[1].eval(),
-        [reward],
-        args=cfg,
-        train_dataset=rows,
-        v_star_table={r["prompt"]: 0.5 for r in rows},
-        tokenizer=_tokenizer(),
-    )
+    kw = dict(output_dir=tempfile.mkdtemp(), batch_size=len(rows), learning_rate=1e-4, beta2=1e-3)
+    kw.update(max_new_tokens=args.max_new_tokens, temperature=1.0, generation_batch_size=256)
+    kw.update({k: v for k, v in {**old, **new}.items() if k in fields})
+    cfg = AStarPOConfig(**kw, save_steps=0, device="cpu", progress=False)
+    policy, ref = (AutoModelForCausalLM.from_pretrained(model_dir) for _ in range(2))
+    v_star = {r["prompt"]: 0.5 for r in rows}
+    kw = dict(args=cfg, train_dataset=rows, v_star_table=v_star, tokenizer=_tokenizer())
+    return AStarPOTrainer(policy.train(), ref.eval(), [reward], **kw)
 
 
 def _tokenizer() -> Any:
@@ -113,34 +83,20 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def hand_written_step(
-    policy: Any,
-    ref: Any,
-    opt: Any,
-    tok: Any,
-    rows: list[dict[str, str]],
-    max_new: int,
-    seed: int,
-    need_eos: bool,
+    policy: Any, ref: Any, opt: Any, tok: Any, rows: list[dict[str, str]], args: Any, seed: int
 ) -> None:
-    """One A*-PO step written from scratch (V* = 0.5, ``beta2`` 1e-3)."""
-    import torch
-
-    enc = tok(
-        [r["prompt"] for r in rows], add_special_tokens=False, padding=True, return_tensors="pt"
-    )
+    """One A*-PO step written from scratch (V* = 0.5, ``beta2`` 1e-3) in the setting ``args``."""
+    prompts = [r["prompt"] for r in rows]
+    enc = tok(prompts, add_special_tokens=False, padding=True, return_tensors="pt")
     width = enc["input_ids"].shape[1]
     policy.eval()
     torch.manual_seed(seed)
+    sampling = dict(
+        do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=args.max_new_tokens
+    )
     with torch.no_grad():
         out = policy.generate(
-            **enc,
-            do_sample=True,
-            temperature=1.0,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=max_new,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
+            **enc, **sampling, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id
         )
     policy.train()
     resp = out[:, width:]
@@ -148,12 +104,10 @@ def hand_written_step(
     first = torch.where(is_eos.any(1), is_eos.float().argmax(1), resp.shape[1] - 1)
     mask = torch.arange(resp.shape[1]).unsqueeze(0) <= first.unsqueeze(1)
     texts = tok.batch_decode(resp.masked_fill(~mask, tok.pad_token_id), skip_special_tokens=True)
-    ended = is_eos.any(1).tolist()  # the scratchpad's reward also needs EOS
-    ok = [
-        t.strip() == r["answer"] and (e or not need_eos)
-        for t, r, e in zip(texts, rows, ended, strict=True)
-    ]
-    reward = torch.tensor([float(x) for x in ok])
+    correct = torch.tensor(
+        [float(t.strip() == r["answer"]) for t, r in zip(texts, rows, strict=True)]
+    )
+    reward = correct * is_eos.any(1) if args.task != "addition" else correct  # scratchpad: EOS too
     attn = torch.cat([enc["attention_mask"], mask.long()], 1)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
 
@@ -174,26 +128,22 @@ def hand_written_step(
 def child(args: argparse.Namespace) -> None:
     """Time ``warmup + steps`` library steps in this tree; print one JSON line of per-step
     seconds (wall, cpu and the phases)."""
-    import torch
-
     torch.set_num_threads(args.threads)
     trainer = library_trainer(args.child, args, _rows(args))
     out: dict[str, list[float]] = {"wall": [], "cpu": [], **{k: [] for k in PHASES}}
     for i in range(args.warmup + args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         rec = trainer.step()
+        step = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+        step.update({k: rec.get(f"time/{k}", float("nan")) for k in PHASES})
         if i >= args.warmup:
-            out["wall"].append(time.perf_counter() - t0)
-            out["cpu"].append(time.process_time() - c0)
-            for k in PHASES:
-                out[k].append(float(rec.get(f"time/{k}", float("nan"))))
+            for k, v in step.items():
+                out[k].append(float(v))
     print(json.dumps(out))
 
 
 def reference(args: argparse.Namespace, tmp: str) -> str:
     """The folder of the setting's reference (see the module doc), saved under ``tmp``."""
-    from pathlib import Path
-
     from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
     from astarpo.llm.toy.tasks import get_task
     from astarpo.studies.harness.protocol import Protocol, make_reference
@@ -211,6 +161,7 @@ def reference(args: argparse.Namespace, tmp: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, measure (or be a child) and print the figures."""
+    argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default=None, help="source tree of the baseline (tree mode)")
     ap.add_argument("--after", default=".", help="source tree measured against it")
@@ -231,25 +182,22 @@ def main(argv: list[str] | None = None) -> int:
         child(args)
         return 0
     from astarpo.analysis.stats import paired_ratio
-    from astarpo.studies.harness.runner import run_process
 
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = reference(args, tmp)
-        if args.before:
-            res = _trees(args, model_dir, run_process)
-        else:
-            res = _side_by_side(args, model_dir)
+        res = _trees(args, argv, model_dir) if args.before else _side_by_side(args, model_dir)
     a, b = res
     print(
         f"A*-PO step, task {args.task}, batch {args.batch_size}, {args.steps} timed steps, "
         f"torch threads {args.threads}, mixed_precision={args.mixed_precision}"
     )
     for name, r in res.items():
-        phases = ", ".join(f"{k} {1e3 * statistics.median(r[k]):.1f}" for k in PHASES if k in r)
+        ms = {k: 1e3 * statistics.median(v) for k, v in r.items()}
+        phases = ", ".join(f"{k} {ms[k]:.1f}" for k in PHASES if k in ms)
         print(
-            f"{name:12s} {1e3 * statistics.median(r['wall']):8.1f} ms/step wall, "
-            f"{1e3 * statistics.median(r['cpu']):8.1f} ms CPU (medians); phases (ms) {phases}"
+            f"{name:12s} {ms['wall']:8.1f} ms/step wall, {ms['cpu']:8.1f} ms CPU (medians); "
+            f"phases (ms) {phases}"
         )
     for k in ("wall", "cpu"):
         r = paired_ratio(res[a][k], res[b][k])
@@ -263,20 +211,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _side_by_side(args: argparse.Namespace, model_dir: str) -> dict[str, dict[str, list[float]]]:
     """The library step and the hand-written one, alternating, in this process."""
-    import torch
-
     from astarpo.studies.harness.measure import alternate
 
     torch.set_num_threads(args.threads)
     rows, lib = _rows(args), library_trainer(model_dir, args, _rows(args))
     mine = copy.deepcopy(lib.ref_model).train().requires_grad_(True)
     opt = torch.optim.AdamW(mine.parameters(), lr=1e-4, weight_decay=0.0)
-    tok, eos = _tokenizer(), args.task != "addition"
+    tok = _tokenizer()
     steps = {
         "library": lambda i: lib.step(),
-        "hand-written": lambda i: hand_written_step(
-            mine, lib.ref_model, opt, tok, rows, args.max_new_tokens, i, eos
-        ),
+        "hand-written": lambda i: hand_written_step(mine, lib.ref_model, opt, tok, rows, args, i),
     }
     times = alternate(steps, args.steps, args.warmup)
     for k in PHASES:
@@ -284,22 +228,20 @@ def _side_by_side(args: argparse.Namespace, model_dir: str) -> dict[str, dict[st
     return times
 
 
-def _trees(args: argparse.Namespace, model_dir: str, run_process: Any) -> dict[str, Any]:
-    """Rounds of a child process per tree; per tree the medians of each round's steps."""
+def _trees(args: argparse.Namespace, argv: list[str], model_dir: str) -> dict[str, Any]:
+    """Rounds of a child process per tree (this command's flags, ``--child``); per tree the
+    medians of each round's steps."""
+    from astarpo.studies.harness.runner import run_process
+
     trees = {"after": args.after, "before": args.before}
     res: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-    flags = ["--child", model_dir, "--warmup", str(args.warmup), "--steps", str(args.steps)]
-    flags += ["--threads", str(args.threads), "--batch-size", str(args.batch_size)]
-    flags += ["--mixed-precision", args.mixed_precision, "--task", args.task]
+    cmd = [sys.executable, os.path.abspath(__file__), *argv, "--child", model_dir]
+    threads = str(args.threads)
     for r in range(args.rounds):
         for name, tree in reversed(trees.items()):  # before, after, before, ...
-            env = dict(
-                os.environ, PYTHONPATH=os.path.abspath(tree), OMP_NUM_THREADS=str(args.threads)
-            )
+            env = {**os.environ, "PYTHONPATH": os.path.abspath(tree), "OMP_NUM_THREADS": threads}
             with tempfile.TemporaryFile("w+") as out:
-                code, _, _ = run_process(
-                    [sys.executable, os.path.abspath(__file__), *flags], env=env, stdout=out
-                )
+                code, _, _ = run_process(cmd, env=env, stdout=out)
                 out.seek(0)
                 if code:
                     raise SystemExit(f"the child on {tree} failed (exit code {code})")

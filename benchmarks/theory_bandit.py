@@ -1,8 +1,7 @@
 """Iterations per second of Algorithm 1 on a large log-linear bandit (X=1000, Y=64, d=32).
 
-Run: ``python benchmarks/theory_bandit.py [--contexts 1000 --actions 64 --dim 32]``.
-
-Prints rounds per second of Stage 2 (one on-policy sample per context, and the exact expected
+Run: ``python benchmarks/theory_bandit.py [--contexts 1000 --actions 64 --dim 32]``. Prints
+rounds per second of Stage 2 (one on-policy sample per context, and the exact expected
 gradient), of the PG baseline (G = 4), of the exact evaluation, and the ratio of batched seeds
 (S at once, parameters ``[S, d]``) to S separate runs.
 """
@@ -12,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -29,11 +29,8 @@ def rate(fn: Callable[[int], object], rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--contexts", type=int, default=1000)
-    parser.add_argument("--actions", type=int, default=64)
-    parser.add_argument("--dim", type=int, default=32)
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=200)
+    for name, default in dict(contexts=1000, actions=64, dim=32, seeds=8, rounds=200).items():
+        parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -44,21 +41,16 @@ def main() -> None:
         f"torch threads={torch.get_num_threads()}"
     )
 
-    def stage2(n_seeds: int, mode: str) -> Callable[[int], object]:
-        v_star = np.zeros((n_seeds, x))
+    def stage2(t: int, n_seeds: int = 1, mode: str = "stochastic") -> object:
+        cfg = Stage2Config(beta, t, 1.0, "inverse_sqrt", mode=mode, per_decade=1)  # type: ignore[arg-type]
+        return run_stage2(bandit, np.zeros((n_seeds, x)), cfg)
 
-        def go(t: int) -> object:
-            cfg = Stage2Config(beta, t, 1.0, "inverse_sqrt", mode=mode, per_decade=1)  # type: ignore[arg-type]
-            return run_stage2(bandit, v_star, cfg)
-
-        return go
-
-    one = rate(stage2(1, "stochastic"), args.rounds)
-    batched = rate(stage2(s, "stochastic"), args.rounds)
+    one = rate(stage2, args.rounds)
+    batched = rate(partial(stage2, n_seeds=s), args.rounds)
     print(f"stage 2, stochastic, 1 seed : {one:8.1f} it/s")
     print(f"stage 2, stochastic, {s} seeds: {batched:8.1f} it/s  ({batched * s:.1f} seed-it/s)")
     print(f"  batched seeds vs separate runs: {batched * s / one:.2f}x")
-    det = rate(stage2(1, "deterministic"), args.rounds)
+    det = rate(partial(stage2, mode="deterministic"), args.rounds)
     print(f"stage 2, exact gradient, 1 seed: {det:8.1f} it/s  (vs stochastic {det / one:.2f}x)")
     pg = rate(
         lambda t: policy_gradient_baseline(bandit, Stage2Config(beta, t, 1.0, per_decade=1), 4, 1),

@@ -5,14 +5,11 @@ Run from the repository root (vLLM installed; on CPU in ``.venv-vllm``, see ``ma
     .venv-vllm/bin/python benchmarks/vllm_throughput.py                  # embedded toy model, CPU
     python benchmarks/vllm_throughput.py --model ./Qwen2.5-1.5B --data train.jsonl   # a GPU
 
-Both backends are driven through the :class:`~astarpo.llm.rollout.base.Generator` interface
-exactly as ``astarpo value`` drives them: ``--prompts-per-call`` prompts per ``generate`` call,
-``--n-samples`` responses each, seeds from :func:`astarpo.llm.rollout.base.derive_seed` of the
-batch's prompt keys (as Stage 1). One warm-up call per backend is not timed, nor is the engine
-start (printed separately). Prints samples/s and generated tokens/s of each backend and the
-ratio vLLM / HF, from this one run.
-
-The model runs in float32 on CPU and bfloat16 on a GPU, in both backends.
+Both backends are driven through the :class:`~astarpo.llm.rollout.base.Generator` interface as
+``astarpo value`` drives them (``--prompts-per-call`` prompts per call, ``--n-samples`` each,
+seeds from :func:`astarpo.llm.rollout.base.derive_seed` of the batch's prompt keys), in float32
+on CPU and bfloat16 on a GPU. One warm-up call per backend and the engine start (printed apart)
+are not timed. Prints each backend's samples/s and tokens/s and the ratio vLLM / HF.
 """
 
 from __future__ import annotations
@@ -24,12 +21,12 @@ import time
 from typing import Any
 
 
-def _time_backend(
-    gen: Any, prompts: list[str], n: int, sampling: Any, batch_size: int
-) -> tuple[float, int, int]:
+def _rates(gen: Any, prompts: list[str], sampling: Any, args: Any) -> dict[str, float]:
+    """``samples_per_s`` and ``tokens_per_s`` of ``gen`` on ``prompts`` after a warm-up call."""
     from astarpo.llm.data.prompts import prompt_key
     from astarpo.llm.rollout.base import derive_seed
 
+    n, batch_size = args.n_samples, args.prompts_per_call
     gen.generate(prompts[:batch_size], n, sampling, 12345)  # warm-up, not timed
     samples = tokens = 0
     t0 = time.perf_counter()
@@ -38,7 +35,8 @@ def _time_backend(
         rollout = gen.generate(batch, n, sampling, derive_seed(0, *(prompt_key(p) for p in batch)))
         samples += len(rollout)
         tokens += sum(len(r) for r in rollout.response_ids)
-    return time.perf_counter() - t0, samples, tokens
+    secs = time.perf_counter() - t0
+    return {"samples_per_s": samples / secs, "tokens_per_s": tokens / secs}
 
 
 def main() -> None:
@@ -74,45 +72,30 @@ def main() -> None:
     else:
         prompts = [r["prompt"] for r in addition_task(args.prompts, seed=0)]
     sampling = SamplingConfig(args.max_new_tokens, 1.0, 1.0)
-    hf = HFGenerator(model, tok, batch_size=args.generation_batch_size)
-    hf_s, hf_n, hf_tok = _time_backend(hf, prompts, args.n_samples, sampling, args.prompts_per_call)
+    rates = {
+        "hf": _rates(HFGenerator(model, tok, args.generation_batch_size), prompts, sampling, args)
+    }
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
+        memory = args.gpu_memory_utilization
         vgen = VLLMGenerator.from_model(
-            model,
-            tok,
-            tmp,
-            gpu_memory_utilization=args.gpu_memory_utilization,
-            dtype=dtype,
-            seed=0,
+            model, tok, tmp, gpu_memory_utilization=memory, dtype=dtype, seed=0
         )
         start_s = time.perf_counter() - t0
-        v_s, v_n, v_tok = _time_backend(
-            vgen, prompts, args.n_samples, sampling, args.prompts_per_call
-        )
-    result = {
-        "model": args.model,
-        "device": device,
-        "dtype": dtype,
-        "prompts": len(prompts),
-        "n_samples": args.n_samples,
-        "max_new_tokens": args.max_new_tokens,
-        "prompts_per_call": args.prompts_per_call,
-        "hf_samples_per_s": hf_n / hf_s,
-        "hf_tokens_per_s": hf_tok / hf_s,
-        "vllm_samples_per_s": v_n / v_s,
-        "vllm_tokens_per_s": v_tok / v_s,
-        "vllm_engine_start_s": start_s,
-        "ratio_vllm_over_hf": (v_n / v_s) / (hf_n / hf_s),
-    }
-    print(json.dumps(result))
+        rates["vllm"] = _rates(vgen, prompts, sampling, args)
+    r = {"model": args.model, "device": device, "dtype": dtype, "prompts": len(prompts)}
+    r.update(n_samples=args.n_samples, max_new_tokens=args.max_new_tokens)
+    r.update(prompts_per_call=args.prompts_per_call)
+    r.update({f"{name}_{k}": v for name, rate in rates.items() for k, v in rate.items()})
+    r.update(vllm_engine_start_s=start_s)
+    r["ratio_vllm_over_hf"] = r["vllm_samples_per_s"] / r["hf_samples_per_s"]
+    print(json.dumps(r))
     print(
         f"Stage 1 generation, {len(prompts)} prompts x {args.n_samples} samples, "
         f"{args.max_new_tokens} new tokens max, {device} {dtype}: "
-        f"HF {result['hf_samples_per_s']:.1f} samples/s "
-        f"({result['hf_tokens_per_s']:.0f} tok/s), vLLM "
-        f"{result['vllm_samples_per_s']:.1f} samples/s ({result['vllm_tokens_per_s']:.0f} tok/s; "
-        f"engine start {start_s:.1f} s): vLLM / HF = {result['ratio_vllm_over_hf']:.2f}x"
+        f"HF {r['hf_samples_per_s']:.1f} samples/s ({r['hf_tokens_per_s']:.0f} tok/s), vLLM "
+        f"{r['vllm_samples_per_s']:.1f} samples/s ({r['vllm_tokens_per_s']:.0f} tok/s; "
+        f"engine start {start_s:.1f} s): vLLM / HF = {r['ratio_vllm_over_hf']:.2f}x"
     )
 
 

@@ -1,12 +1,9 @@
 """Summary, verdicts and report of the zero-pass study (``zero_pass.json/md/png``).
 
-Every verdict is computed by one stated rule (:data:`RULE`): per seed, the change of a held-out
-expected accuracy from the reference's to the run's last evaluation; the mean change with its
-95% Student-t interval over seeds (:func:`~astarpo.analysis.stats.mean_interval`); "improves"
-when the interval lies above 0 and the mean is at least :data:`MIN_GAIN`, "worsens" when it lies
-below 0 and the mean is at most ``-MIN_GAIN``, "stagnates" otherwise, and "n/a" with fewer
-than two seeds. The review's 2x2 per training set crosses A*-PO's verdict on the hard held-out
-prompts with the baselines' (they "improve" when any of GRPO, PPO, REBEL does).
+Every verdict follows :data:`RULE` on the per-seed change of a held-out expected accuracy (the
+run's last evaluation minus the reference's), with the mean's 95% Student-t interval
+(:func:`~astarpo.analysis.stats.mean_interval`). The review's 2x2 per training set crosses
+A*-PO's verdict on the hard held-out prompts with the baselines' (any of GRPO, PPO, REBEL).
 """
 
 from __future__ import annotations
@@ -22,19 +19,8 @@ from astarpo.studies.harness.report import fmt, fmt_ci, missing, process_lines, 
 from astarpo.studies.harness.report import write as write_report
 from astarpo.studies.zero_pass.config import ARMS
 
-__all__ = [
-    "BASELINES",
-    "MIN_GAIN",
-    "RULE",
-    "cell",
-    "describe",
-    "plot",
-    "refresh",
-    "summarize",
-    "to_markdown",
-    "verdict",
-    "write",
-]
+__all__ = ["BASELINES", "MIN_GAIN", "RULE", "cell", "describe", "plot", "refresh", "summarize"]
+__all__ += ["to_markdown", "verdict", "write"]
 
 #: Smallest change of an accuracy called a change: half a point (1 prompt in 200).
 MIN_GAIN = 0.005
@@ -47,9 +33,7 @@ RULE = (
 #: The exploration-based baselines of the review's question.
 BASELINES = ("grpo", "ppo", "rebel")
 _LABELS = dict(zip(ARMS, ("A*-PO", "A*-PO, all-wrong filter", "GRPO", "PPO", "REBEL"), strict=True))
-_COLOURS = dict(
-    zip(ARMS, ("tab:blue", "tab:cyan", "tab:red", "tab:green", "tab:purple"), strict=True)
-)
+_COLOURS = {a: f"tab:{c}" for a, c in zip(ARMS, "blue cyan red green purple".split(), strict=True)}
 #: The figure's rows: metric -> axis label.
 ROWS = {
     "hard_expected_accuracy": "hard held-out:\nexpected accuracy",
@@ -58,6 +42,14 @@ ROWS = {
 }
 #: Relative difference below which a curve is drawn as "= reference" (rounding of a mean).
 SAME = 1e-12
+#: The cells of the review's 2x2: (A*-PO improves, a baseline improves) -> reading.
+READINGS = {
+    (False, True): "A*-PO stagnates, a baseline improves: the no-exploration claim is bounded by "
+    "v_ref > 0",
+    (False, False): "all stagnate: no method learns the zero-pass prompts here",
+    (True, False): "A*-PO improves where no baseline does",
+    (True, True): "A*-PO and a baseline improve",
+}
 
 
 def describe(result: dict[str, Any]) -> str:
@@ -66,8 +58,7 @@ def describe(result: dict[str, Any]) -> str:
 
 
 def verdict(change: dict[str, Any]) -> str:
-    """The rule of the module doc on a :func:`~astarpo.analysis.stats.mean_interval` of the
-    per-seed changes."""
+    """:data:`RULE` on a :func:`~astarpo.analysis.stats.mean_interval` of per-seed changes."""
     if change["n"] < 2 or missing(change["low"]):
         return f"n/a ({change['n']} seed)"
     if change["low"] > 0 and change["mean"] >= MIN_GAIN:
@@ -78,24 +69,14 @@ def verdict(change: dict[str, Any]) -> str:
 
 
 def cell(astarpo: str, baselines: str) -> str:
-    """The review's reading of one cell of its 2x2."""
-    a, b = astarpo == "improves", baselines == "improves"
-    if not a and b:
-        return (
-            "A*-PO stagnates, a baseline improves: the no-exploration claim is bounded by v_ref > 0"
-        )
-    if not a and not b:
-        return "all stagnate: no method learns the zero-pass prompts here"
-    return "A*-PO improves where no baseline does" if not b else "A*-PO and a baseline improve"
+    """The review's reading of one cell of its 2x2 (:data:`READINGS`)."""
+    return READINGS[(astarpo == "improves", baselines == "improves")]
 
 
 def _arm(runs: list[dict[str, Any]], ref: dict[str, float]) -> dict[str, Any]:
     last = [r["evals"][-1] for r in runs]
-    out: dict[str, Any] = {
-        "seeds": len(runs),
-        "steps": mean_interval([r["steps"] for r in runs]),
-        "samples_per_prompt": runs[0]["samples_per_prompt"],
-    }
+    out: dict[str, Any] = {"seeds": len(runs), "steps": mean_interval([r["steps"] for r in runs])}
+    out["samples_per_prompt"] = runs[0]["samples_per_prompt"]
     for kind in ("hard", "easy"):
         key = f"{kind}_expected_accuracy"
         out[f"{kind}_final"] = mean_interval([e[key] for e in last], bounds=(0.0, 1.0))
@@ -104,8 +85,7 @@ def _arm(runs: list[dict[str, Any]], ref: dict[str, float]) -> dict[str, Any]:
         out[f"{kind}_successes"] = int(sum(r["successes"][kind] for r in runs))
         out[f"{kind}_verdict"] = verdict(out[f"{kind}_change"])
     d_log = [e["hard_log10_gold"] - ref["hard_log10_gold"] for e in last]
-    out["hard_log10_gold_change"] = mean_interval(d_log)
-    out["log_ratio"] = {}
+    out["hard_log10_gold_change"], out["log_ratio"] = mean_interval(d_log), {}
     for kind in ("hard", "easy"):
         for outcome in ("failures", "successes"):
             got = [r["log_ratio"][kind][outcome] for r in runs if outcome in r["log_ratio"][kind]]
@@ -164,28 +144,18 @@ def to_markdown(result: dict[str, Any]) -> str:
     for set_name, arms in s["sets"].items():
         for arm, a in arms.items():
             if "skipped" in a:
-                rows.append([set_name, arm, a["seeds"], "skipped: " + a["skipped"], "", "", "", ""])
-                continue
-            hard = f"{a['hard_successes']}/{a['hard_samples']}"
-            rows.append(
-                [
-                    set_name,
-                    arm,
-                    a["seeds"],
-                    fmt(a["steps"]["mean"]),
-                    f"{fmt_ci(a['hard_change'])} ({a['hard_verdict']})",
-                    f"{fmt_ci(a['easy_change'])} ({a['easy_verdict']})",
-                    fmt_ci(a["hard_log10_gold_change"]),
-                    hard,
+                cells = ["skipped: " + a["skipped"], "", "", "", ""]
+            else:
+                changes = [
+                    f"{fmt_ci(a[f'{k}_change'])} ({a[f'{k}_verdict']})" for k in ("hard", "easy")
                 ]
-            )
+                cells = [fmt(a["steps"]["mean"]), *changes, fmt_ci(a["hard_log10_gold_change"])]
+                cells += [f"{a['hard_successes']}/{a['hard_samples']}"]
+            rows.append([set_name, arm, a["seeds"], *cells])
     header = ["set", "run", "seeds", "steps", "hard: change", "easy: change"]
-    lines += [
-        "",
-        "Change of the held-out expected accuracy from the reference's (95% interval):",
-        "",
-    ]
-    lines += table([*header, "hard: change of log10 gold", "hard successes/samples"], rows)
+    header += ["hard: change of log10 gold", "hard successes/samples"]
+    lines += ["", "Change of the held-out expected accuracy from the reference's (95% interval):"]
+    lines += ["", *table(header, rows)]
     stage1 = "; ".join(
         f"{k} {v['seconds']:.1f} s ({v['all_wrong']}/{v['prompts']} all wrong)"
         for k, v in result["stage1"].items()
@@ -196,41 +166,30 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
-    """Rows: hard accuracy, hard mean log10 gold probability, easy accuracy (:data:`ROWS`);
-    columns: the training sets; every run name's curve at its evaluations, the reference
-    dotted; a note where every run's mean equals the reference at every evaluation (to
-    :data:`SAME`: the mean over seeds of equal numbers can differ from them in the last bits)."""
+    """Rows: :data:`ROWS`; columns: the training sets; every run name's curve at its
+    evaluations, the reference dotted; a note where every run's mean equals the reference at
+    every evaluation (to :data:`SAME`: a mean over seeds of equal numbers can differ in the last
+    bits)."""
     ref, sets = result["reference"]["eval"], list(dict.fromkeys(r["set"] for r in result["runs"]))
     fig, axes = figure(cols=len(sets), rows=len(ROWS), height=2.2, sharex=True)
+    note = f"every run = reference\n(to {SAME:g}) at every\nevaluation"
     for j, set_name in enumerate(sets):
         axes[j].set_title(f"trained on {set_name}")
         for i, (key, label) in enumerate(ROWS.items()):
             ax, unmoved = axes[i * len(sets) + j], True
+            bounds = None if "log10" in key else (0.0, 1.0)
             for arm in ARMS:
                 runs = [r for r in result["runs"] if (r["set"], r["arm"]) == (set_name, arm)]
-                curves = [
-                    ([e["stage2_time"] for e in r["evals"]], [e[key] for e in r["evals"]])
-                    for r in runs
-                    if "skipped" not in r
-                ]
-                bounds = None if "log10" in key else (0.0, 1.0)
+                evals = [r["evals"] for r in runs if "skipped" not in r]
+                curves = [([e["stage2_time"] for e in ev], [e[key] for e in ev]) for ev in evals]
                 means = seed_errorbars(
                     ax, curves, arm, _COLOURS[arm], bounds=bounds, label=_LABELS[arm]
                 )
-                unmoved = unmoved and bool(
-                    np.all(np.abs(np.array(means) - ref[key]) <= SAME * abs(ref[key]))
-                )
+                unmoved &= bool(np.all(np.abs(np.array(means) - ref[key]) <= SAME * abs(ref[key])))
             ax.axhline(ref[key], color="k", ls=":", lw=1.0, label="reference")
             if unmoved:
                 ax.set_yticks([ref[key]], [f"{ref[key]:.3g}"])
-                ax.text(
-                    0.5,
-                    0.65,
-                    f"every run = reference\n(to {SAME:g}) at every\nevaluation",
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                )
+                ax.text(0.5, 0.65, note, transform=ax.transAxes, ha="center", va="center")
             if j == 0:
                 ax.set_ylabel(label)
             if i == len(ROWS) - 1:

@@ -1,14 +1,11 @@
 r"""The zero-pass study (``astarpo study zero-pass``): prompts the reference never solves.
 
-Theorem 1 assumes the reference solves every prompt with probability at least
-:math:`v_{ref} > 0`. :func:`run` trains on prompts where it does not: the scratchpad task's
-reference (the efficiency study's, from the same cache); the hard set
-(:func:`~astarpo.studies.zero_pass.sets.build_hard_set`, ``hard_prompts.jsonl`` with its
-split); the easy set from the SFT distribution; Stage 1 (N = 8) once per training set, timed
-but outside the runs' clocks (shared by every seed, as the paper's offline Stage 1); then
-A*-PO, A*-PO with the all-wrong filter, GRPO, PPO and REBEL on hard only, easy + hard mixed and
-easy only (:func:`~astarpo.studies.zero_pass.config.seeds_of` seeds, ``workers`` fresh
-processes at a time, equal Stage 2 budgets), and the report (``zero_pass.json/md/png``).
+Theorem 1 assumes the reference solves every prompt with probability :math:`v_{ref} > 0`.
+:func:`run` trains where it does not: the scratchpad reference (the efficiency study's cache),
+the hard set (:func:`~astarpo.studies.zero_pass.sets.build_hard_set`, ``hard_prompts.jsonl``),
+the easy set from the SFT distribution, Stage 1 (N = 8) once per training set outside the runs'
+clocks; then every run name on hard, mixed and easy (:func:`~astarpo.studies.zero_pass.config.
+seeds_of` seeds, equal Stage 2 budgets), and the report (``zero_pass.json/md/png``).
 """
 
 from __future__ import annotations
@@ -36,12 +33,8 @@ __all__ = ["ENTRY", "OUTPUTS", "run"]
 #: The function a run's process calls.
 ENTRY = "astarpo.studies.zero_pass.worker:run_one"
 #: What the study writes besides ``runs/`` and ``zero_pass.json/md/png``.
-OUTPUTS = (
-    "reference",
-    "hard_pass64.jsonl",
-    "hard_prompts.jsonl",
-    *(f"values_{s}.jsonl" for s in SETS),
-)
+OUTPUTS: tuple[str, ...] = ("reference", "hard_pass64.jsonl", "hard_prompts.jsonl")
+OUTPUTS += tuple(f"values_{s}.jsonl" for s in SETS)
 
 
 def _stage1(
@@ -49,18 +42,15 @@ def _stage1(
 ) -> dict[str, Any]:
     """Stage 1 of each training set into ``values_SET.jsonl``: seconds, prompts, all wrong,
     V* on the hard prompts (exactly 0) and its mean."""
-    info = {}
+    info: dict[str, dict[str, Any]] = {}
     for kind, rows in sets.items():
         path = out / f"values_{kind}.jsonl"
         table, secs = timed_stage1(ref, make_char_tokenizer(), rows, cfg, path, 0)
         v = lookup_v_star(table, [p for p in hard if p in table])
-        info[kind] = {
-            "seconds": secs,
-            "prompts": len(table),
-            "all_wrong": int(sum(r.pass_rate == 0 for r in table)),
-            "v_star_hard_max_abs": float(np.abs(v).max()) if len(v) else None,
-            "v_star_mean": float(np.mean([r.v_star for r in table])),
-        }
+        all_wrong = int(sum(r.pass_rate == 0 for r in table))
+        info[kind] = {"seconds": secs, "prompts": len(table), "all_wrong": all_wrong}
+        info[kind]["v_star_hard_max_abs"] = float(np.abs(v).max()) if len(v) else None
+        info[kind]["v_star_mean"] = float(np.mean([r.v_star for r in table]))
     return info
 
 
@@ -80,11 +70,11 @@ def run(
     say(f"[zero-pass] reference: {sft_info}")
     hard_train, hard_eval, hard_info = build_hard_set(ref, cfg, out, runner)
     say(f"[zero-pass] hard set: {json.dumps(hard_info)}")
-    with open(out / "hard_prompts.jsonl", "w") as f:
-        for split, rows in (("train", hard_train), ("held_out", hard_eval)):
-            for r in rows:
-                f.write(json.dumps({"prompt": r["prompt"], "answer": r["answer"], "split": split}))
-                f.write("\n")
+    parts = (("train", hard_train), ("held_out", hard_eval))
+    lines = [
+        {"prompt": r["prompt"], "answer": r["answer"], "split": s} for s, p in parts for r in p
+    ]
+    (out / "hard_prompts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     easy = splits(protocol)
     easy_train, easy_eval = easy["pool"], easy["held_out"]
     sets = {"hard": hard_train, "mixed": easy_train + hard_train, "easy": easy_train}
@@ -93,19 +83,16 @@ def run(
     say(f"[zero-pass] stage 1: {stage1}")
     held = {"hard": hard_eval, "easy": easy_eval}
     ref_eval = evaluate_sets(ref, make_char_tokenizer(), held)
-    common = {
+    common: dict[str, Any] = {
         "entry": ENTRY,
         "config": asdict(protocol),
         "reference": str(out / "reference"),
-        "lr": cfg.learning_rate,
-        "seconds": cfg.seconds,
-        "held_out": held,
-        "reference_eval": ref_eval,
-        "hard_prompts": hard,
-        "check": {"hard": hard_train[: cfg.check_rows], "easy": easy_train[: cfg.check_rows]},
-        "check_values": str(out / "values_mixed.jsonl"),
-        "paths": ["reference", "values", "check_values"],
     }
+    common.update(lr=cfg.learning_rate, seconds=cfg.seconds, held_out=held, hard_prompts=hard)
+    common["reference_eval"] = ref_eval
+    common["check"] = {"hard": hard_train[: cfg.check_rows], "easy": easy_train[: cfg.check_rows]}
+    common["check_values"] = str(out / "values_mixed.jsonl")
+    common["paths"] = ["reference", "values", "check_values"]
     specs = [
         (f"{s}_{arm}_s{seed}", {**common, "arm": arm, "set": s, "seed": seed, "train": sets[s]})
         for seed in range(max(cfg.seeds_main, cfg.seeds_other))  # seed-major: loads mix
@@ -118,15 +105,10 @@ def run(
     say(f"[zero-pass] {len(specs)} runs, {cfg.workers} at a time, {cfg.seconds:g} s each")
     sizes = {"hard_train": hard_train, "hard_eval": hard_eval}
     sizes.update(easy_train=easy_train, easy_eval=easy_eval)
-    result: dict[str, Any] = {
-        "config": asdict(cfg),
-        "protocol": asdict(protocol),
-        "reference": {"sft": sft_info, "eval": ref_eval},
-        "hard_set": hard_info,
-        "sizes": {k: len(v) for k, v in sizes.items()},
-        "stage1": stage1,
-        "runs": runner.run_all(specs),
-    }
+    result: dict[str, Any] = {"config": asdict(cfg), "protocol": asdict(protocol)}
+    result["reference"] = {"sft": sft_info, "eval": ref_eval}
+    result.update(hard_set=hard_info, sizes={k: len(v) for k, v in sizes.items()}, stage1=stage1)
+    result["runs"] = runner.run_all(specs)
     result["summary"] = report.summarize(result)
     runner.stamp(result)
     report.write(output, result)

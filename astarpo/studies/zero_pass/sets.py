@@ -1,11 +1,7 @@
-r"""The zero-pass study's hard set: prompts the reference never solves.
-
-:func:`build_hard_set` draws scratchpad problems with one more operand digit than any SFT
-example (a rule the SFT data never shows), samples ``k`` reference responses for each (the
-library's Stage 1 with N = k, table ``hard_pass64.jsonl``; in shards, one fresh process each,
-from :data:`SHARD_DRAWS` draws on) and keeps the prompts whose ``k`` samples are all wrong.
-With 0 successes in ``k`` draws the one-sided 95% upper bound of a prompt's solve rate is
-:math:`1 - 0.05^{1/k}` (:func:`pass_bounds`).
+r"""The zero-pass study's hard set: scratchpad problems with one more operand digit than any
+SFT example, kept when all ``k`` reference samples (the library's Stage 1 with N = k, in shards
+of one fresh process each from :data:`SHARD_DRAWS` draws on) are wrong; the one-sided 95% upper
+bound of such a prompt's solve rate is :math:`1 - 0.05^{1/k}` (:func:`pass_bounds`).
 """
 
 from __future__ import annotations
@@ -58,9 +54,9 @@ def build_hard_set(
     """Draw the hard candidates, sample ``k`` reference responses each, keep the all-wrong ones.
 
     Returns:
-        ``(train, held_out, info)``; ``info`` has the candidates, the prompts solved at least
-        once (left out), the successes, :func:`pass_bounds`, the seconds and the exact gold
-        probability under the reference (max, median log10) of the kept prompts.
+        ``(train, held_out, info)``; ``info``: the candidates, those solved at least once (left
+        out), the successes, :func:`pass_bounds`, the seconds, the kept prompts' exact gold
+        probability under the reference (max, median log10).
 
     Raises:
         RuntimeError: fewer than ``hard_train + hard_eval`` candidates are all wrong.
@@ -75,15 +71,10 @@ def build_hard_set(
     else:  # shards of the library's Stage 1, one process each, merged
         t0 = time.perf_counter()
         path.unlink(missing_ok=True)
-        spec = {
-            "entry": "astarpo.studies.zero_pass.sets:pass_shard",
-            "config": asdict(check),
-            "reference": str(out / "reference"),
-            "path": str(path),
-            "rows": rows,
-            "paths": ["reference", "path"],
-        }
-        parts = range(cfg.workers)
+        entry = "astarpo.studies.zero_pass.sets:pass_shard"
+        spec: dict[str, Any] = {"entry": entry, "config": asdict(check)}
+        spec.update(reference=str(out / "reference"), path=str(path), rows=rows)
+        spec["paths"], parts = ["reference", "path"], range(cfg.workers)
         runner.run_all([(f"hard-check-{i}", {**spec, "shard": [i, cfg.workers]}) for i in parts])
         table, seconds = merge_shards(path, cfg.workers, rows), time.perf_counter() - t0
     rate = {r.prompt: r.pass_rate for r in table}
@@ -96,36 +87,27 @@ def build_hard_set(
         )
     kept = kept[:need]
     gold = gold_logprobs(ref, tok, kept) / math.log(10.0)
-    info = {
+    info: dict[str, Any] = {
         "digits": cfg.hard_digits,
         "sft_digits": SCRATCHPAD_DIGITS,
         "candidates": n,
-        "solved_at_least_once": n - sum(rate[r["prompt"]] == 0 for r in rows),
-        "successes": int(sum(sum(x > 0 for x in r.rewards) for r in table)),
-        "k": cfg.k,
-        "draws": n * cfg.k,
-        "seconds": seconds,
-        "upper95": pass_bounds(cfg.k, need),
-        "gold_log10_max": float(gold.max()),
-        "gold_log10_median": float(np.median(gold)),
     }
+    info["solved_at_least_once"] = n - sum(rate[r["prompt"]] == 0 for r in rows)
+    info["successes"] = int(sum(sum(x > 0 for x in r.rewards) for r in table))
+    info.update(k=cfg.k, draws=n * cfg.k, seconds=seconds, upper95=pass_bounds(cfg.k, need))
+    info.update(gold_log10_max=float(gold.max()), gold_log10_median=float(np.median(gold)))
     return kept[: cfg.hard_train], kept[cfg.hard_train :], info
 
 
 def pass_shard(spec: dict[str, Any]) -> dict[str, Any]:
-    """Shard ``spec["shard"] = [i, k]`` of the hard candidates' check, in a run's process: the
-    library's Stage 1 (:func:`~astarpo.llm.stage1.estimate.estimate_values`) with the
-    reference ``spec["reference"]`` and the protocol ``spec["config"]``, into ``spec["path"]``'s
-    part file. Returns ``{"rows": the number of the shard's prompts}``."""
+    """Shard ``spec["shard"] = [i, k]`` of the hard check in a run's process: Stage 1 of
+    ``spec["reference"]`` under ``spec["config"]`` into ``spec["path"]``'s part file.
+    Returns ``{"rows": the shard's prompt count}``."""
     cfg: Protocol = config_from_dict(Protocol, spec["config"])
     torch.set_num_threads(cfg.threads)
     ref = load_pretrained_model(spec["reference"]).eval()
-    table = estimate_values(
-        HFGenerator(ref, make_char_tokenizer(), cfg.generation_batch_size),
-        spec["rows"],
-        [get_task(cfg.task).reward],
-        cfg.stage1_config(HARD_SEED),
-        out_path=spec["path"],
-        shard=(int(spec["shard"][0]), int(spec["shard"][1])),
-    )
+    gen = HFGenerator(ref, make_char_tokenizer(), cfg.generation_batch_size)
+    shard = (int(spec["shard"][0]), int(spec["shard"][1]))
+    reward, stage1 = [get_task(cfg.task).reward], cfg.stage1_config(HARD_SEED)
+    table = estimate_values(gen, spec["rows"], reward, stage1, out_path=spec["path"], shard=shard)
     return {"rows": len(table)}

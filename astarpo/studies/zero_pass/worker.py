@@ -1,11 +1,9 @@
-r"""One training run of the zero-pass study in its own process (:func:`run_one`, the harness
-worker's entry): the library's trainer on one training set, plus what this study measures: the
-held-out curves on the hard and the easy prompts apart, read exactly from the gold response's
-probability and its log (:func:`evaluate_sets`), every training sample's success per prompt kind
-(:class:`SuccessCounter`), and at the end the check of A*-PO's update (:func:`log_ratio_check`):
-the regression target of :math:`\beta_2 \log \pi(y|x)/\pi_{ref}(y|x)` is
-:math:`r(x, y) - \hat V^*(x)`, so where :math:`\hat V^* = 0` a failure is pulled back to the
-reference (target 0) and a success pushed toward 1.
+r"""One run of the zero-pass study in its own process (:func:`run_one`): the library's trainer
+on one training set, plus the held-out curves on the hard and easy prompts apart, read exactly
+from the gold response's probability (:func:`evaluate_sets`), each sample's success per prompt
+kind (:class:`SuccessCounter`) and the final check of A*-PO's regression target
+:math:`\beta_2 \log \pi/\pi_{ref} \approx r - \hat V^*` (:func:`log_ratio_check`): where
+:math:`\hat V^* = 0` a failure is pulled back to the reference and a success pushed toward 1.
 """
 
 from __future__ import annotations
@@ -28,11 +26,9 @@ __all__ = ["SuccessCounter", "evaluate_sets", "log_ratio_check", "run_one"]
 
 
 class SuccessCounter:
-    """A reward function that scores with ``reward`` and counts samples and successes (reward
-    > 0) per prompt kind: ``"hard"`` for the prompts of ``hard``, else ``"easy"``.
-
-    It returns ``reward``'s scores unchanged and carries its name, module and qualified name,
-    so a run records (and its V* table's provenance check sees) the reward it computes.
+    """``reward``, counting samples and successes (reward > 0) per prompt kind: ``"hard"`` for
+    the prompts of ``hard``, else ``"easy"``; its scores, name, module and qualified name are
+    ``reward``'s (so the V* table's provenance check sees the reward it computes).
 
     Args:
         reward: The task's reward (TRL signature, takes ``truncated``).
@@ -40,10 +36,8 @@ class SuccessCounter:
     """
 
     def __init__(self, reward: Any, hard: Sequence[str]) -> None:
-        self.reward = reward
-        self.hard = frozenset(hard)
-        self.samples = {"hard": 0, "easy": 0}
-        self.successes = {"hard": 0, "easy": 0}
+        self.reward, self.hard = reward, frozenset(hard)
+        self.samples, self.successes = {"hard": 0, "easy": 0}, {"hard": 0, "easy": 0}
         self.__name__ = reward_name(reward)
         self.__module__ = str(getattr(reward, "__module__", type(reward).__module__))
         self.__qualname__ = str(getattr(reward, "__qualname__", self.__name__))
@@ -72,9 +66,8 @@ def evaluate_sets(
 ) -> dict[str, float]:
     """``{kind}_expected_accuracy`` (mean gold probability) and ``{kind}_log10_gold`` (mean
     log10 of it) for each held-out set ``kind`` (``"hard"``, ``"easy"``)."""
-    was_training = model.training
+    was_training, res = model.training, {}
     model.eval()
-    res: dict[str, float] = {}
     for kind, rows in held_out.items():
         lp = gold_logprobs(model, tokenizer, rows)
         res[f"{kind}_expected_accuracy"] = float(np.exp(lp).mean())
@@ -111,27 +104,19 @@ def log_ratio_check(
         res: dict[str, Any] = {"n": len(rows), "n_successes": int((r > 0).sum())}
         for label, sel in (("failures", r <= 0), ("successes", r > 0)):
             if sel.any():
-                res[label] = {
-                    "count": int(sel.sum()),
-                    "beta2_log_ratio": float(ratio[sel].mean()),
-                    "target": float(target[sel].mean()),
-                }
+                mean_ratio, mean_target = float(ratio[sel].mean()), float(target[sel].mean())
+                res[label] = {"count": int(sel.sum()), "beta2_log_ratio": mean_ratio}
+                res[label]["target"] = mean_target
         out[name] = res
     return out
 
 
 def run_one(spec: dict[str, Any]) -> dict[str, Any]:
-    """One run.
-
-    Args:
-        spec: ``arm`` (an algorithm or ``astarpo_drop``), ``set`` (training set name), ``seed``,
-            ``lr``, ``seconds`` (Stage 2 budget), ``config`` (a
-            :class:`~astarpo.studies.harness.protocol.Protocol` as a dict), ``reference``
-            (model folder), ``train`` (rows), ``hard_prompts`` (the hard ones among them),
-            ``values`` (the set's Stage 1 table), ``held_out`` (``{"hard": rows, "easy":
-            rows}``), ``reference_eval`` (the reference's evaluation: the first one),
-            ``check`` (rows of the final log-ratio check, by kind), ``check_values`` (a table
-            holding them) and ``out``.
+    """One run of ``spec``: ``arm``, ``set``, ``seed``, ``lr``, ``seconds`` (Stage 2 budget),
+    ``config`` (a :class:`~astarpo.studies.harness.protocol.Protocol` dict), ``reference``,
+    ``train`` (rows), ``hard_prompts``, ``values`` (the set's Stage 1 table), ``held_out``
+    (``{"hard": rows, "easy": rows}``), ``reference_eval`` (the first evaluation), ``check``
+    (rows of the log-ratio check by kind), ``check_values`` (their table) and ``out``.
 
     Returns:
         ``arm``, ``algo``, ``set``, ``seed``, ``lr``, the fields of
@@ -148,15 +133,10 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             return {**head, "skipped": "every prompt of the set is all wrong in Stage 1"}
     cfg, tokenizer, ref, policy = load_run(spec, Protocol)
     counter = SuccessCounter(get_task(cfg.task).reward, spec["hard_prompts"])
-    calls = [0]
+    first = iter([dict(spec["reference_eval"])])  # before the first step: the reference
 
     def eval_fn(model: Any) -> dict[str, float]:
-        calls[0] += 1  # before the first step the policy is the reference
-        return (
-            dict(spec["reference_eval"])
-            if calls[0] == 1
-            else evaluate_sets(model, tokenizer, spec["held_out"])
-        )
+        return next(first, None) or evaluate_sets(model, tokenizer, spec["held_out"])
 
     args = algorithm_config(arm, cfg, seed, Path(spec["out"]), head["lr"], spec["seconds"])
     v_star = table if arm_algorithm(arm) == "astarpo" else None
