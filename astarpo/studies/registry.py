@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.studies.efficiency import config as efficiency
+from astarpo.studies.two_beta import config as two_beta
 from astarpo.studies.zero_pass import config as zero_pass
 
 __all__ = ["STUDIES", "Study"]
@@ -70,5 +71,13 @@ STUDIES: dict[str, Study] = {
         "prompts the reference never solves (pass@64 = 0): does A*-PO, or an exploring "
         "baseline, learn them",
         zero_pass.presets,
+    ),
+    "two-beta": Study(
+        "astarpo.studies.two_beta",
+        two_beta.TwoBetaConfig,
+        "two_beta",
+        "A*-PO with V* at each beta1 (beta2 = 1e-3, equal steps): final accuracy, KL, steps "
+        "to target and gradient noise, paired against the paper's beta1 = 0.5",
+        two_beta.presets,
     ),
 }
