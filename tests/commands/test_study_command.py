@@ -17,7 +17,7 @@ def test_list_names_every_study_with_one_line(capsys):
     assert [line.split(":")[0] for line in lines] == list(STUDIES)
     assert all(len(line) > 40 for line in lines)
     assert main(["study"]) == 2
-    assert "name a study (efficiency, zero-pass)" in capsys.readouterr().err
+    assert f"name a study ({', '.join(STUDIES)})" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
