@@ -84,11 +84,16 @@ def _summary(runs: list[dict]) -> dict:
 
 def test_verdicts_come_out_either_way() -> None:
     same = _summary(_runs(shift=0.0, noise=1.0))
-    assert same["verdict"] == {"update": "agrees", "noise": "no difference found"}
-    moved = _summary(_runs(shift=0.2, noise=3.0))
+    assert same["verdict"] == {
+        "accuracy": "no difference found",
+        "noise": "no difference found",
+        "reading": "no effect",
+    }
+    moved = _summary(_runs(shift=0.2, noise=3.0))  # lower accuracy with more noise
     assert moved["verdict"] == {
-        "update": "disagrees (beta1 = 0.001)",
+        "accuracy": "differs (beta1 = 0.001)",
         "noise": "differs (beta1 = 0.001)",
+        "reading": "through the noise",
     }
     pair = moved["paired"]["0.001"]
     assert pair["final"]["diff"] == pytest.approx(-0.2, abs=0.01)
@@ -96,8 +101,12 @@ def test_verdicts_come_out_either_way() -> None:
     assert pair["final"]["p_holm"] >= pair["final"]["p"]
     cell = moved["cells"]["0.5"]
     assert cell["final"]["n"] == 6 and cell["steps_to"]["50%"]["reached"] == 6
+    # lower accuracy with the same noise, or with less noise: not through the noise
+    assert _summary(_runs(shift=0.2, noise=1.0))["verdict"]["reading"] == "not through the noise"
+    assert _summary(_runs(shift=0.2, noise=0.3))["verdict"]["reading"] == "not through the noise"
+    assert _summary(_runs(shift=0.0, noise=3.0))["verdict"]["reading"] == "noise only"
     few = _summary(_runs(shift=0.2, noise=3.0, seeds=1))
-    assert few["verdict"]["update"] == "inconclusive"
+    assert few["verdict"]["reading"] == "inconclusive"
 
 
 def test_markdown_states_the_rule_and_each_rate() -> None:
