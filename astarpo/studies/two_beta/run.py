@@ -97,8 +97,9 @@ def run(
     table, stage1_s = timed_stage1(
         ref, make_char_tokenizer(), rows["pool"], cfg, folder / "stage1.jsonl", seed=0
     )
-    for b1 in cfg.beta1s:
-        table_at(table, b1).save(folder / f"beta1-{b1:g}.jsonl")
+    tables = {b1: table_at(table, b1) for b1 in cfg.beta1s}
+    for b1, t in tables.items():
+        t.save(folder / f"beta1-{b1:g}.jsonl")
     base = {
         "entry": "astarpo.studies.two_beta.run:run_one",
         "config": asdict(cfg),
@@ -124,7 +125,7 @@ def run(
     say(f"[two-beta] {len(specs)} runs of {cfg.max_steps} steps, {cfg.workers} at a time")
     result: dict[str, Any] = {"config": asdict(cfg), "reference": sft, "stage1_s": stage1_s}
     prompts = [r.prompt for r in table]
-    v_star = {f"{b:g}": float(table_at(table, b).v_star(prompts).mean()) for b in cfg.beta1s}
+    v_star = {f"{b:g}": float(t.v_star(prompts).mean()) for b, t in tables.items()}
     result["stage1"] = {
         "pass_rate": float(np.mean([r.pass_rate for r in table])),
         "v_star_mean": v_star,
