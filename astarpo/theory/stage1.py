@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from astarpo import optimal_value
+from astarpo.allocation import allocate
 from astarpo.theory.bandit import LogLinearBandit
 
-__all__ = ["allocate", "estimate_values", "estimate_values_adaptive", "value_estimate_error"]
+__all__ = ["estimate_values", "estimate_values_adaptive", "value_estimate_error"]
 
 
 def _reference_rewards(
@@ -48,35 +49,6 @@ def estimate_values(
     return optimal_value(rewards, beta1), rewards.max(-1) > 0
 
 
-def allocate(first: np.ndarray, budget: int, cap: int) -> np.ndarray:
-    r"""Samples per context for a total ``budget`` per seed, more where the first ones failed.
-
-    Context x gets the ``n0`` samples already drawn plus a share of the rest proportional to
-    :math:`1/(\hat p(x) + 1/n_0)` (:math:`\hat p` = fraction correct among the first
-    ``n0``), rounded by largest remainder and capped at ``cap``.
-
-    Args:
-        first: Rewards of the first ``n0`` samples, ``[S, X, n0]`` (0/1).
-        budget: Total samples per seed (>= ``n0 * X``).
-        cap: Largest number of samples of one context.
-
-    Returns:
-        Integer counts ``[S, X]`` summing to at most ``budget`` per seed.
-    """
-    s, x, n0 = first.shape
-    rest = budget - n0 * x
-    if rest < 0:
-        raise ValueError(f"budget {budget} is below the first round's {n0 * x} samples.")
-    w = 1.0 / (first.mean(-1) + 1.0 / n0)
-    share = rest * w / w.sum(-1, keepdims=True)
-    extra = np.floor(share).astype(int)
-    left = rest - extra.sum(-1)
-    order = np.argsort(-(share - extra), axis=-1)
-    for i in range(s):
-        extra[i, order[i, : left[i]]] += 1
-    return np.minimum(n0 + extra, cap)
-
-
 def estimate_values_adaptive(
     bandit: LogLinearBandit,
     budget: int,
@@ -85,7 +57,8 @@ def estimate_values_adaptive(
     rngs: list[np.random.Generator],
     cap: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r""":math:`\hat V^*` with a per-context N chosen by :func:`allocate` (same total budget).
+    r""":math:`\hat V^*` with a per-context N chosen by :func:`~astarpo.allocation.allocate`
+    (same total budget).
 
     ``n_first`` samples per context first, then the rest of ``budget`` (per seed) where they
     found few correct answers. Draws come from one stream per seed, so the first ``n_first``

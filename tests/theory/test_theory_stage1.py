@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from astarpo.allocation import allocate
 from astarpo.theory import LogLinearBandit
-from astarpo.theory.stage1 import allocate, estimate_values, estimate_values_adaptive
+from astarpo.theory.stage1 import estimate_values, estimate_values_adaptive
 from astarpo.theory.streams import STAGE1, generators
 
 

@@ -1,7 +1,7 @@
 r"""``adaptive``: uniform N against an allocation that spends Stage 1 samples where p(x) is low.
 
 Budget-matched: both spend N X reference samples per seed (N = 16). The rule
-(:func:`~astarpo.theory.stage1.allocate`) draws 4 per context, then shares the rest in
+(:func:`~astarpo.allocation.allocate`) draws 4 per context, then shares the rest in
 proportion to :math:`1/(\hat p(x) + 1/4)`, capped at N X / 4 per context. On the coverage
 instances (``shared`` and ``tabular``, :math:`v_{ref} \in \{10^{-2}, 10^{-3}\}`): the MSE of
 :math:`\hat V^*` against :math:`V^*_{\beta_1}` on the hard contexts and on all (Monte Carlo over
