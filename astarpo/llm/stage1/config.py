@@ -25,10 +25,13 @@ class Stage1Config:
 
     .. math:: \hat V^*(x) = \beta_1 \log \frac1N \sum_{i=1}^N e^{r(x, y_i)/\beta_1}
 
-    from ``n_samples`` reference responses (each field's ``help`` metadata says what it does).
-    ``n_samples``, ``beta1``, the sampling fields, ``seed`` and ``prompts_per_call`` are recorded
-    in every row's provenance: a resumed run or a merge must use the same values, and training
-    refuses a table sampled with another token budget or temperature than its own.
+    from ``n_samples`` reference responses (each field's ``help`` metadata says what it does);
+    with ``allocation="adaptive"`` the number of responses differs by prompt (``n_samples`` is
+    then the most their mean reaches over each generate call's prompts, :mod:`astarpo.allocation`).
+    ``n_samples``, ``beta1``, the sampling fields, ``seed``, ``prompts_per_call`` and the
+    allocation (rule, pilot, cap) are recorded in every row's provenance: a resumed run or a
+    merge must use the same values, and training refuses a table sampled with another token
+    budget or temperature than its own.
 
     Example:
         >>> from astarpo.llm import Stage1Config
@@ -75,6 +78,29 @@ class Stage1Config:
             "it when resuming. Not the batch_size of training, which counts prompts per step."
         },
     )
+    allocation: str = field(
+        default="fixed",
+        metadata={
+            "help": "How samples are spread over prompts: 'fixed' (n_samples each, the paper) "
+            "or 'adaptive' (pilot_samples each, then the rest of each call's n_samples x "
+            "prompts budget where the pilot found few successes, at most max_samples per "
+            "prompt; the rule of astarpo.allocation.allocate)."
+        },
+    )
+    pilot_samples: int = field(
+        default=4,
+        metadata={
+            "help": "With allocation 'adaptive': samples per prompt of the pilot round, "
+            "<= n_samples. Ignored with 'fixed'."
+        },
+    )
+    max_samples: int = field(
+        default=32,
+        metadata={
+            "help": "With allocation 'adaptive': most samples of one prompt, >= n_samples. "
+            "Ignored with 'fixed'."
+        },
+    )
     reward_timeout: float = field(
         default=600.0,
         metadata={
@@ -96,7 +122,8 @@ class Stage1Config:
     )
 
     def __post_init__(self) -> None:
-        for name in ("n_samples", "prompts_per_call", "max_new_tokens", "seed"):
+        ints = ("n_samples", "prompts_per_call", "max_new_tokens", "seed", "pilot_samples")
+        for name in (*ints, "max_samples"):
             v, low = getattr(self, name), 0 if name == "seed" else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {v!r}.")
@@ -109,7 +136,19 @@ class Stage1Config:
         for name in ("filter_all_wrong", "progress"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
-        if self.sampling.greedy and self.n_samples > 1:  # SamplingConfig checks top_p
+        if self.allocation not in ("fixed", "adaptive"):
+            raise ValueError(f"allocation must be 'fixed' or 'adaptive', got {self.allocation!r}.")
+        adaptive = self.allocation == "adaptive"
+        if adaptive and not self.pilot_samples <= self.n_samples <= self.max_samples:
+            raise ValueError(
+                f"allocation 'adaptive' needs pilot_samples <= n_samples <= max_samples (the "
+                f"pilot, the mean and the most samples per prompt), got {self.pilot_samples}, "
+                f"{self.n_samples}, {self.max_samples}; lower pilot_samples or raise "
+                "max_samples."
+            )
+        if (
+            self.sampling.greedy and max(self.n_samples, adaptive * self.pilot_samples) > 1
+        ):  # SamplingConfig checks top_p
             raise ValueError(
                 f"temperature 0 (greedy) gives {self.n_samples} identical samples per prompt, "
                 "so V* would be one reward; sample with temperature > 0, or use n_samples 1."

@@ -27,7 +27,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from astarpo import __version__
+from astarpo.allocation import allocate
 from astarpo.llm.data.files import append_bytes
 from astarpo.llm.data.prompts import prompt_key
 from astarpo.llm.data.rows import check_duplicate_answers, check_reward_columns
@@ -156,6 +159,9 @@ def estimate_values(
         data=data_fingerprint(rows),
         seed=seed,
         batch_size=cfg.prompts_per_call,  # its name in tables written before Stage1Config
+        allocation=None  # None: n_samples each (and in tables written before adaptive N)
+        if cfg.allocation == "fixed"
+        else {"rule": cfg.allocation, "pilot": cfg.pilot_samples, "cap": cfg.max_samples},
         astarpo_version=__version__,
     )
     todo = [(k, r) for k, r in _unique(rows) if in_shard(k, shard)]
@@ -179,18 +185,7 @@ def estimate_values(
         for batch in batches:
             if all(k in done for k, _ in batch):
                 continue
-            scored = sample_and_score(
-                generator.generate,
-                [r for _, r in batch],
-                n_samples,
-                sampling,
-                derive_seed(seed, *(k for k, _ in batch)),
-                reward_funcs,
-                timeout=cfg.reward_timeout,
-            )
-            for m, v in scored.unscored.items():
-                counts[m] = counts.get(m, 0.0) + v
-            rewards = scored.by_prompt
+            rewards = _sample_batch(generator, batch, cfg, reward_funcs, counts)
             new = {
                 key: make_row(r["prompt"], rw, beta1, prov, r.get("answer"))
                 for (key, r), rw in zip(batch, rewards, strict=True)
@@ -224,6 +219,52 @@ def estimate_values(
             )
         keep = kept
     return ValueTable(keep, path)
+
+
+def _sample_batch(
+    generator: Any,
+    batch: Sequence[tuple[str, Mapping[str, Any]]],
+    cfg: Stage1Config,
+    reward_funcs: Sequence[Any],
+    counts: dict[str, float],
+) -> list[np.ndarray]:
+    """The rewards of each prompt of ``batch`` (``[n]`` each, ``n`` the prompt's samples):
+    ``n_samples`` each, or with ``allocation="adaptive"`` a pilot of ``pilot_samples`` and then
+    the counts of :func:`~astarpo.allocation.allocate` for the batch's budget of ``n_samples``
+    per prompt, the extra samples drawn in one more call. Seeds derive from the batch's keys
+    (the pilot's as a fixed run's), so a resumed run draws what an uninterrupted one does.
+    Unscored-response counts are added to ``counts``."""
+    keys, rows = [k for k, _ in batch], [r for _, r in batch]
+    adaptive = cfg.allocation == "adaptive"
+    first_n = cfg.pilot_samples if adaptive else cfg.n_samples
+    calls = [(rows, first_n, derive_seed(cfg.seed, *keys))]
+    rewards: list[np.ndarray] = []
+    owner = np.zeros(0, dtype=int)  # the prompt of each extra sample
+    for call, (call_rows, n, call_seed) in enumerate(calls):
+        scored = sample_and_score(
+            generator.generate,
+            call_rows,
+            n,
+            cfg.sampling,
+            call_seed,
+            reward_funcs,
+            timeout=cfg.reward_timeout,
+        )
+        for m, v in scored.unscored.items():
+            counts[m] = counts.get(m, 0.0) + v
+        if call == 0:
+            rewards = [np.asarray(r, dtype=np.float64) for r in scored.by_prompt]
+            if adaptive:
+                want = allocate(np.stack(rewards), cfg.n_samples * len(rows), cfg.max_samples)
+                owner = np.repeat(np.arange(len(rows)), want - first_n)
+                if len(owner):
+                    more = [rows[i] for i in owner]  # one row per extra sample
+                    calls.append((more, 1, derive_seed(cfg.seed, "adaptive", *keys)))
+        else:
+            extra = np.asarray(scored.rewards, dtype=np.float64)
+            for i in range(len(rows)):
+                rewards[i] = np.concatenate([rewards[i], extra[owner == i]])
+    return rewards
 
 
 def estimate_values_by_rank(

@@ -41,6 +41,7 @@ MATCHING = (
     "data",
     "seed",
     "batch_size",
+    "allocation",
 )
 """Provenance fields every row of one table shares (a resumed or merged Stage 1 must match)."""
 
