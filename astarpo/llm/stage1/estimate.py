@@ -235,12 +235,8 @@ def _sample_batch(
     (the pilot's as a fixed run's), so a resumed run draws what an uninterrupted one does.
     Unscored-response counts are added to ``counts``."""
     keys, rows = [k for k, _ in batch], [r for _, r in batch]
-    adaptive = cfg.allocation == "adaptive"
-    first_n = cfg.pilot_samples if adaptive else cfg.n_samples
-    calls = [(rows, first_n, derive_seed(cfg.seed, *keys))]
-    rewards: list[np.ndarray] = []
-    owner = np.zeros(0, dtype=int)  # the prompt of each extra sample
-    for call, (call_rows, n, call_seed) in enumerate(calls):
+
+    def score(call_rows: list[Mapping[str, Any]], n: int, call_seed: int) -> Any:
         scored = sample_and_score(
             generator.generate,
             call_rows,
@@ -252,18 +248,17 @@ def _sample_batch(
         )
         for m, v in scored.unscored.items():
             counts[m] = counts.get(m, 0.0) + v
-        if call == 0:
-            rewards = [np.asarray(r, dtype=np.float64) for r in scored.by_prompt]
-            if adaptive:
-                want = allocate(np.stack(rewards), cfg.n_samples * len(rows), cfg.max_samples)
-                owner = np.repeat(np.arange(len(rows)), want - first_n)
-                if len(owner):
-                    more = [rows[i] for i in owner]  # one row per extra sample
-                    calls.append((more, 1, derive_seed(cfg.seed, "adaptive", *keys)))
-        else:
-            extra = np.asarray(scored.rewards, dtype=np.float64)
-            for i in range(len(rows)):
-                rewards[i] = np.concatenate([rewards[i], extra[owner == i]])
+        return scored
+
+    if cfg.allocation == "fixed":
+        return list(score(rows, cfg.n_samples, derive_seed(cfg.seed, *keys)).by_prompt)
+    pilot = score(rows, cfg.pilot_samples, derive_seed(cfg.seed, *keys)).by_prompt
+    want = allocate(pilot, cfg.n_samples * len(rows), cfg.max_samples)
+    owner = np.repeat(np.arange(len(rows)), want - cfg.pilot_samples)  # one per extra sample
+    rewards = [np.asarray(r, dtype=np.float64) for r in pilot]
+    if len(owner):
+        more = score([rows[i] for i in owner], 1, derive_seed(cfg.seed, "adaptive", *keys))
+        rewards = [np.concatenate([r, more.rewards[owner == i]]) for i, r in enumerate(rewards)]
     return rewards
 
 
