@@ -20,6 +20,7 @@ __all__ = [
     "arms",
     "peer_arms",
     "presets",
+    "stage2_seconds",
 ]
 
 #: Runs of another library per ``peers`` entry (:mod:`astarpo.studies.efficiency.peers`), and
@@ -92,6 +93,17 @@ class EfficiencyConfig(Protocol):
             raise ValueError(
                 f"sweep_seed ({self.sweep_seed}) must not be a main seed 0..{self.seeds - 1}."
             )
+
+
+def stage2_seconds(arm: str, seconds: float, stage1_s: float) -> float:
+    """What a run's budget ``seconds`` leaves Stage 2 after its Stage 1; ``RuntimeError`` when
+    Stage 1 took all of it."""
+    if seconds - stage1_s <= 0:
+        raise RuntimeError(
+            f"{arm}: Stage 1 took {stage1_s:.1f} s of a {seconds} s budget; raise "
+            "max_train_seconds or lower pool_size."
+        )
+    return seconds - stage1_s
 
 
 def peer_arms(cfg: EfficiencyConfig) -> tuple[str, ...]:

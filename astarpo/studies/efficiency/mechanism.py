@@ -22,7 +22,14 @@ from astarpo.analysis.stats import mean_interval, paired_ratio, t_interval
 from astarpo.studies.harness.report import fmt_ci, fmt_ratio, table
 from astarpo.studies.harness.training import PHASES
 
-__all__ = ["by_arm", "cost_model", "markdown_lines", "predicted_ratio", "summarize_mechanism"]
+__all__ = [
+    "by_arm",
+    "cost_model",
+    "markdown_lines",
+    "phase_seconds",
+    "predicted_ratio",
+    "summarize_mechanism",
+]
 
 
 def _stage2_s(run: dict[str, Any]) -> float:
@@ -41,6 +48,11 @@ def by_arm(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def phase_seconds(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Phase -> its seconds, mean over ``runs`` (the phases of the first)."""
+    return {k: _mean([r["phases"].get(k, 0.0) for r in runs]) for k in runs[0]["phases"]}
+
+
 def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per run name: ``seconds`` (phase -> mean over seeds, Stage 1 included), ``share`` (phase
     -> mean share of the Stage 2 time), ``generate_share`` (its interval) and ``step_s``."""
@@ -51,7 +63,7 @@ def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             for k in PHASES
         }
         out[arm] = {
-            "seconds": {k: _mean([r["phases"].get(k, 0.0) for r in rs]) for k in rs[0]["phases"]},
+            "seconds": phase_seconds(rs),
             "share": {k: _mean(v) for k, v in shares.items()},
             "generate_share": mean_interval(shares["generate"], bounds=(0.0, 1.0)),
             "step_s": _mean([_stage2_s(r) / max(r["steps"], 1) for r in rs]),
@@ -59,13 +71,15 @@ def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _passes(rs: list[dict[str, Any]], batch_size: int) -> list[float]:
+    """Per run of ``rs``: the prompts it saw over its pool's size (runs without a pool left out)."""
+    return [r["steps"] * batch_size / r["pool"] for r in rs if r.get("pool")]
+
+
 def _revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
     """Per run name: ``passes`` (mean prompts seen / pool size) and ``max_passes`` (of any seed)."""
-    out: dict[str, dict[str, float]] = {}
-    for arm, rs in by_arm(runs).items():
-        if passes := [r["steps"] * batch_size / r["pool"] for r in rs if r.get("pool")]:
-            out[arm] = {"passes": _mean(passes), "max_passes": max(passes)}
-    return out
+    per_arm = {arm: _passes(rs, batch_size) for arm, rs in by_arm(runs).items()}
+    return {a: {"passes": _mean(p), "max_passes": max(p)} for a, p in per_arm.items() if p}
 
 
 def _memory_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -113,7 +127,7 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
     big_g, n, batch = int(g_runs[0]["samples_per_prompt"]), int(cfg["n_samples"]), cfg["batch_size"]
     units = {"g": _unit(g_runs, "generate"), "r": _unit(a, "ref_logprobs")}
     units.update(r_grpo=_unit(g_runs, "ref_logprobs"), u=_unit(g_runs, "update"))
-    passes = _mean([x["steps"] * batch / x["pool"] for x in a])
+    passes = _mean(_passes(a, batch))
     step = [[_stage2_s(x) / max(x["steps"], 1) for x in rs] for rs in (a, g_runs)]
     prompt = [[float(x["clock_s"]) / max(x["steps"] * batch, 1) for x in rs] for rs in (a, g_runs)]
     return {

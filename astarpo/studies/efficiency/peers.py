@@ -19,7 +19,7 @@ from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.callbacks import Schedule
 from astarpo.llm.training.metrics import timed
-from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig
+from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
 
 __all__ = [
     "DIFFERENCES",
@@ -144,12 +144,7 @@ class PeerClock(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
         """Read Stage 1's time, set the Stage 2 budget, start the clock and evaluate."""
         self.stage1_s = float(self.stage1())
-        budget = self.seconds - self.stage1_s
-        if budget <= 0:
-            raise RuntimeError(
-                f"Stage 1 took {self.stage1_s:.1f} s of a {self.seconds} s budget; raise "
-                "max_train_seconds or lower pool_size."
-            )
+        budget = stage2_seconds("the TRL run", self.seconds, self.stage1_s)
         self.schedule = Schedule(10**9, budget, 0, self.eval_every)
         self.t0 = time.perf_counter()
         self._evaluate(kw["model"])

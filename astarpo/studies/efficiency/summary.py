@@ -15,7 +15,7 @@ from typing import Any
 from astarpo.analysis.curves import target_levels, time_to_target, value_at
 from astarpo.analysis.stats import mean_interval, paired_ratio
 from astarpo.studies.efficiency.config import ARM_LABELS
-from astarpo.studies.efficiency.mechanism import by_arm, summarize_mechanism
+from astarpo.studies.efficiency.mechanism import by_arm, phase_seconds, summarize_mechanism
 
 __all__ = ["METRICS", "REUSED", "curve", "groups", "memory_mb", "summarize"]
 
@@ -74,9 +74,7 @@ def _arm(rs: list[tuple[dict[str, Any], str]], budget: float) -> dict[str, Any]:
         ),
         "final": final,
         "memory_mb": mean_interval([memory_mb(r) for r, _ in rs]),
-        "phases_s": {
-            k: mean_interval([r["phases"][k] for r, _ in rs])["mean"] for k in first["phases"]
-        },
+        "phases_s": phase_seconds([r for r, _ in rs]),
     }
 
 

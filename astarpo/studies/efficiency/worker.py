@@ -14,7 +14,7 @@ import torch
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
-from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig
+from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
 from astarpo.studies.efficiency.peers import import_peer, run_peer
 from astarpo.studies.harness.measure import PeakRSS, evaluate_policy, timed_stage1
 from astarpo.studies.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
@@ -91,12 +91,7 @@ def _own_run(
             table, rows = drop_all_wrong(table, rows)
             if not rows:
                 raise RuntimeError(f"{DROP_ARM}: every prompt is all wrong in Stage 1; no pool.")
-    seconds = float(spec["seconds"]) - stage1_s
-    if seconds <= 0:
-        raise RuntimeError(
-            f"{arm}: Stage 1 took {stage1_s:.1f} s of a {spec['seconds']} s budget; raise "
-            "max_train_seconds or lower pool_size."
-        )
+    seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
     args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
     rewards = [get_task(cfg.task).reward]
     fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)

@@ -19,7 +19,7 @@ from astarpo.studies.efficiency.summary import summarize
 
 pytestmark = [pytest.mark.trl, pytest.mark.timeout(300)]  # a run that never stops fails
 
-BUDGET = 2.0
+BUDGET = 3.0  # leaves >= 1 s of training after a slowed Stage 1 on a loaded machine
 STEP_SLACK = 0.5  # one step of the tiny model is far shorter
 
 
@@ -94,7 +94,9 @@ def test_peer_run_keeps_the_clock(tiny_model, tmp_path, monkeypatch, arm):
     ev = res["evals"]
     times = [e["time"] for e in ev]
     assert times[0] == pytest.approx(res["stage1_s"], abs=0.05) and times == sorted(times)
-    assert len(calls) == len(ev) >= 4 and ev[-1]["step"] == res["steps"]
+    # start, one per 0.5 s of training crossed (the last may be the final one), the final one
+    assert len(calls) == len(ev) >= max(3, int(res["train_s"] // 0.5))
+    assert ev[-1]["step"] == res["steps"]
     assert all(b - a < 1.0 for a, b in itertools.pairwise(times))  # ~0.5 s of training apart
     assert ev[0]["kl"] == pytest.approx(0.0, abs=1e-5)  # the policy starts as the reference
     assert all(math.isfinite(e["kl"]) and "hard_expected_accuracy" in e for e in ev)
