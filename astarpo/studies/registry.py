@@ -59,8 +59,9 @@ STUDIES: dict[str, Study] = {
         "astarpo.studies.efficiency",
         efficiency.EfficiencyConfig,
         "bench",
-        "A*-PO against GRPO/RLOO/PPO/REBEL (and TRL's trainers) on one wall-clock budget: time "
-        "to accuracy targets, peak memory, final accuracy (also `astarpo bench`)",
+        "A*-PO against GRPO/RLOO/PPO/REBEL (and TRL's trainers) on one wall-clock budget, or "
+        "for equal steps (--protocol paper): time to accuracy targets, total time, peak memory, "
+        "final accuracy (also `astarpo bench`)",
         efficiency.presets,
         section="bench",
     ),

@@ -13,7 +13,10 @@ from astarpo.studies.harness.protocol import DROP_ARM, Protocol, option
 
 __all__ = [
     "ARM_LABELS",
+    "PAPER_QUICK",
+    "PAPER_SHAPE",
     "PEER_ARMS",
+    "PROTOCOLS",
     "QUICK",
     "TASK_PRESETS",
     "EfficiencyConfig",
@@ -22,6 +25,12 @@ __all__ = [
     "presets",
     "stage2_seconds",
 ]
+
+#: The two protocols (``protocol``): equal wall-clock budgets, or the paper's equal steps.
+PROTOCOLS = ("clock", "paper")
+#: The training settings of every run on the paper protocol (its section 5: 2 minibatches per
+#: batch, entropy bonus 0.001, gradient clip 1.0; N, G, beta1 and beta2 are the config's).
+PAPER_SHAPE: dict[str, Any] = dict(minibatches=2, entropy_coef=1e-3, max_grad_norm=1.0)
 
 #: Runs of another library per ``peers`` entry (:mod:`astarpo.studies.efficiency.peers`), and
 #: their names in the report.
@@ -65,6 +74,21 @@ class EfficiencyConfig(Protocol):
         "Then A*-PO and GRPO again on a pool no run goes through twice (sized from the "
         "main runs): Stage 1 paid for every prompt.",
     )
+    protocol: str = option(
+        "clock",
+        "clock: every run on one wall-clock budget (max_train_seconds), A*-PO's Stage 1 inside "
+        "it. paper: every run for `steps` steps over the same prompt order in the paper's shape "
+        "(2 minibatches per batch, entropy 0.001, gradient clip 1.0), its total time with and "
+        "without Stage 1 measured.",
+        choices=PROTOCOLS,
+    )
+    steps: int = option(200, "Steps of every run, sweep runs too, on the paper protocol.", 1)
+    eval_every_steps: int = option(
+        20, "Held-out evaluation every this many steps on the paper protocol (not timed).", 1
+    )
+    sweep_seeds: int = option(
+        1, "Seeds of each sweep score, from sweep_seed on (the score is their mean).", 1
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -73,6 +97,11 @@ class EfficiencyConfig(Protocol):
             raise ValueError(f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {peers!r}")
         if len(set(peers)) != len(peers):
             raise ValueError(f"peers lists a library twice: {peers}.")
+        if self.protocol == "paper" and (peers or self.one_pass):
+            raise ValueError(
+                "protocol='paper' runs the library's algorithms for equal steps; peers and "
+                "one_pass are settings of the clock protocol: drop them or use protocol='clock'."
+            )
         if peers and self.task != "addition":
             raise ValueError(
                 f"peers run on the addition task only (their reward scores exact answers "
@@ -163,7 +192,15 @@ TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+#: ``--quick`` on the paper protocol, over the task's ``--quick``: a few steps per run.
+PAPER_QUICK: dict[str, Any] = dict(steps=6, eval_every_steps=3, batch_size=16)
+
+
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
-    """The fields the given ``task`` and ``--quick`` set (:data:`TASK_PRESETS`)."""
+    """The fields the given ``task``, ``protocol`` and ``--quick`` set (:data:`TASK_PRESETS`;
+    the paper protocol without the one-pass setting, and :data:`PAPER_QUICK` with ``--quick``)."""
     task, fast = TASK_PRESETS.get(given.get("task", "addition"), TASK_PRESETS["addition"])
-    return {**task, **(fast if quick else {})}
+    out = {**task, **(fast if quick else {})}
+    if given.get("protocol") == "paper":
+        out.update(one_pass=False, **(PAPER_QUICK if quick else {}))
+    return out

@@ -22,6 +22,7 @@ from astarpo.analysis.figures import (
 from astarpo.studies.efficiency.config import ARM_LABELS
 from astarpo.studies.efficiency.mechanism import markdown_lines
 from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
+from astarpo.studies.efficiency.paper import paper_lines, plot_paper, summarize_all
 from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
@@ -45,13 +46,22 @@ def edge_note(sweep: dict[str, Any]) -> str:
 def _protocol(result: dict[str, Any]) -> list[str]:
     cfg, s, ref = result["config"], result["summary"], result["reference"]
     hard, stage1 = result.get("hard", {}), result["stage1"]
+    paper = cfg.get("protocol", "clock") == "paper"
+    if paper:
+        run = (
+            f"Every run: {cfg['steps']} steps over the same prompt order (2 minibatches per batch,"
+        )
+        run += " entropy 0.001, gradient clip 1.0; A*-PO's Stage 1 timed with it),"
+        every = f"{cfg['eval_every_steps']} steps"
+    else:
+        run = f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it),"
+        every = f"{cfg['eval_every_seconds']:g} s of training time"
     return [
-        "# A*-PO against the baselines (wall-clock protocol)",
+        f"# A*-PO against the baselines ({'paper' if paper else 'wall-clock'} protocol)",
         "",
-        f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it), "
-        f"{cfg['seeds']} seeds, {cfg['batch_size']} prompts per step from a pool of "
-        f"{cfg['pool_size']}, evaluation every {cfg['eval_every_seconds']:g} s of training time "
-        f"(not counted) on {cfg['eval_size']} held-out problems; A*-PO beta1={cfg['beta1']}, "
+        f"{run} {cfg['seeds']} seeds, {cfg['batch_size']} prompts per step from a pool of "
+        f"{cfg['pool_size']}, evaluation every {every} (not counted) on {cfg['eval_size']} "
+        f"held-out problems; A*-PO beta1={cfg['beta1']}, "
         f"beta2={cfg['beta2']}, N={cfg['n_samples']}; GRPO/RLOO G={cfg['group_size']}. "
         f"Intervals: 95% Student-t over seeds; ratios paired by seed (geometric mean).",
         f"Reference: expected sampled accuracy {ref['expected_accuracy']:.3f}, sampled "
@@ -133,6 +143,8 @@ def to_markdown(result: dict[str, Any]) -> str:
     """The Markdown report, in page order (see the module doc)."""
     s = result["summary"]
     lines = [*_protocol(result), *_tables(s), *_sweep_and_peers(result)]
+    if "paper" in s:
+        lines += paper_lines(result)
     if "mechanism" in s:
         lines += markdown_lines(s["mechanism"])
     if "one_pass" in result:
@@ -165,6 +177,8 @@ def plot(result: dict[str, Any], path: Any) -> Any:
 
     if not any(r.get("evals") for r in result["runs"]):
         return plot_summary(result, path)
+    if "paper" in result["summary"]:
+        return plot_paper(result, path)
     by_name = groups(result["runs"])
     names = list(by_name)
     rows = [names[i : i + MAX_LEGEND] for i in range(0, len(names), MAX_LEGEND)]
@@ -222,7 +236,7 @@ def _forest(ax: Any, cis: list[dict[str, Any]], y: Sequence[float], **style: Any
 def refresh(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with its summaries made again from its runs, where they hold their curves."""
     if any(r.get("evals") for r in result["runs"]):
-        result["summary"] = summarize(result)
+        result["summary"] = summarize_all(result)
         if result.get("one_pass"):
             one = result["one_pass"]
             one_result = {**result, "config": one["config"], "runs": one["runs"]}

@@ -27,6 +27,7 @@ from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.studies.efficiency import report
 from astarpo.studies.efficiency.config import EfficiencyConfig, arms, peer_arms
 from astarpo.studies.efficiency.one_pass import ONE_PASS_ARMS, one_pass_pool_size
+from astarpo.studies.efficiency.paper import summarize_all
 from astarpo.studies.efficiency.peers import check_peers, peer_info
 from astarpo.studies.efficiency.summary import curve, summarize
 from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
@@ -54,11 +55,20 @@ def _describe(res: dict[str, Any]) -> str:
 def sweep_score(
     runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], arm: str, lr: float
 ) -> float:
-    """The :func:`~astarpo.analysis.curves.curve_area` of the expected accuracy of one sweep run
-    of ``arm`` at ``lr`` (Stage 1 reused, on the validation rows of ``base``)."""
-    spec = {**base, "arm": arm, "seed": cfg.sweep_seed, "lr": lr, "seconds": cfg.sweep_seconds}
-    ev = runner.run(f"sweep-{arm}-lr{lr:g}", {**spec, "stage1_inside": False, "hard": None})
-    return curve_area(*curve(ev, "expected_accuracy"), cfg.sweep_seconds)
+    """The :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy of
+    ``arm`` at ``lr`` (Stage 1 reused, on the validation rows of ``base``), the mean over
+    ``sweep_seeds`` runs: over ``sweep_seconds`` of the run clock, or, on the paper protocol,
+    over its ``steps`` (runs as long as the measured ones)."""
+    paper = cfg.protocol == "paper"
+    scores = []
+    for seed in range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds):
+        spec = {**base, "arm": arm, "seed": seed, "lr": lr, "seconds": cfg.sweep_seconds}
+        spec.update(steps=cfg.steps, stage1_inside=False, hard=None)
+        seeded = f"-seed{seed}" if cfg.sweep_seeds > 1 else ""
+        ev = runner.run(f"sweep-{arm}-lr{lr:g}{seeded}", spec)
+        clock, horizon = ("step", cfg.steps) if paper else ("time", cfg.sweep_seconds)
+        scores.append(curve_area(*curve(ev, "expected_accuracy", clock), horizon))
+    return sum(scores) / len(scores)
 
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +92,7 @@ def seed_runs(
 ) -> list[dict[str, Any]]:
     """Every run of ``names`` for every seed at its chosen rate, Stage 1 inside the budget, the
     order rotated per seed (:func:`~astarpo.studies.harness.runner.rotated`)."""
-    own = {"seconds": cfg.max_train_seconds, "stage1_inside": True}
+    own = {"seconds": cfg.max_train_seconds, "steps": cfg.steps, "stage1_inside": True}
     return [
         runner.run(
             f"{prefix}{arm}-seed{seed}",
@@ -153,7 +163,7 @@ def run(
         "runs": seed_runs(runner, cfg, main, arms(cfg), lrs),
         "peers": {p: peer_info(cfg) for p in cfg.peers},
     }
-    result["summary"] = summarize(result)
+    result["summary"] = summarize_all(result)
     runner.stamp(result)
     report.write(output, result)
     if cfg.one_pass:  # the main runs' report is on disk first: a failed one-pass run loses none

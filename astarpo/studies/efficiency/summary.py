@@ -57,11 +57,13 @@ def groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], s
     return out
 
 
-def _arm(rs: list[tuple[dict[str, Any], str]], budget: float) -> dict[str, Any]:
-    """One name's seeds: final metrics on the run clock, steps, Stage 1 seconds, memory, phases."""
+def _arm(rs: list[tuple[dict[str, Any], str]], budget: float, clock: str) -> dict[str, Any]:
+    """One name's seeds: final metrics (at ``budget`` on ``clock``), steps, Stage 1 seconds,
+    memory, phases."""
     final = {}
     for key in METRICS:
-        vals = [value_at(*curve(r, key), budget) if curve(r, key)[0] else None for r, _ in rs]
+        c = [curve(r, key, clock) for r, _ in rs]
+        vals = [value_at(*xy, budget) if xy[0] else None for xy in c]
         final[key] = mean_interval(vals, bounds=POSITIVE if key == "kl" else (0.0, 1.0))
     first = rs[0][0]
     return {
@@ -87,14 +89,18 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
 
     Returns:
         ``{"mechanism", "budget_s", "reference", "best_final", "targets", "memory_kind",
-        "arms", "ratios"}``: ``arms[name]`` holds ``final`` (metric -> interval at the budget),
+        "arms", "ratios"}``: ``arms[name]`` holds ``final`` (metric -> interval at the
+        budget; on the paper protocol at the last step),
         ``time_to_target`` (target -> per-seed ``times``, ``None`` = not reached, their
         interval, ``reached``), ``memory_mb``, ``phases_s``, ``lr``, ``steps``;
         ``ratios[name]`` A*-PO's time to each target over ``name``'s, and its peak ``memory``.
     """
-    budget = float(result["config"]["max_train_seconds"])
+    cfg = result["config"]
+    paper = cfg.get("protocol", "clock") == "paper"  # final values at the last step
+    budget = float(cfg["max_train_seconds"])
+    end, clock = (float(cfg["steps"]), "step") if paper else (budget, "time")
     by_name = groups(result["runs"])
-    arms = {name: _arm(rs, budget) for name, rs in by_name.items()}
+    arms = {name: _arm(rs, end, clock) for name, rs in by_name.items()}
     ref = float(result["reference"]["expected_accuracy"])
     best = max(a["final"]["expected_accuracy"]["mean"] for a in arms.values())
     if targets is None:

@@ -6,6 +6,7 @@ it; an A*-PO run with ``stage1_inside`` runs Stage 1 first, timed, inside its bu
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,12 @@ import torch
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
-from astarpo.studies.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
+from astarpo.studies.efficiency.config import (
+    PAPER_SHAPE,
+    PEER_ARMS,
+    EfficiencyConfig,
+    stage2_seconds,
+)
 from astarpo.studies.efficiency.peers import import_peer, run_peer
 from astarpo.studies.harness.measure import PeakRSS, evaluate_policy, timed_stage1
 from astarpo.studies.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
@@ -28,9 +34,10 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         spec: ``arm`` (an algorithm, ``astarpo_drop`` or a peer run), ``seed``, ``lr``,
-            ``seconds`` (its budget), ``stage1_inside`` (else the table ``values``), ``config``
-            (an :class:`EfficiencyConfig` as a dict), ``reference`` (model folder), ``train``
-            and ``eval`` (rows), ``hard`` (per eval row) and ``out`` (the run's folder).
+            ``seconds`` (its budget; on the paper protocol ``steps``), ``stage1_inside`` (else
+            the table ``values``), ``config`` (an :class:`EfficiencyConfig` as a dict),
+            ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard`` (per eval
+            row) and ``out`` (the run's folder).
 
     Returns:
         ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
@@ -91,8 +98,14 @@ def _own_run(
             table, rows = drop_all_wrong(table, rows)
             if not rows:
                 raise RuntimeError(f"{DROP_ARM}: every prompt is all wrong in Stage 1; no pool.")
-    seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
-    args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    if cfg.protocol == "paper":  # equal steps, no time limit, the paper's shape
+        args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), 0.0)
+        steps, every = int(spec["steps"]), cfg.eval_every_steps
+        args = replace(args, max_steps=steps, eval_steps=every, eval_every_seconds=0.0)
+        args = replace(args, **PAPER_SHAPE)
+    else:
+        seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
+        args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
     rewards = [get_task(cfg.task).reward]
     fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
     return {**fields, "pool_all_wrong": all_wrong}

@@ -1,0 +1,186 @@
+"""The efficiency study on the paper's protocol (``--protocol paper``): equal steps in the paper's
+shape for every algorithm, the plateau rule, the table's ratios and differences with Holm's
+adjustment, the mechanism check, the report and its figure."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from astarpo.analysis.stats import holm
+from astarpo.studies.efficiency import worker
+from astarpo.studies.efficiency.config import PAPER_QUICK, PAPER_SHAPE, EfficiencyConfig, presets
+from astarpo.studies.efficiency.paper import PLATEAU_GAIN, plateau, plot_paper, summarize_all
+from astarpo.studies.efficiency.report import to_markdown
+
+
+def paper_run(arm, seed, steps, accs, clock, stage1=0.0, mem=10.0, cpu=None, spp=1):
+    """A run on the step clock: ``accs`` at ``steps``, evaluated at times proportional to the
+    step, ``clock`` seconds in all (``stage1`` of them Stage 1)."""
+    last = steps[-1]
+    evals = [
+        {"step": s, "time": stage1 + (clock - stage1) * s / last, "expected_accuracy": a}
+        | {"accuracy": a, "sampled_accuracy": a, "kl": 0.01 * s}
+        for s, a in zip(steps, accs, strict=True)
+    ]
+    for e in evals:
+        e["stage2_time"] = e["time"] - stage1
+    evals[-1]["cpu_time"] = cpu if cpu is not None else clock
+    return {
+        "arm": arm,
+        "algo": arm,
+        "seed": seed,
+        "lr": 1e-3,
+        "evals": evals,
+        "stage1_s": stage1,
+        "train_s": clock - stage1,
+        "clock_s": clock,
+        "steps": last,
+        "pool": 100,
+        "samples_per_prompt": spp,
+        "phases": {"stage1": stage1, "generate": 1.0, "update": 2.0},
+        "memory": {"rss_before_train_mb": 100.0, "rss_peak_mb": 100.0 + mem},
+    }
+
+
+def paper_result():
+    """A*-PO: 8 steps in 12 s (4 s of Stage 1), reaching 0.6; GRPO: 8 steps in 16 s, reaching
+    0.4 at step 8 (A*-PO reaches 0.4 at step 4: half the steps, half GRPO's cost per step)."""
+    steps = [0, 2, 4, 6, 8]
+    runs = []
+    for seed, wiggle in ((0, 0.0), (1, 0.01)):
+        runs.append(
+            paper_run(
+                "astarpo",
+                seed,
+                steps,
+                [0.2, 0.3, 0.4 + wiggle, 0.595, 0.6],
+                12.0,
+                stage1=4.0,
+                cpu=5.0,
+            )
+        )
+        runs.append(
+            paper_run("grpo", seed, steps, [0.2, 0.25, 0.3, 0.35, 0.4], 16.0, mem=20.0, spp=8)
+        )
+    cfg = {**asdict(EfficiencyConfig(protocol="paper", steps=8, eval_every_steps=2)), "seeds": 2}
+    return {
+        "config": cfg,
+        "reference": {"expected_accuracy": 0.2, "sampled_accuracy": 0.2, "accuracy": 0.2},
+        "hard": {"held_out": 7, "of": 50, "n_samples": 8},
+        "stage1": {"seconds": 4.0, "prompts": 100, "all_wrong": 3},
+        "sweep": {"astarpo": {"scores": {"0.001": 0.4}, "chosen": 1e-3}},
+        "runs": runs,
+    }
+
+
+def test_paper_summary_on_synthetic_runs_with_known_answers():
+    result = paper_result()
+    s = summarize_all(result)
+    p = s["paper"]
+    grpo = p["ratios"]["grpo"]
+    assert grpo["time"]["ratio"] == pytest.approx(12 / 16)
+    assert grpo["time_without_stage1"]["ratio"] == pytest.approx(8 / 16)
+    assert grpo["cpu_time"]["ratio"] == pytest.approx(5 / 16)
+    assert grpo["memory_increment"]["ratio"] == pytest.approx(10 / 20)
+    assert grpo["memory_total"]["ratio"] == pytest.approx(110 / 120)
+    d = p["differences"]["grpo"]["expected_accuracy"]
+    assert d["diff"] == pytest.approx(0.2) and d["pairs"] == 2
+    assert p["differences"]["grpo"]["kl"]["diff"] == pytest.approx(0.0)
+    raw = {f"grpo/{k}": float(v["p"]) for k, v in {**grpo, **p["differences"]["grpo"]}.items()}
+    assert p["holm"] == holm(raw)  # one family: every comparison of the table
+    # final accuracy at the last step (not at the clock budget)
+    assert s["arms"]["astarpo"]["final"]["expected_accuracy"]["mean"] == pytest.approx(0.6)
+    # targets from 0.2 to 0.6: 50% = 0.4, A*-PO at step 4 (seed 0) and ~3.9 (seed 1), GRPO at 8
+    m = p["mechanism"]["50%"]
+    assert m["steps"]["ratio"] == pytest.approx(math.sqrt(4 / 8 * (2 + 2 * 0.1 / 0.11) / 8))
+    assert m["step_cost"]["ratio"] == pytest.approx((8 / 8) / (16 / 8))
+    assert m["product"] == pytest.approx(m["steps"]["ratio"] * m["step_cost"]["ratio"])
+    assert p["arms"]["grpo"]["steps_to_target"]["50%"]["mean"] == pytest.approx(8.0)
+    assert p["plateau"]["best"] == "astarpo" and p["plateau"]["plateaued"]
+
+
+def test_plateau_rule_reads_the_last_quarter_of_the_steps():
+    flat = [paper_run("a", i, [0, 6, 8], [0.2, 0.5, 0.5 + 0.004 * (i + 1)], 8.0) for i in range(3)]
+    rising = [paper_run("a", i, [0, 6, 8], [0.2, 0.4, 0.45 + 0.01 * i], 8.0) for i in range(3)]
+    got = plateau(flat, 8)
+    assert got["gain"]["diff"] == pytest.approx(0.008) and got["plateaued"]
+    got = plateau(rising, 8)
+    assert got["gain"]["diff"] == pytest.approx(0.06) and not got["plateaued"]
+    assert got["rule"] == PLATEAU_GAIN
+    # the last quarter starts between evaluations: read on the straight line between them
+    half = [paper_run("a", 0, [0, 4, 8], [0.2, 0.5, 0.6], 8.0)]
+    got = plateau(half, 8)
+    assert got["gain"]["diff"] == pytest.approx(0.6 - 0.55) and not got["plateaued"]
+    assert math.isnan(got["gain"]["low"])  # one seed: no interval
+
+
+def test_paper_report_and_figure(tmp_path):
+    result = paper_result()
+    result["summary"] = summarize_all(result)
+    md = to_markdown(result)
+    assert "# A*-PO against the baselines (paper protocol)" in md
+    assert "Every run: 8 steps over the same prompt order" in md
+    assert "## The paper's protocol: 8 steps for every run" in md
+    assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
+    assert "It has plateaued." in md
+    assert "0.75 [" in md or "0.75 (" in md  # the total-time ratio
+    out = plot_paper(result, tmp_path / "paper.png")  # check_figure: width, fonts, legends
+    assert Path(out).stat().st_size > 10_000
+
+
+def test_config_and_presets_of_the_paper_protocol():
+    with pytest.raises(ValueError, match="settings of the clock protocol"):
+        EfficiencyConfig(protocol="paper", peers=("trl",))
+    with pytest.raises(ValueError, match="settings of the clock protocol"):
+        EfficiencyConfig(protocol="paper", one_pass=True)
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        EfficiencyConfig(protocol="steps")
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+        EfficiencyConfig(steps=0)
+    got = presets({"protocol": "paper", "task": "scratchpad"}, quick=True)
+    assert got["one_pass"] is False and all(got[k] == v for k, v in PAPER_QUICK.items())
+    assert presets({"task": "scratchpad"}, quick=False)["one_pass"] is True  # clock: unchanged
+    EfficiencyConfig(**{**presets({"protocol": "paper", "task": "scratchpad"}, False)})
+
+
+def _paper_spec(tmp_path, tiny_model, arm):
+    from astarpo.llm.toy.problems import addition_task
+
+    ref_path = tmp_path / "ref"
+    tiny_model.save_pretrained(ref_path)
+    rows = addition_task(12, seed=0)
+    cfg = EfficiencyConfig(
+        protocol="paper", steps=3, eval_every_steps=2, batch_size=2, max_new_tokens=3,
+        n_samples=2, group_size=2, eval_size=4, max_train_seconds=0.01,
+    )  # fmt: skip
+    return {
+        "arm": arm,
+        "seed": 0,
+        "lr": 1e-3,
+        "seconds": 0.01,  # the clock budget: ignored on the paper protocol
+        "steps": 3,
+        "stage1_inside": True,
+        "config": asdict(cfg),
+        "reference": str(ref_path),
+        "train": rows[:8],
+        "eval": rows[8:],
+        "hard": [True, False, False, True],
+        "out": str(tmp_path / "run"),
+    }
+
+
+@pytest.mark.parametrize("arm", ["astarpo", "grpo", "rebel"])
+def test_every_algorithm_trains_the_same_steps_in_the_papers_shape(tiny_model, tmp_path, arm):
+    res = worker.run_one(_paper_spec(tmp_path, tiny_model, arm))
+    assert res["steps"] == 3 and [e["step"] for e in res["evals"]] == [0, 2, 3]
+    assert (res["stage1_s"] > 0) == (arm == "astarpo")  # Stage 1 timed, beside the steps
+    assert res["clock_s"] == pytest.approx(res["stage1_s"] + res["train_s"])
+    saved = json.loads((tmp_path / "run" / "run_config.json").read_text())
+    args = saved["config"]
+    assert all(args[k] == v for k, v in PAPER_SHAPE.items())
+    assert args["max_steps"] == 3 and args["max_train_seconds"] == 0.0
