@@ -15,14 +15,14 @@ from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from astarpo.studies.harness.measure import gold_logprobs, timed_stage1
+from astarpo.studies.harness.measure import timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import make_reference
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.zero_pass.config import QUICK, ZeroPassConfig, seeds_of
 from astarpo.studies.zero_pass.report import cell, summarize, to_markdown, verdict
-from astarpo.studies.zero_pass.sets import build_hard_set, pass_bounds
-from astarpo.studies.zero_pass.worker import SuccessCounter
+from astarpo.studies.zero_pass.run import build_hard_set, pass_bounds
+from astarpo.studies.zero_pass.worker import SuccessCounter, gold_logprobs
 
 
 def test_pass_bounds_closed_forms() -> None:
@@ -61,6 +61,17 @@ def test_success_counter_counts_by_prompt_kind() -> None:
     assert counter.samples == {"hard": 2, "easy": 2}
     assert counter.successes == {"hard": 1, "easy": 1}
     assert counter.__name__ == "reward"
+
+
+def test_gold_logprobs_is_the_log_of_the_librarys_answer_probability(tokenizer, tiny_model):
+    from astarpo.llm.eval import answer_probability
+    from astarpo.llm.toy.problems import addition_task
+
+    rows = addition_task(5, seed=0)
+    lp = gold_logprobs(tiny_model.eval(), tokenizer, rows, batch=2)
+    assert lp.dtype == np.float64 and lp.shape == (5,)
+    prob = answer_probability(tiny_model, tokenizer, rows).double().numpy()
+    assert np.exp(lp) == pytest.approx(prob, rel=1e-4)
 
 
 def test_verdict_rule_and_cells() -> None:
