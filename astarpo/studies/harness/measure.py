@@ -28,13 +28,7 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.studies.harness.protocol import Protocol
 
-__all__ = [
-    "PeakRSS",
-    "alternate",
-    "evaluate_policy",
-    "sample_scores",
-    "timed_stage1",
-]
+__all__ = ["PeakRSS", "alternate", "evaluate_policy", "sample_scores", "timed_stage1"]
 
 
 class PeakRSS:

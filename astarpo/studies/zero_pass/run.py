@@ -3,13 +3,10 @@ r"""The zero-pass study (``astarpo study zero-pass``): prompts the reference nev
 Theorem 1 assumes the reference solves every prompt with probability :math:`v_{ref} > 0`.
 :func:`run` trains where it does not: the scratchpad reference (the efficiency study's cache),
 the hard set (:func:`build_hard_set`, ``hard_prompts.jsonl``: scratchpad problems with one more
-operand digit than any SFT example, kept when all ``k`` reference samples are wrong; the
-library's Stage 1 with N = k, in shards of one fresh process each from :data:`SHARD_DRAWS`
-draws on; the one-sided 95% upper bound of such a prompt's solve rate is
-:math:`1 - 0.05^{1/k}`, :func:`pass_bounds`), the easy set from the SFT distribution, Stage 1
-(N = 8) once per training set outside the runs' clocks; then every run name on hard, mixed and
-easy (:func:`~astarpo.studies.zero_pass.config.seeds_of` seeds, equal Stage 2 budgets), and
-the report (``zero_pass.json/md/png``).
+operand digit than any SFT example that all ``k`` reference samples get wrong), the easy set
+from the SFT distribution, Stage 1 (N = 8) once per training set outside the runs' clocks; then
+every run name on hard, mixed and easy (:func:`~astarpo.studies.zero_pass.config.seeds_of`
+seeds, equal Stage 2 budgets), and the report (``zero_pass.json/md/png``).
 """
 
 from __future__ import annotations
@@ -65,7 +62,9 @@ def pass_bounds(k: int, n_prompts: int, level: float = 0.95) -> dict[str, float]
 def build_hard_set(
     ref: Any, cfg: ZeroPassConfig, out: Path, runner: Runner
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """Draw the hard candidates, sample ``k`` reference responses each, keep the all-wrong ones.
+    """Draw the hard candidates, sample ``k`` reference responses each (the library's Stage 1
+    with N = k, in ``workers`` shards of one process each from :data:`SHARD_DRAWS` draws on),
+    keep the all-wrong ones.
 
     Returns:
         ``(train, held_out, info)``; ``info``: the candidates, those solved at least once (left
@@ -101,11 +100,8 @@ def build_hard_set(
         )
     kept = kept[:need]
     gold = gold_logprobs(ref, tok, kept) / math.log(10.0)
-    info: dict[str, Any] = {
-        "digits": cfg.hard_digits,
-        "sft_digits": SCRATCHPAD_DIGITS,
-        "candidates": n,
-    }
+    info: dict[str, Any] = {"digits": cfg.hard_digits, "sft_digits": SCRATCHPAD_DIGITS}
+    info["candidates"] = n
     info["solved_at_least_once"] = n - sum(rate[r["prompt"]] == 0 for r in rows)
     info["successes"] = int(sum(sum(x > 0 for x in r.rewards) for r in table))
     info.update(k=cfg.k, draws=n * cfg.k, seconds=seconds, upper95=pass_bounds(cfg.k, need))
@@ -159,11 +155,8 @@ def run(
     say(f"[zero-pass] stage 1: {stage1}")
     held = {"hard": hard_eval, "easy": easy_eval}
     ref_eval = evaluate_sets(ref, make_char_tokenizer(), held)
-    common: dict[str, Any] = {
-        "entry": ENTRY,
-        "config": asdict(protocol),
-        "reference": str(out / "reference"),
-    }
+    common: dict[str, Any] = {"entry": ENTRY, "config": asdict(protocol)}
+    common["reference"] = str(out / "reference")
     common.update(lr=cfg.learning_rate, seconds=cfg.seconds, held_out=held, hard_prompts=hard)
     common["reference_eval"] = ref_eval
     common["check"] = {"hard": hard_train[: cfg.check_rows], "easy": easy_train[: cfg.check_rows]}

@@ -126,9 +126,8 @@ def log_ratio_check(
         res: dict[str, Any] = {"n": len(rows), "n_successes": int((r > 0).sum())}
         for label, sel in (("failures", r <= 0), ("successes", r > 0)):
             if sel.any():
-                mean_ratio, mean_target = float(ratio[sel].mean()), float(target[sel].mean())
-                res[label] = {"count": int(sel.sum()), "beta2_log_ratio": mean_ratio}
-                res[label]["target"] = mean_target
+                res[label] = {"count": int(sel.sum()), "beta2_log_ratio": float(ratio[sel].mean())}
+                res[label]["target"] = float(target[sel].mean())
         out[name] = res
     return out
 
