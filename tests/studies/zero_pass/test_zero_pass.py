@@ -114,6 +114,29 @@ def test_quick_hard_set_has_pass_at_k_zero(quick_set: dict) -> None:
     assert np.all(gold < math.log(info["upper95"]["per_prompt"]))
 
 
+@pytest.mark.slow
+def test_the_hard_check_in_shards_keeps_the_same_set(
+    quick_set: dict, tmp_path: Path, monkeypatch
+) -> None:
+    """From SHARD_DRAWS draws on, the hard check runs in ``workers`` processes (pass_shard):
+    the same table, prompts and counts as in one process."""
+    import shutil
+
+    from astarpo.studies.zero_pass import run as run_mod
+
+    monkeypatch.setattr(run_mod, "SHARD_DRAWS", 0)
+    shutil.copytree(quick_set["out"] / "reference", tmp_path / "reference")
+    cfg = dataclasses.replace(quick_set["cfg"], workers=2)
+    runner = Runner(OutputDir(tmp_path, "zero_pass"), workers=2, say=lambda *a: None)
+    train, held, info = build_hard_set(quick_set["ref"], cfg, tmp_path, runner)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["hard-check-0", "hard-check-1"]
+    assert (train, held) == (quick_set["train"], quick_set["held"])
+    assert {**info, "seconds": 0} == {**quick_set["info"], "seconds": 0}
+    one = ValueTable.load(quick_set["out"] / "hard_pass64.jsonl")
+    sharded = ValueTable.load(tmp_path / "hard_pass64.jsonl")
+    assert [(r.prompt, r.rewards) for r in sharded] == [(r.prompt, r.rewards) for r in one]
+
+
 def test_stage1_v_star_is_exactly_zero_on_the_hard_prompts(quick_set: dict, tmp_path: Path) -> None:
     bench = quick_set["cfg"].protocol()
     table, _ = timed_stage1(quick_set["ref"], make_char_tokenizer(), quick_set["train"], bench,
