@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import collections.abc
 import dataclasses
+import json
 import re
 import typing
 from collections.abc import Callable, Collection, Mapping
@@ -43,28 +44,68 @@ def parse_bool(text: str) -> bool:
 
 
 def add_field_arguments(
-    parser: argparse.ArgumentParser | Any, cls: type, skip: Collection[str] = ()
+    parser: argparse.ArgumentParser | Any,
+    cls: type,
+    skip: Collection[str] = (),
+    unset: bool = False,
 ) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to ``parser`` (or an
-    argument group): its type is the type of the field's default (a bool reads true/false), its
-    default the field's default and its help the field's ``help`` metadata. A field that may
-    hold a sequence (``report_to: str | Sequence[str]``) takes a :class:`CommaList`."""
+    argument group): its type is the type of the field's default, its help the field's ``help``
+    metadata with the default, its choices the ``choices`` metadata. A field that may hold a
+    sequence (``report_to: str | Sequence[str]``) takes a :class:`CommaList`, a tuple field a
+    comma-separated list of its items (``1e-4,3e-4``), a dict field a JSON object. A bool reads
+    true/false; with ``unset`` (a study's flags), it is ``--x``/``--no-x`` and every flag is
+    left out of the namespace unless given (so that presets apply under the given flags)."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
-        text = f"{f.metadata.get('help', '')} (default {f.default})".replace("%", "%%")
-        if isinstance(f.default, bool):
-            parser.add_argument(
-                flag_of(f.name), type=parse_bool, default=f.default, metavar="BOOL", help=text
-            )
-        elif any(
-            typing.get_origin(arg) is collections.abc.Sequence
-            for arg in typing.get_args(hints[f.name])
-        ):
-            parser.add_argument(flag_of(f.name), type=CommaList(), default=f.default, help=text)
+        factory = typing.cast(Callable[[], Any], f.default_factory)
+        default = factory() if f.default is dataclasses.MISSING else f.default
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        kw: dict[str, Any] = {"default": argparse.SUPPRESS if unset else default}
+        kw["help"] = f"{f.metadata.get('help', '')} (default {shown})".replace("%", "%%")
+        if "choices" in f.metadata:
+            kw["choices"] = f.metadata["choices"]
+        hint = hints[f.name]
+        if isinstance(default, bool) and unset:
+            kw["action"] = argparse.BooleanOptionalAction
+        elif isinstance(default, bool):
+            kw.update(type=parse_bool, metavar="BOOL")
+        elif typing.get_origin(hint) is tuple:
+            kw["type"] = CommaList(_items(typing.get_args(hint)[0]))
+        elif any(typing.get_origin(a) is collections.abc.Sequence for a in typing.get_args(hint)):
+            kw["type"] = CommaList()
+        elif isinstance(default, dict):
+            kw["type"] = _json_object
         else:
-            parser.add_argument(flag_of(f.name), type=type(f.default), default=f.default, help=text)
+            kw["type"] = str if default is None else type(default)
+        parser.add_argument(flag_of(f.name), **kw)
+
+
+def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
+    """The parser of a comma-separated list of ``kind`` (``1e-4,3e-4``: a tuple of floats)."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(kind(x.strip()) for x in text.split(",") if x.strip())
+        except ValueError:
+            what = "numbers (e.g. 1e-4,3e-4)" if kind is float else f"{kind.__name__} values"
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated {what}, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
 
 
 def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()) -> dict:

@@ -5,65 +5,14 @@ one flag per config field (a tuple takes a comma-separated list, a dict a JSON o
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import typing
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from astarpo.commands.config_file import add_config_argument
-from astarpo.commands.fields import CommaList, field_values, flag_of, name_flags
+from astarpo.commands.fields import add_field_arguments, field_values, flag_of, name_flags
 from astarpo.commands.paths import check_output
 
-__all__ = ["add_arguments", "add_config_flags", "add_study_arguments", "config_target", "run"]
-
-
-def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
-    """The parser of a comma-separated list of ``kind`` (``1e-4,3e-4``: a tuple of floats)."""
-
-    def parse(text: str) -> tuple[Any, ...]:
-        try:
-            return tuple(kind(x.strip()) for x in text.split(",") if x.strip())
-        except ValueError:
-            what = "numbers (e.g. 1e-4,3e-4)" if kind is float else f"{kind.__name__} values"
-            raise argparse.ArgumentTypeError(
-                f"expected comma-separated {what}, got {text!r}"
-            ) from None
-
-    return parse
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
-    return value
-
-
-def add_config_flags(parser: Any, cls: type) -> None:
-    """One flag per field of the config dataclass ``cls``, left unset unless given (so that
-    presets apply under the given flags); the help shows the field's default."""
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        factory = typing.cast(Callable[[], Any], f.default_factory)
-        default = factory() if f.default is dataclasses.MISSING else f.default
-        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        kw: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": f.name}
-        kw["help"] = f"{f.metadata.get('help', '')} (default {shown})".replace("%", "%%")
-        if isinstance(default, bool):
-            parser.add_argument(flag_of(f.name), action=argparse.BooleanOptionalAction, **kw)
-            continue
-        if typing.get_origin(hints[f.name]) is tuple:
-            kw["type"] = CommaList(_items(typing.get_args(hints[f.name])[0]))
-        elif isinstance(default, dict):
-            kw["type"] = _json_object
-        else:
-            kw["type"] = str if default is None else type(default)
-        parser.add_argument(flag_of(f.name), choices=f.metadata.get("choices"), **kw)
+__all__ = ["add_arguments", "add_study_arguments", "config_target", "run"]
 
 
 def add_study_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -81,7 +30,7 @@ def add_study_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         action="store_true",
         help=f"write {study.stem}.md and {study.stem}.png again from --out's {study.stem}.json",
     )
-    add_config_flags(parser.add_argument_group(f"{name} settings"), study.config)
+    add_field_arguments(parser.add_argument_group(f"{name} settings"), study.config, unset=True)
     parser.set_defaults(study_name=name)
 
 

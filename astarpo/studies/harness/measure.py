@@ -1,7 +1,6 @@
 r"""What the runs of a study measure: :class:`PeakRSS` (memory), :func:`timed_stage1`,
 :func:`sample_scores` (one scored sample per prompt and its :math:`\log \pi - \log \pi_{ref}`),
-:func:`evaluate_policy` (held-out accuracy and KL through :mod:`astarpo.llm.eval`),
-:func:`gold_logprobs` (in float64, below ``answer_probability``'s float32 range) and
+:func:`evaluate_policy` (held-out accuracy and KL through :mod:`astarpo.llm.eval`) and
 :func:`alternate` (steps timed side by side, for the micro-benchmarks).
 """
 
@@ -29,14 +28,7 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.studies.harness.protocol import Protocol
 
-__all__ = [
-    "PeakRSS",
-    "alternate",
-    "evaluate_policy",
-    "gold_logprobs",
-    "sample_scores",
-    "timed_stage1",
-]
+__all__ = ["PeakRSS", "alternate", "evaluate_policy", "sample_scores", "timed_stage1"]
 
 
 class PeakRSS:
@@ -79,10 +71,17 @@ class PeakRSS:
 
 
 def timed_stage1(
-    ref: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Protocol, path: Path, seed: int
+    ref: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    cfg: Protocol,
+    path: Path,
+    seed: int,
+    shard: tuple[int, int] | None = None,
 ) -> tuple[ValueTable, float]:
     """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
-    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it)."""
+    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it); with
+    ``shard = (i, k)``, only shard ``i``'s prompts, into ``path``'s part file."""
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
@@ -91,7 +90,8 @@ def timed_stage1(
             cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
         )
         reward = [get_task(cfg.task).reward]
-        table = estimate_values(gen, rows, reward, cfg.stage1_config(seed), out_path=path)
+        stage1 = cfg.stage1_config(seed)
+        table = estimate_values(gen, rows, reward, stage1, out_path=path, shard=shard)
     return table, times["time/stage1"]
 
 
@@ -167,23 +167,6 @@ def evaluate_policy(
         res["hard_expected_accuracy"] = float(prob[np.array(hard)].mean())
     model.train(was_training)
     return res
-
-
-def gold_logprobs(
-    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 128
-) -> np.ndarray:
-    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold answer ``a``, float64
-    ``[B]``: ``exp`` of it is the expected sampled accuracy of an exact-match reward."""
-    out = []
-    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
-    for i in range(0, len(rows), batch):
-        part = rows[i : i + batch]
-        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
-        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
-        responses = [[*a, eos] for a in answers["input_ids"]]
-        with torch.no_grad():
-            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
-    return torch.cat(out).numpy() if out else np.zeros(0)
 
 
 def alternate(

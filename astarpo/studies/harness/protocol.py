@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
-import typing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ __all__ = [
     "algorithm_config",
     "arm_algorithm",
     "check_backend",
-    "config_from_dict",
     "make_reference",
     "option",
     "splits",
@@ -55,13 +53,6 @@ def option(
     meta = {"help": help, "low": low, "positive": positive or None, "choices": choices}
     meta = {k: v for k, v in meta.items() if v is not None}
     return dataclasses.field(default=default, metadata=meta)
-
-
-def config_from_dict(cls: type, values: dict[str, Any]) -> Any:
-    """A config dataclass back from ``dataclasses.asdict`` / JSON (its tuples restored)."""
-    hints = typing.get_type_hints(cls)
-    tuples = {k for k in values if typing.get_origin(hints[k]) is tuple}
-    return cls(**{k: tuple(v) if k in tuples else v for k, v in values.items()})
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from astarpo.studies.harness.output import OutputDir
 __all__ = [
     "MIN_CPU_SHARE",
     "Runner",
-    "entry_point",
     "extend_grid",
     "main",
     "rotated",
@@ -144,17 +143,10 @@ class Runner:
         result["environment"]["cpus"] = os.cpu_count()
 
 
-def entry_point(name: str) -> Any:
-    """The function ``"MODULE:FUNCTION"`` names (``ValueError`` for another form)."""
-    module, _, function = name.partition(":")
-    if not module or not function:
-        raise ValueError(f"run spec: entry {name!r} is not 'MODULE:FUNCTION'.")
-    return getattr(importlib.import_module(module), function)
-
-
 def main(argv: list[str]) -> int:
     """A run's process: the spec ``argv[0]``'s ``"entry": "MODULE:FUNCTION"`` called with it
-    (relative ``paths`` refused first), its result written to ``argv[1]``."""
+    (relative ``paths`` and another form of entry refused first, ``ValueError``), its result
+    written to ``argv[1]``."""
     spec_path, out_path = argv
     spec = json.loads(Path(spec_path).read_text())
     relative = [
@@ -168,7 +160,11 @@ def main(argv: list[str]) -> int:
             "folder, where they do not resolve. Write absolute paths into the spec (the Runner "
             "does: Path.resolve())."
         )
-    Path(out_path).write_text(json.dumps(entry_point(spec["entry"])(spec), indent=1))
+    module, _, function = spec["entry"].partition(":")
+    if not module or not function:
+        raise ValueError(f"run spec: entry {spec['entry']!r} is not 'MODULE:FUNCTION'.")
+    entry = getattr(importlib.import_module(module), function)
+    Path(out_path).write_text(json.dumps(entry(spec), indent=1))
     return 0
 
 

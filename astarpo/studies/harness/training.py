@@ -6,6 +6,7 @@ result has) and :func:`drop_all_wrong` (the V* table and pool of ``astarpo_drop`
 from __future__ import annotations
 
 import copy
+import typing
 from typing import Any
 
 import torch
@@ -15,7 +16,6 @@ from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.parallel.dist import resolve_device
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
-from astarpo.studies.harness.protocol import config_from_dict
 
 __all__ = ["PHASES", "drop_all_wrong", "load_run", "train_run"]
 
@@ -24,10 +24,12 @@ PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 
 def load_run(spec: dict[str, Any], cls: type) -> tuple[Any, Any, Any, Any]:
-    """``(config, tokenizer, reference, policy)`` of a run: the config ``cls`` of
-    ``spec["config"]`` (its torch threads set), the reference ``spec["reference"]`` on its
-    device in eval mode, and a trainable copy of it."""
-    cfg = config_from_dict(cls, spec["config"])
+    """``(config, tokenizer, reference, policy)`` of a run: the config dataclass ``cls`` of
+    ``spec["config"]`` (its ``asdict`` through JSON: tuples restored; its torch threads set),
+    the reference ``spec["reference"]`` on its device in eval mode, and a trainable copy."""
+    hints = typing.get_type_hints(cls).items()
+    tuples = {name for name, hint in hints if typing.get_origin(hint) is tuple}
+    cfg = cls(**{k: tuple(v) if k in tuples else v for k, v in spec["config"].items()})
     torch.set_num_threads(cfg.threads)
     ref = load_pretrained_model(spec["reference"]).to(resolve_device(cfg.device)).eval()
     return cfg, make_char_tokenizer(), ref, copy.deepcopy(ref).train()

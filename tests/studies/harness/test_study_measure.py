@@ -1,5 +1,5 @@
 """What every run measures: memory, Stage 1 on its backend, the held-out evaluation (scored by
-the library's evaluation, with the reward deadline), the gold answer's log-probability."""
+the library's evaluation, with the reward deadline)."""
 
 from __future__ import annotations
 
@@ -96,14 +96,3 @@ def test_the_held_out_scoring_has_the_reward_deadline(tokenizer, tiny_model, mon
     cfg = Protocol(max_new_tokens=3, reward_timeout=0.2)
     with pytest.raises(RewardTimeoutError, match=r"did not return within 0\.2 s"):
         measure.evaluate_policy(tiny_model, tiny_model, tokenizer, rows, cfg, 0)
-
-
-def test_gold_logprobs_is_the_log_of_the_librarys_answer_probability(tokenizer, tiny_model):
-    from astarpo.llm.eval import answer_probability
-    from astarpo.llm.toy.problems import addition_task
-
-    rows = addition_task(5, seed=0)
-    lp = measure.gold_logprobs(tiny_model.eval(), tokenizer, rows, batch=2)
-    assert lp.dtype == np.float64 and lp.shape == (5,)
-    prob = answer_probability(tiny_model, tokenizer, rows).double().numpy()
-    assert np.exp(lp) == pytest.approx(prob, rel=1e-4)

@@ -9,7 +9,6 @@ from astarpo.studies.harness.protocol import (
     RunOptions,
     algorithm_config,
     check_backend,
-    config_from_dict,
     splits,
 )
 
@@ -55,20 +54,6 @@ def test_algorithm_config_and_splits(tmp_path):
     assert rows["check"] == rows["val"][: len(rows["check"])]
     with pytest.raises(ValueError, match="pool_size <= 8000"):
         splits(Protocol(pool_size=8001))
-
-
-def test_config_from_dict_restores_tuples_and_resolved_paths(tmp_path, monkeypatch):
-    from dataclasses import asdict
-
-    from astarpo.studies.efficiency.config import EfficiencyConfig
-
-    monkeypatch.chdir(tmp_path)
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), cache_dir="cache").resolved()
-    assert cfg.cache_dir == str(tmp_path / "cache")
-    import json
-
-    back = config_from_dict(EfficiencyConfig, json.loads(json.dumps(asdict(cfg))))
-    assert back == cfg and back.algos == ("astarpo", "grpo")
 
 
 def test_check_backend():

@@ -53,7 +53,6 @@ def test_a_run_writes_an_absolute_spec_and_records_its_clock(tmp_path, monkeypat
     run folder the worker starts in, what it named in the parent."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ref").mkdir()
-    monkeypatch.setattr(runner_mod, "entry_point", lambda name: echo)
     monkeypatch.setattr(runner_mod, "run_process", _in_process)
     runner = Runner(OutputDir("out", "t"), say=lambda *a: None)
     res = runner.run("a", {**ECHO, "reference": "ref", "paths": ["reference"]})
@@ -76,7 +75,6 @@ def _in_process(cmd, cwd, env):
 
 
 def test_a_slow_run_is_flagged_and_rerun_once_on_request(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner_mod, "entry_point", lambda name: echo)
     monkeypatch.setattr(runner_mod, "run_process", _in_process)
     spec = ECHO
     res = Runner(OutputDir(tmp_path, "t"), say=lambda *a: None).run("a", spec)
@@ -117,8 +115,9 @@ def test_a_worker_refuses_a_relative_path_before_loading(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     with pytest.raises(ValueError, match=r"relative paths reference='bench/reference'"):
         runner_mod.main([str(tmp_path / "spec.json"), str(tmp_path / "r.json")])
+    (tmp_path / "spec.json").write_text(json.dumps({"entry": "os"}))
     with pytest.raises(ValueError, match="is not 'MODULE:FUNCTION'"):
-        runner_mod.entry_point("os")
+        runner_mod.main([str(tmp_path / "spec.json"), str(tmp_path / "r.json")])
 
 
 def test_rotated_seed_loop():

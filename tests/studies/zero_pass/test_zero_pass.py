@@ -15,14 +15,14 @@ from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from astarpo.studies.harness.measure import gold_logprobs, timed_stage1
+from astarpo.studies.harness.measure import timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import make_reference
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.zero_pass.config import QUICK, ZeroPassConfig, seeds_of
 from astarpo.studies.zero_pass.report import cell, summarize, to_markdown, verdict
-from astarpo.studies.zero_pass.sets import build_hard_set, pass_bounds
-from astarpo.studies.zero_pass.worker import SuccessCounter
+from astarpo.studies.zero_pass.run import build_hard_set, pass_bounds
+from astarpo.studies.zero_pass.worker import SuccessCounter, gold_logprobs
 
 
 def test_pass_bounds_closed_forms() -> None:
@@ -63,6 +63,17 @@ def test_success_counter_counts_by_prompt_kind() -> None:
     assert counter.__name__ == "reward"
 
 
+def test_gold_logprobs_is_the_log_of_the_librarys_answer_probability(tokenizer, tiny_model):
+    from astarpo.llm.eval import answer_probability
+    from astarpo.llm.toy.problems import addition_task
+
+    rows = addition_task(5, seed=0)
+    lp = gold_logprobs(tiny_model.eval(), tokenizer, rows, batch=2)
+    assert lp.dtype == np.float64 and lp.shape == (5,)
+    prob = answer_probability(tiny_model, tokenizer, rows).double().numpy()
+    assert np.exp(lp) == pytest.approx(prob, rel=1e-4)
+
+
 def test_verdict_rule_and_cells() -> None:
     assert verdict({"n": 5, "mean": 0.02, "low": 0.01, "high": 0.03}) == "improves"
     assert verdict({"n": 5, "mean": 0.003, "low": 0.001, "high": 0.005}) == "stagnates"  # < 0.5 pt
@@ -101,6 +112,29 @@ def test_quick_hard_set_has_pass_at_k_zero(quick_set: dict) -> None:
     tok = make_char_tokenizer()
     gold = gold_logprobs(quick_set["ref"], tok, rows)
     assert np.all(gold < math.log(info["upper95"]["per_prompt"]))
+
+
+@pytest.mark.slow
+def test_the_hard_check_in_shards_keeps_the_same_set(
+    quick_set: dict, tmp_path: Path, monkeypatch
+) -> None:
+    """From SHARD_DRAWS draws on, the hard check runs in ``workers`` processes (pass_shard):
+    the same table, prompts and counts as in one process."""
+    import shutil
+
+    from astarpo.studies.zero_pass import run as run_mod
+
+    monkeypatch.setattr(run_mod, "SHARD_DRAWS", 0)
+    shutil.copytree(quick_set["out"] / "reference", tmp_path / "reference")
+    cfg = dataclasses.replace(quick_set["cfg"], workers=2)
+    runner = Runner(OutputDir(tmp_path, "zero_pass"), workers=2, say=lambda *a: None)
+    train, held, info = build_hard_set(quick_set["ref"], cfg, tmp_path, runner)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["hard-check-0", "hard-check-1"]
+    assert (train, held) == (quick_set["train"], quick_set["held"])
+    assert {**info, "seconds": 0} == {**quick_set["info"], "seconds": 0}
+    one = ValueTable.load(quick_set["out"] / "hard_pass64.jsonl")
+    sharded = ValueTable.load(tmp_path / "hard_pass64.jsonl")
+    assert [(r.prompt, r.rewards) for r in sharded] == [(r.prompt, r.rewards) for r in one]
 
 
 def test_stage1_v_star_is_exactly_zero_on_the_hard_prompts(quick_set: dict, tmp_path: Path) -> None:
