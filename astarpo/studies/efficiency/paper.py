@@ -235,35 +235,33 @@ def _as_ci(d: dict[str, Any]) -> dict[str, Any]:
     return {"mean": d["diff"], "low": d["low"], "high": d["high"]}
 
 
-#: The curves' x axes: label -> the x of one evaluation of a run.
+#: The curves' x axes: label -> the x of evaluation ``e`` of run ``r`` (``n``: the study's
+#: pool size and N; A*-PO's Stage 1 generated N responses per pool prompt before its first step).
 AXES = {
     "steps": lambda r, e, n: float(e["step"]),
     "responses generated (Stage 1 included)": lambda r, e, n: float(
-        e["step"] * r["samples_per_prompt"] * n["batch_size"]
-        + (n["pool"] * n["n_samples"] if r["stage1_s"] > 0 else 0)
+        e["responses"] + (n["pool"] * n["n_samples"] if r["stage1_s"] > 0 else 0)
     ),
+    "tokens generated in training (Stage 1 not)": lambda r, e, n: float(e["tokens"]),
     "run clock (s)": lambda r, e, n: float(e["time"]),
 }
 
 
 @styled
 def plot_paper(result: dict[str, Any], path: Any) -> Any:
-    """Held-out expected accuracy against steps, responses generated and the run clock per
-    algorithm (top), and a forest plot of A*-PO's ratios with their intervals (bottom)."""
+    """Held-out expected accuracy against steps, responses and tokens generated and the run
+    clock per algorithm (top, :data:`AXES`), and a forest plot of A*-PO's ratios with their
+    intervals (bottom)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     cfg, p = result["config"], result["summary"]["paper"]
     groups = by_arm(result["runs"])
-    sizes = {
-        "batch_size": cfg["batch_size"],
-        "pool": cfg["pool_size"],
-        "n_samples": cfg["n_samples"],
-    }
-    fig = Figure(figsize=(WIDTH, 7.6), layout="constrained")
+    sizes = {"pool": cfg["pool_size"], "n_samples": cfg["n_samples"]}
+    fig = Figure(figsize=(WIDTH, 10.0), layout="constrained")
     FigureCanvasAgg(fig)
-    top, bottom = fig.subfigures(2, 1, squeeze=False, height_ratios=[1.1, 1]).flat
-    axes = top.subplots(1, len(AXES), sharey=True)
+    top, bottom = fig.subfigures(2, 1, squeeze=False, height_ratios=[1.6, 1]).flat
+    axes = top.subplots(2, 2, sharey=True).flat
     names = list(groups)[:MAX_LEGEND]
     for ax, (label, x_of) in zip(axes, AXES.items(), strict=True):
         for i, arm in enumerate(names):
@@ -275,10 +273,9 @@ def plot_paper(result: dict[str, Any], path: Any) -> Any:
                 for r in groups[arm]
             ]
             seed_errorbars(ax, curves, arm, f"C{i}")
-        ax.set(xlabel=label)
+        ax.set(xlabel=label, ylabel="held-out expected accuracy")
         ax.grid(alpha=0.3)
-    axes[0].set(ylabel="held-out expected accuracy")
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = top.axes[0].get_legend_handles_labels()
     legend_below(top, handles, labels, ncol=3)
     ax = bottom.subplots()
     algos, width = list(p["ratios"]), len(RATIOS) + 1  # a group of rows per algorithm

@@ -28,7 +28,8 @@ def paper_run(arm, seed, steps, accs, clock, stage1=0.0, mem=10.0, cpu=None, spp
         for s, a in zip(steps, accs, strict=True)
     ]
     for e in evals:
-        e["stage2_time"] = e["time"] - stage1
+        e.update(stage2_time=e["time"] - stage1, responses=e["step"] * 32 * spp)
+        e["tokens"] = 4.0 * e["responses"]
     evals[-1]["cpu_time"] = cpu if cpu is not None else clock
     return {
         "arm": arm,
@@ -184,3 +185,8 @@ def test_every_algorithm_trains_the_same_steps_in_the_papers_shape(tiny_model, t
     args = saved["config"]
     assert all(args[k] == v for k, v in PAPER_SHAPE.items())
     assert args["max_steps"] == 3 and args["max_train_seconds"] == 0.0
+    per_step = 2 * res["samples_per_prompt"]  # batch_size 2
+    responses = [e["responses"] for e in res["evals"]]
+    assert responses == [0, 2 * per_step, 3 * per_step]
+    tokens = [e["tokens"] for e in res["evals"]]  # 1 to max_new_tokens = 3 per response
+    assert all(n <= t <= 3 * n for n, t in zip(responses, tokens, strict=True))
