@@ -84,9 +84,8 @@ def main() -> None:
     for mode, r in results.items():
         weights, peak = r["weights_bytes"] / mib, r["peak_bytes"] / mib
         print(f"{mode:>9}: weights {weights:8.1f} MiB, peak {peak:8.1f} MiB")
-    lora = results.get("lora")
-    for other in [m for m in ("lora+copy", "full+copy") if m in results and lora]:
-        w, p = (lora[k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
+    for other in [m for m in ("lora+copy", "full+copy") if m in results and "lora" in results]:
+        w, p = (results["lora"][k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
         print(f"lora / {other}: weights {w:.3f}, peak {p:.3f}")
 
 

@@ -40,8 +40,8 @@ from astarpo.llm import AStarPOConfig, AStarPOTrainer  # in either tree
 
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 #: Where the toy model and problems lived, the current layout first.
-TOY = ("astarpo.llm.models.toy", "astarpo.llm.toy.problems", "astarpo.llm.toy.model")
-TOY += ("astarpo.llm.toy",)
+TOY: tuple[str, ...] = ("astarpo.llm.models.toy", "astarpo.llm.toy.problems")
+TOY += ("astarpo.llm.toy.model", "astarpo.llm.toy")
 
 
 def _import(name: str, *modules: str) -> Any:
