@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,12 +36,6 @@ CASES = {  # name: (fault, extra flags, entry point)
 }
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(fault: str = "", mark: str = "") -> dict[str, str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}"}
     return env | {"ASTARPO_TEST_FAULT": fault, "ASTARPO_TEST_FAULT_MARK": mark}
@@ -58,10 +51,13 @@ def _root_cause(stderr: str) -> str:
 
 
 def run_case(name: str, work: Path, i: int) -> dict:
+    """One run of case ``name`` in ``work`` (its ``i``-th): exit code, seconds, root cause."""
+    from dist_setup import free_port  # the tests' helper
+
     fault, extra, entry = CASES[name]
     mark = work / f"{name}-{i}.mark"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(_port()), *entry, "train"]
+    cmd += ["--master_addr", "127.0.0.1", "--master_port", str(free_port()), *entry, "train"]
     cmd += [*COMMON, "--data", str(work / "p.jsonl"), "--v-star", str(work / "v.jsonl")]
     cmd += ["--max-steps", "4", "--batch-size", "4", "--max-new-tokens", "3", "--save-steps", "1"]
     cmd += ["--progress", "false", "--report-to", "none", "--out", str(work / f"{name}-{i}")]
@@ -81,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        sys.path.insert(0, str(ROOT))
+        sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
         from astarpo.llm.toy.problems import addition_task
 
         rows = addition_task(8, seed=0)

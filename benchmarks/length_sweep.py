@@ -14,7 +14,6 @@ length. Writes ``OUT.json`` and ``OUT.png``.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from common import parser
 
 from astarpo.analysis.figures import errorbars, figure, legend_below, save, styled
 from astarpo.analysis.stats import paired_ratio
@@ -138,13 +138,10 @@ def plot(result: dict[str, Any], path: Path) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep, write ``OUT.json`` and ``OUT.png``; returns the exit code."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="runs/length_sweep")
-    ap.add_argument("--lengths", default="4,22,38,54,70")
-    ap.add_argument("--steps", type=int, default=6, help="timed rounds per length")
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1)
+    flags = dict(
+        out="runs/length_sweep", lengths="4,22,38,54,70", steps=(6, "timed rounds per length")
+    )
+    ap = parser(__doc__.splitlines()[0], **flags, warmup=1, batch_size=32, threads=1)
     ap.add_argument("--bench", action="append", default=[], help="a bench.json to add")
     redo = "keep OUT.json's points; redo the studies' points and the figure"
     ap.add_argument("--replot", action="store_true", help=redo)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
+
+import common
 
 
 def _step(args: argparse.Namespace) -> dict:
@@ -64,12 +65,8 @@ def _step(args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--hidden", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
+    doc = __doc__.splitlines()[0]
+    parser = common.parser(doc, device="cpu", hidden=512, layers=8, batch=4, seq=64)
     parser.add_argument("--modes", default="full+copy,lora+copy,lora", help="comma-separated")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -77,11 +74,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(_step(args)))
         return
-    results = {}
-    for mode in args.modes.split(","):
-        cmd = [sys.executable, __file__, *sys.argv[1:], "--child", mode]  # the same sizes
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        results[mode] = json.loads(out.strip().splitlines()[-1])
+    cmd = [sys.executable, __file__, *sys.argv[1:], "--child"]  # the same sizes
+    results = {m: common.child_result([*cmd, m], f"mode {m}") for m in args.modes.split(",")}
     if args.json:
         print(json.dumps(results))
         return
@@ -90,9 +84,8 @@ def main() -> None:
     for mode, r in results.items():
         weights, peak = r["weights_bytes"] / mib, r["peak_bytes"] / mib
         print(f"{mode:>9}: weights {weights:8.1f} MiB, peak {peak:8.1f} MiB")
-    lora = results.get("lora")
-    for other in [m for m in ("lora+copy", "full+copy") if m in results and lora]:
-        w, p = (lora[k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
+    for other in [m for m in ("lora+copy", "full+copy") if m in results and "lora" in results]:
+        w, p = (results["lora"][k] / results[other][k] for k in ("weights_bytes", "peak_bytes"))
         print(f"lora / {other}: weights {w:.3f}, peak {p:.3f}")
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import time
+from collections.abc import Callable
+
+from common import seconds
 
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.eval import BENCHMARKS
@@ -23,15 +25,21 @@ from astarpo.llm.rewards.builtin import RewardReport
 from astarpo.llm.rewards.math_verify import MathVerifyReward
 
 
-def in_process(completions: list[str], golds: list[str]) -> tuple[float, int]:
+def in_process(prompts: list[str], completions: list[str], golds: list[str]) -> list[float]:
+    """In-process math-verify's scores (no timeout protection), as a reward's call."""
     from astarpo.llm.rewards import math_verify_worker as w
 
-    t0 = time.perf_counter()
-    ok = sum(
-        w.score({"completion": c, "gold": g}).get("score", 0.0) == 1.0
-        for c, g in zip(completions, golds, strict=True)
-    )
-    return time.perf_counter() - t0, ok
+    pairs = zip(completions, golds, strict=True)
+    return [w.score({"completion": c, "gold": g}).get("score", 0.0) for c, g in pairs]
+
+
+def verified(
+    reward: Callable[..., list[float]], completions: list[str], golds: list[str], **kw: object
+) -> tuple[float, int, list[float]]:
+    """``(seconds, how many score 1, scores)`` of ``reward`` on ``completions`` against ``golds``
+    (``kw``: the reward's keywords)."""
+    dt, scores = seconds(reward, ["p"] * len(golds), completions, golds, **kw)
+    return dt, sum(s == 1.0 for s in scores), scores
 
 
 def main() -> None:
@@ -44,35 +52,28 @@ def main() -> None:
     golds = [r["answer"] for r in rows]
     completions = [f"The answer is $\\boxed{{{g}}}$." for g in golds]
     n = len(golds)
-    in_process(completions[:5], golds[:5])  # warm imports
-    base_t, base_ok = in_process(completions, golds)
+    verified(in_process, completions[:5], golds[:5])  # warm imports
+    base_t, base_ok, _ = verified(in_process, completions, golds)
     print(f"in-process math-verify: {n / base_t:8.1f} items/s  ({base_ok}/{n} correct)")
     for w in args.workers:
         reward = MathVerifyReward(timeout=args.timeout, n_workers=w)
-        t0 = time.perf_counter()
-        reward(["p"], ["\\boxed{1}"], ["1"])
-        start = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        out = reward(["p"] * n, completions, golds)
-        dt = time.perf_counter() - t0
-        ok = sum(o == 1.0 for o in out)
+        start = verified(reward, ["\\boxed{1}"], ["1"])[0]
+        dt, ok, _ = verified(reward, completions, golds)
         print(
             f"pool, {w} worker(s):    {n / dt:8.1f} items/s  ({ok}/{n} correct), "
             f"{base_t / dt:.2f}x in-process; worker start {start:.1f} s"
         )
         report = RewardReport()
-        t0 = time.perf_counter()
-        hang = reward(["p"], ["\\boxed{9^{9^{9^{9^{9}}}}}"], ["5"], report=report)
+        dt, _, hang = verified(reward, ["\\boxed{9^{9^{9^{9^{9}}}}}"], ["5"], report=report)
         print(
             f"  hanging completion: score {hang[0]}, {report.counts}, "
-            f"{time.perf_counter() - t0:.2f} s wall (timeout {args.timeout} s)"
+            f"{dt:.2f} s wall (timeout {args.timeout} s)"
         )
         reward.close()
     reward = MathVerifyReward(timeout=args.timeout)
     for b in BENCHMARKS.values():
         report, golds = RewardReport(), [r["answer"] for r in load_prompts(benchmark_path(b.path))]
-        out = reward(["p"] * len(golds), [f"\\boxed{{{g}}}" for g in golds], golds, report=report)
-        ok = sum(o == 1.0 for o in out)
+        _, ok, _ = verified(reward, [f"\\boxed{{{g}}}" for g in golds], golds, report=report)
         print(f"{b.name:14s} gold as completion: {ok}/{len(golds)} verify, {report.counts}")
     reward.close()
 

@@ -15,6 +15,7 @@ through the target range, so a fixed step count would be a poor rule.
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 import torch
 
@@ -48,10 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         if step >= args.steps:
             raise StopIteration
 
-    try:
+    with contextlib.suppress(StopIteration):
         sft(model, tok, rows["sft"], config, at_step)
-    except StopIteration:
-        pass
     return 0
 
 

@@ -33,14 +33,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from common import child_result
 from transformers import AutoModelForCausalLM
 
 from astarpo.llm import AStarPOConfig, AStarPOTrainer  # in either tree
 
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 #: Where the toy model and problems lived, the current layout first.
-TOY = ("astarpo.llm.models.toy", "astarpo.llm.toy.problems", "astarpo.llm.toy.model")
-TOY += ("astarpo.llm.toy",)
+TOY: tuple[str, ...] = ("astarpo.llm.models.toy", "astarpo.llm.toy.problems")
+TOY += ("astarpo.llm.toy.model", "astarpo.llm.toy")
 
 
 def _import(name: str, *modules: str) -> Any:
@@ -127,18 +128,18 @@ def hand_written_step(
 
 def child(args: argparse.Namespace) -> None:
     """Time ``warmup + steps`` library steps in this tree; print one JSON line of per-step
-    seconds (wall, cpu and the phases)."""
+    seconds (``wall``, ``cpu``, ``time/PHASE``). The loop is the script's, not the harness's
+    ``alternate``: a tree from before the harness runs it too."""
     torch.set_num_threads(args.threads)
     trainer = library_trainer(args.child, args, _rows(args))
-    out: dict[str, list[float]] = {"wall": [], "cpu": [], **{k: [] for k in PHASES}}
+    out: dict[str, list[float]] = {}
     for i in range(args.warmup + args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         rec = trainer.step()
         step = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
-        step.update({k: rec.get(f"time/{k}", float("nan")) for k in PHASES})
-        if i >= args.warmup:
-            for k, v in step.items():
-                out[k].append(float(v))
+        step.update({f"time/{k}": rec.get(f"time/{k}", float("nan")) for k in PHASES})
+        for k, v in step.items() if i >= args.warmup else ():
+            out.setdefault(k, []).append(float(v))
     print(json.dumps(out))
 
 
@@ -182,29 +183,26 @@ def main(argv: list[str] | None = None) -> int:
         child(args)
         return 0
     from astarpo.analysis.stats import paired_ratio
+    from astarpo.studies.harness.report import fmt_ci
 
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = reference(args, tmp)
         res = _trees(args, argv, model_dir) if args.before else _side_by_side(args, model_dir)
-    a, b = res
+    (a, b), target = res, "" if args.before else "; target <= 1.05 against the hand-written loop"
     print(
         f"A*-PO step, task {args.task}, batch {args.batch_size}, {args.steps} timed steps, "
         f"torch threads {args.threads}, mixed_precision={args.mixed_precision}"
     )
     for name, r in res.items():
         ms = {k: 1e3 * statistics.median(v) for k, v in r.items()}
-        phases = ", ".join(f"{k} {ms[k]:.1f}" for k in PHASES if k in ms)
-        print(
-            f"{name:12s} {ms['wall']:8.1f} ms/step wall, {ms['cpu']:8.1f} ms CPU (medians); "
-            f"phases (ms) {phases}"
-        )
+        phases = ", ".join(f"{k} {ms[f'time/{k}']:.1f}" for k in PHASES if f"time/{k}" in ms)
+        line = f"{name:12s} {ms['wall']:8.1f} ms/step wall, {ms['cpu']:8.1f} ms CPU (medians)"
+        print(line + (f"; phases (ms) {phases}" if phases else ""))  # none: the hand-written
     for k in ("wall", "cpu"):
         r = paired_ratio(res[a][k], res[b][k])
-        print(
-            f"ratio {a} / {b}, {k:4s}: {r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
-            f"(95%, {r['pairs']} pairs; target <= 1.05 against the hand-written loop)"
-        )
+        ratio = fmt_ci({**r, "mean": r["ratio"]}, 4)
+        print(f"ratio {a} / {b}, {k:4s}: {ratio} (95%, {r['pairs']} pairs{target})")
     print(f"load average (1, 5, 15 min): before {load0}, after {os.getloadavg()}")
     return 0
 
@@ -222,17 +220,12 @@ def _side_by_side(args: argparse.Namespace, model_dir: str) -> dict[str, dict[st
         "library": lambda i: lib.step(),
         "hand-written": lambda i: hand_written_step(mine, lib.ref_model, opt, tok, rows, args, i),
     }
-    times = alternate(steps, args.steps, args.warmup)
-    for k in PHASES:
-        times["library"][k] = times["library"].pop(f"time/{k}")
-    return times
+    return alternate(steps, args.steps, args.warmup)
 
 
 def _trees(args: argparse.Namespace, argv: list[str], model_dir: str) -> dict[str, Any]:
     """Rounds of a child process per tree (this command's flags, ``--child``); per tree the
     medians of each round's steps."""
-    from astarpo.studies.harness.runner import run_process
-
     trees = {"after": args.after, "before": args.before}
     res: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     cmd = [sys.executable, os.path.abspath(__file__), *argv, "--child", model_dir]
@@ -240,12 +233,7 @@ def _trees(args: argparse.Namespace, argv: list[str], model_dir: str) -> dict[st
     for r in range(args.rounds):
         for name, tree in reversed(trees.items()):  # before, after, before, ...
             env = {**os.environ, "PYTHONPATH": os.path.abspath(tree), "OMP_NUM_THREADS": threads}
-            with tempfile.TemporaryFile("w+") as out:
-                code, _, _ = run_process(cmd, env=env, stdout=out)
-                out.seek(0)
-                if code:
-                    raise SystemExit(f"the child on {tree} failed (exit code {code})")
-                data = json.loads(out.read().strip().splitlines()[-1])
+            data = child_result(cmd, f"the child on {tree}", env=env)
             for k, v in data.items():
                 res[name].setdefault(k, []).append(statistics.median(v))
             print(

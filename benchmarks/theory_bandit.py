@@ -8,13 +8,12 @@ gradient), of the PG baseline (G = 4), of the exact evaluation, and the ratio of
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 import torch
+from common import parser, seconds
 
 from astarpo.theory import LogLinearBandit, Stage2Config, policy_gradient_baseline, run_stage2
 
@@ -22,17 +21,12 @@ from astarpo.theory import LogLinearBandit, Stage2Config, policy_gradient_baseli
 def rate(fn: Callable[[int], object], rounds: int) -> float:
     """Rounds per second of ``fn(rounds)`` (one warm-up call of 2 rounds first)."""
     fn(2)
-    start = time.perf_counter()
-    fn(rounds)
-    return rounds / (time.perf_counter() - start)
+    return rounds / seconds(fn, rounds)[0]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    for name, default in dict(contexts=1000, actions=64, dim=32, seeds=8, rounds=200).items():
-        parser.add_argument(f"--{name}", type=int, default=default)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    args = parser.parse_args()
+    sizes = dict(contexts=1000, actions=64, dim=32, seeds=8, rounds=200)
+    args = parser(__doc__, **sizes, threads=(1, "torch threads (default 1)")).parse_args()
     torch.set_num_threads(args.threads)
     bandit = LogLinearBandit.random(args.contexts, args.actions, args.dim, v_ref=0.05, seed=0)
     x, s, beta = args.contexts, args.seeds, 0.1

@@ -14,11 +14,12 @@ are not timed. Prints each backend's samples/s and tokens/s and the ratio vLLM /
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from typing import Any
+
+from common import parser, seconds
 
 
 def _rates(gen: Any, prompts: list[str], sampling: Any, args: Any) -> dict[str, float]:
@@ -40,22 +41,22 @@ def _rates(gen: Any, prompts: list[str], sampling: Any, args: Any) -> dict[str, 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="toy", help="a saved HF model directory, or 'toy'")
-    ap.add_argument("--data", help="prompt file (default: toy addition prompts)")
-    ap.add_argument("--prompts", type=int, default=256, help="number of prompts (256)")
-    ap.add_argument("--n-samples", type=int, default=8, help="responses per prompt (8)")
-    ap.add_argument("--max-new-tokens", type=int, default=32, help="per response (32)")
-    ap.add_argument("--prompts-per-call", type=int, default=8, help="prompts per generate call (8)")
-    ap.add_argument(
-        "--generation-batch-size", type=int, default=64, help="HF rows per generate (64)"
-    )
-    ap.add_argument("--gpu-memory-utilization", type=float, default=0.5)
-    args = ap.parse_args()
+    args = parser(
+        __doc__.split("\n")[0],
+        model=("toy", "a saved HF model directory, or 'toy'"),
+        data=("", "prompt file (default: toy addition prompts)"),
+        prompts=(256, "number of prompts (256)"),
+        n_samples=(8, "responses per prompt (8)"),
+        max_new_tokens=(32, "per response (32)"),
+        prompts_per_call=(8, "prompts per generate call (8)"),
+        generation_batch_size=(64, "HF rows per generate (64)"),
+        gpu_memory_utilization=0.5,
+    ).parse_args()
 
     import torch
 
     from astarpo.commands.common import load_model
+    from astarpo.llm.data.prompts import load_prompts
     from astarpo.llm.rollout.base import SamplingConfig
     from astarpo.llm.rollout.hf import HFGenerator
     from astarpo.llm.rollout.vllm import VLLMGenerator
@@ -66,8 +67,6 @@ def main() -> None:
     model, tok = load_model(args.model, device, dtype)
     model = model.to(getattr(torch, dtype)).eval()
     if args.data:
-        from astarpo.llm.data.prompts import load_prompts
-
         prompts = [r["prompt"] for r in load_prompts(args.data, limit=args.prompts)]
     else:
         prompts = [r["prompt"] for r in addition_task(args.prompts, seed=0)]
@@ -76,16 +75,11 @@ def main() -> None:
         "hf": _rates(HFGenerator(model, tok, args.generation_batch_size), prompts, sampling, args)
     }
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        memory = args.gpu_memory_utilization
-        vgen = VLLMGenerator.from_model(
-            model, tok, tmp, gpu_memory_utilization=memory, dtype=dtype, seed=0
-        )
-        start_s = time.perf_counter() - t0
+        kw = dict(gpu_memory_utilization=args.gpu_memory_utilization, dtype=dtype, seed=0)
+        start_s, vgen = seconds(VLLMGenerator.from_model, model, tok, tmp, **kw)
         rates["vllm"] = _rates(vgen, prompts, sampling, args)
     r = {"model": args.model, "device": device, "dtype": dtype, "prompts": len(prompts)}
-    r.update(n_samples=args.n_samples, max_new_tokens=args.max_new_tokens)
-    r.update(prompts_per_call=args.prompts_per_call)
+    r.update({k: getattr(args, k) for k in ("n_samples", "max_new_tokens", "prompts_per_call")})
     r.update({f"{name}_{k}": v for name, rate in rates.items() for k, v in rate.items()})
     r.update(vllm_engine_start_s=start_s)
     r["ratio_vllm_over_hf"] = r["vllm_samples_per_s"] / r["hf_samples_per_s"]
