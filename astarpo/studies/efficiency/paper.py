@@ -115,11 +115,12 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
     Returns:
         ``{"steps", "arms", "ratios", "differences", "holm", "mechanism", "plateau"}``:
         ``arms[algo]`` the interval of each :data:`RATIOS` quantity and ``steps_to_target``;
-        ``ratios[algo][name]`` A*-PO's over ``algo``'s (:func:`paired_ratio`),
-        ``differences[algo]`` A*-PO minus ``algo`` in final expected accuracy and KL
-        (:func:`paired_difference`); ``holm`` the adjusted p-value of every comparison of the
-        two, keyed ``algo/name`` (one family); ``mechanism`` per target
-        (:func:`mechanism_check`, with GRPO); ``plateau`` the rule on the best run name.
+        ``ratios[algo][name]`` A*-PO's over ``algo``'s
+        (:func:`~astarpo.analysis.stats.paired_ratio`), ``differences[algo]`` A*-PO minus
+        ``algo`` in final expected accuracy and KL
+        (:func:`~astarpo.analysis.stats.paired_difference`); ``holm`` the adjusted p-value of
+        every comparison of the two, keyed ``algo/name`` (one family); ``mechanism`` per
+        target (:func:`mechanism_check`, with GRPO); ``plateau`` the rule on the best run name.
     """
     steps, groups = int(result["config"]["steps"]), by_arm(result["runs"])
     arms: dict[str, dict[str, Any]] = {}

@@ -53,3 +53,29 @@ def fake_result():
         "sweep": {"astarpo": {"scores": {"0.001": 0.4}, "chosen": 1e-3}},
         "runs": runs,
     }
+
+
+def run_spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True, **config):
+    """A worker spec of one run on the tiny reference (saved under ``tmp_path/ref``): 8 training
+    and 4 held-out addition rows; ``config`` over the small protocol's fields."""
+    from astarpo.llm.toy.problems import addition_task
+
+    ref_path = tmp_path / "ref"
+    tiny_model.save_pretrained(ref_path)
+    rows = addition_task(12, seed=0)
+    small = dict(eval_every_seconds=0.5, batch_size=2, max_new_tokens=3, n_samples=2, eval_size=4)
+    cfg = EfficiencyConfig(max_train_seconds=seconds, **{**small, **config})
+    return {
+        "arm": arm,
+        "seed": 0,
+        "lr": 1e-3,
+        "seconds": seconds,
+        "steps": cfg.steps,
+        "stage1_inside": stage1_inside,
+        "config": asdict(cfg),
+        "reference": str(ref_path),
+        "train": rows[:8],
+        "eval": rows[8:],
+        "hard": [True, False, False, True],
+        "out": str(tmp_path / "run"),
+    }

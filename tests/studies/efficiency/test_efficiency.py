@@ -10,7 +10,7 @@ import math
 import time
 
 import pytest
-from study_fakes import fake_result, fake_run
+from study_fakes import fake_result, fake_run, run_spec
 
 from astarpo.studies.efficiency import worker
 from astarpo.studies.efficiency.config import EfficiencyConfig, arms
@@ -116,33 +116,6 @@ def test_figures_are_drawn_for_the_page(tmp_path):
 # ------------------------------------------------------------------ the runs
 
 
-def _spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True):
-    from dataclasses import asdict
-
-    from astarpo.llm.toy.problems import addition_task
-
-    ref_path = tmp_path / "ref"
-    tiny_model.save_pretrained(ref_path)
-    rows = addition_task(12, seed=0)
-    cfg = EfficiencyConfig(
-        max_train_seconds=seconds, eval_every_seconds=0.5, batch_size=2, max_new_tokens=3,
-        n_samples=2, eval_size=4,
-    )  # fmt: skip
-    return {
-        "arm": arm,
-        "seed": 0,
-        "lr": 1e-3,
-        "seconds": seconds,
-        "stage1_inside": stage1_inside,
-        "config": asdict(cfg),
-        "reference": str(ref_path),
-        "train": rows[:8],
-        "eval": rows[8:],
-        "hard": [True, False, False, True],
-        "out": str(tmp_path / "run"),
-    }
-
-
 def test_clock_excludes_evaluation_and_includes_stage1(tiny_model, tmp_path, monkeypatch):
     """A slow evaluation (0.4 s each) must not shorten the training budget nor move the
     evaluation times; Stage 1 is counted in the run's clock."""
@@ -156,7 +129,7 @@ def test_clock_excludes_evaluation_and_includes_stage1(tiny_model, tmp_path, mon
 
     monkeypatch.setattr(worker, "evaluate_policy", slow)
     t0 = time.perf_counter()
-    res = worker.run_one(_spec(tmp_path, tiny_model, "astarpo", 2.0))
+    res = worker.run_one(run_spec(tmp_path, tiny_model, "astarpo", 2.0))
     wall = time.perf_counter() - t0
     assert res["stage1_s"] > 0 and res["clock_s"] == pytest.approx(res["stage1_s"] + res["train_s"])
     assert 2.0 <= res["clock_s"] < 3.0  # the budget, plus at most about a step
@@ -170,7 +143,7 @@ def test_clock_excludes_evaluation_and_includes_stage1(tiny_model, tmp_path, mon
 
 @pytest.mark.parametrize("arm", ["astarpo_drop", "grpo", "ppo"])
 def test_run_one_in_process(tiny_model, tmp_path, arm):
-    spec = _spec(tmp_path, tiny_model, arm, 0.5, stage1_inside=False)
+    spec = run_spec(tmp_path, tiny_model, arm, 0.5, stage1_inside=False)
     if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
         import numpy as np
 

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from study_fakes import fake_result, run_spec
 
 from astarpo.analysis.stats import holm
 from astarpo.studies.efficiency import worker
@@ -69,14 +70,7 @@ def paper_result():
             paper_run("grpo", seed, steps, [0.2, 0.25, 0.3, 0.35, 0.4], 16.0, mem=20.0, spp=8)
         )
     cfg = {**asdict(EfficiencyConfig(protocol="paper", steps=8, eval_every_steps=2)), "seeds": 2}
-    return {
-        "config": cfg,
-        "reference": {"expected_accuracy": 0.2, "sampled_accuracy": 0.2, "accuracy": 0.2},
-        "hard": {"held_out": 7, "of": 50, "n_samples": 8},
-        "stage1": {"seconds": 4.0, "prompts": 100, "all_wrong": 3},
-        "sweep": {"astarpo": {"scores": {"0.001": 0.4}, "chosen": 1e-3}},
-        "runs": runs,
-    }
+    return {**fake_result(), "config": cfg, "runs": runs}
 
 
 def test_paper_summary_on_synthetic_runs_with_known_answers():
@@ -149,35 +143,10 @@ def test_config_and_presets_of_the_paper_protocol():
     EfficiencyConfig(**{**presets({"protocol": "paper", "task": "scratchpad"}, False)})
 
 
-def _paper_spec(tmp_path, tiny_model, arm):
-    from astarpo.llm.toy.problems import addition_task
-
-    ref_path = tmp_path / "ref"
-    tiny_model.save_pretrained(ref_path)
-    rows = addition_task(12, seed=0)
-    cfg = EfficiencyConfig(
-        protocol="paper", steps=3, eval_every_steps=2, batch_size=2, max_new_tokens=3,
-        n_samples=2, group_size=2, eval_size=4, max_train_seconds=0.01,
-    )  # fmt: skip
-    return {
-        "arm": arm,
-        "seed": 0,
-        "lr": 1e-3,
-        "seconds": 0.01,  # the clock budget: ignored on the paper protocol
-        "steps": 3,
-        "stage1_inside": True,
-        "config": asdict(cfg),
-        "reference": str(ref_path),
-        "train": rows[:8],
-        "eval": rows[8:],
-        "hard": [True, False, False, True],
-        "out": str(tmp_path / "run"),
-    }
-
-
 @pytest.mark.parametrize("arm", ["astarpo", "grpo", "rebel"])
 def test_every_algorithm_trains_the_same_steps_in_the_papers_shape(tiny_model, tmp_path, arm):
-    res = worker.run_one(_paper_spec(tmp_path, tiny_model, arm))
+    config = dict(protocol="paper", steps=3, eval_every_steps=2, group_size=2)
+    res = worker.run_one(run_spec(tmp_path, tiny_model, arm, 0.01, **config))  # clock ignored
     assert res["steps"] == 3 and [e["step"] for e in res["evals"]] == [0, 2, 3]
     assert (res["stage1_s"] > 0) == (arm == "astarpo")  # Stage 1 timed, beside the steps
     assert res["clock_s"] == pytest.approx(res["stage1_s"] + res["train_s"])
