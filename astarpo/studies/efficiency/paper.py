@@ -243,7 +243,7 @@ AXES = {
     "responses generated (Stage 1 included)": lambda r, e, n: float(
         e["responses"] + (n["pool"] * n["n_samples"] if r["stage1_s"] > 0 else 0)
     ),
-    "tokens generated in training (Stage 1 not)": lambda r, e, n: float(e["tokens"]),
+    "tokens generated in training, millions (Stage 1 not)": lambda r, e, n: e["tokens"] / 1e6,
     "run clock (s)": lambda r, e, n: float(e["time"]),
 }
 

@@ -127,11 +127,18 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
         for n, w in result["sweep"].items()
         if n != "astarpo_drop"
     )
-    lines = [
-        "",
-        "Learning-rate sweep (score: time-average of the validation expected accuracy over "
-        f"{cfg['sweep_seconds']:g} s, seed {cfg['sweep_seed']}): {sweeps}",
-    ]
+    if cfg.get("protocol", "clock") == "paper":
+        what = f"average of the validation expected accuracy over {cfg['steps']} steps"
+    else:
+        what = f"time-average of the validation expected accuracy over {cfg['sweep_seconds']:g} s"
+    first, n = cfg["sweep_seed"], int(cfg.get("sweep_seeds", 1))
+    seeds = f"seeds {first}-{first + n - 1}" if n > 1 else f"seed {first}"
+    text = f"Learning-rate sweep (score: {what}, {seeds}): {sweeps}"
+    if not any(w["scores"] for w in result["sweep"].values()):  # one rate given: no runs
+        rates = {ARM_LABELS.get(k, k): w["chosen"] for k, w in result["sweep"].items()}
+        chosen = [f"{k} {lr:g}" for k, lr in rates.items() if k != "astarpo_drop"]
+        text = "Learning rates (one given, no sweep): " + ", ".join(chosen)
+    lines = ["", text]
     for lib, info in result.get("peers", {}).items():
         lines += ["", f"Peers: {lib} {info['version']}; its settings that differ from ours:", ""]
         rows = [[k, d[lib], d["ours"]] for k, d in info["differences"].items()]

@@ -124,6 +124,11 @@ def test_paper_report_and_figure(tmp_path):
     assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
     assert "It has plateaued." in md
     assert "0.75 [" in md or "0.75 (" in md  # the total-time ratio
+    assert (
+        "Learning-rate sweep (score: average of the validation expected accuracy over 8 steps" in md
+    )
+    result["sweep"] = {"astarpo": {"scores": {}, "chosen": 1e-4, "extended": []}}
+    assert "Learning rates (one given, no sweep): astarpo 0.0001" in to_markdown(result)
     out = plot_paper(result, tmp_path / "paper.png")  # check_figure: width, fonts, legends
     assert Path(out).stat().st_size > 10_000
 
