@@ -99,8 +99,8 @@ class EfficiencyConfig(Protocol):
             raise ValueError(f"peers lists a library twice: {peers}.")
         if self.protocol == "paper" and (peers or self.one_pass):
             raise ValueError(
-                "protocol='paper' runs the library's algorithms for equal steps; peers and "
-                "one_pass are settings of the clock protocol: drop them or use protocol='clock'."
+                "protocol='paper' (the same number of updates for every algorithm) cannot run "
+                "peers or one_pass (wall-clock settings): drop them, or use protocol='clock'."
             )
         if peers and self.task != "addition":
             raise ValueError(

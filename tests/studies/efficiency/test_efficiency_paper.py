@@ -134,9 +134,9 @@ def test_paper_report_and_figure(tmp_path):
 
 
 def test_config_and_presets_of_the_paper_protocol():
-    with pytest.raises(ValueError, match="settings of the clock protocol"):
+    with pytest.raises(ValueError, match="wall-clock settings"):
         EfficiencyConfig(protocol="paper", peers=("trl",))
-    with pytest.raises(ValueError, match="settings of the clock protocol"):
+    with pytest.raises(ValueError, match="wall-clock settings"):
         EfficiencyConfig(protocol="paper", one_pass=True)
     with pytest.raises(ValueError, match="protocol must be one of"):
         EfficiencyConfig(protocol="steps")
