@@ -79,6 +79,11 @@ def _final(run: dict[str, Any], key: str, steps: float) -> float | None:
     return value_at(times, values, steps) if times else None
 
 
+def _reach(runs: list[dict[str, Any]], clock: str, level: float) -> list[float | None]:
+    """Per run, the ``clock`` reading at which its expected accuracy first reaches ``level``."""
+    return [time_to_target(*curve(r, "expected_accuracy", clock), level) for r in runs]
+
+
 def plateau(runs: list[dict[str, Any]], steps: int) -> dict[str, Any]:
     """The plateau rule on one run name's seeds: ``gain`` (the paired difference of the expected
     accuracy at the last step and at 3/4 of the steps) and ``plateaued`` (its mean below
@@ -93,14 +98,10 @@ def mechanism_check(a: list[dict[str, Any]], g: list[dict[str, Any]], target: fl
     the target), ``step_cost`` (training seconds per step), ``time`` (run clock to the target)
     and ``product`` (``step_cost * steps``, the time ratio if Stage 1 and the step cost were the
     whole story)."""
-
-    def reach(rs: list[dict[str, Any]], clock: str) -> list[float | None]:
-        return [time_to_target(*curve(r, "expected_accuracy", clock), target) for r in rs]
-
-    steps = paired_ratio(reach(a, "step"), reach(g, "step"))
+    steps = paired_ratio(_reach(a, "step", target), _reach(g, "step", target))
     per_step = [[r["train_s"] / max(r["steps"], 1) for r in rs] for rs in (a, g)]
     cost = paired_ratio(per_step[0], per_step[1])
-    time = paired_ratio(reach(a, "time"), reach(g, "time"))
+    time = paired_ratio(_reach(a, "time", target), _reach(g, "time", target))
     return {
         "steps": steps,
         "step_cost": cost,
@@ -128,10 +129,7 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
         values = [_readings(r) for r in rs]
         arms[arm] = {k: mean_interval([v[k] for v in values], bounds=POSITIVE) for k in RATIOS}
         arms[arm]["steps_to_target"] = {
-            label: mean_interval(
-                [time_to_target(*curve(r, "expected_accuracy", "step"), level) for r in rs],
-                bounds=POSITIVE,
-            )
+            label: mean_interval(_reach(rs, "step", level), bounds=POSITIVE)
             for label, level in targets.items()
         }
     base, ratios, differences, pvalues = groups.get("astarpo", []), {}, {}, {}

@@ -19,7 +19,7 @@ from astarpo.analysis.figures import (
     seed_errorbars,
     styled,
 )
-from astarpo.studies.efficiency.config import ARM_LABELS
+from astarpo.studies.efficiency.config import ARM_LABELS, PAPER_SHAPE
 from astarpo.studies.efficiency.mechanism import markdown_lines
 from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
 from astarpo.studies.efficiency.paper import paper_lines, plot_paper, summarize_all
@@ -48,10 +48,9 @@ def _protocol(result: dict[str, Any]) -> list[str]:
     hard, stage1 = result.get("hard", {}), result["stage1"]
     paper = cfg.get("protocol", "clock") == "paper"
     if paper:
-        run = (
-            f"Every run: {cfg['steps']} steps over the same prompt order (2 minibatches per batch,"
-        )
-        run += " entropy 0.001, gradient clip 1.0; A*-PO's Stage 1 timed with it),"
+        shape = ", ".join(f"{k} {v:g}" for k, v in PAPER_SHAPE.items())
+        run = f"Every run: {cfg['steps']} steps over the same prompt order ({shape}; A*-PO's "
+        run += "Stage 1 timed with it),"
         every = f"{cfg['eval_every_steps']} steps"
     else:
         run = f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it),"

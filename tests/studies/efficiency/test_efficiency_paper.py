@@ -119,7 +119,8 @@ def test_paper_report_and_figure(tmp_path):
     result["summary"] = summarize_all(result)
     md = to_markdown(result)
     assert "# A*-PO against the baselines (paper protocol)" in md
-    assert "Every run: 8 steps over the same prompt order" in md
+    shape = "(minibatches 2, entropy_coef 0.001, max_grad_norm 1;"  # PAPER_SHAPE, stated
+    assert f"Every run: 8 steps over the same prompt order {shape}" in md
     assert "## The paper's protocol: 8 steps for every run" in md
     assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
     assert "It has plateaued." in md
