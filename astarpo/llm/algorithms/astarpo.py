@@ -62,9 +62,10 @@ class AStarPOConfig(TrainConfig):
 
     refresh_every_steps: int = doc_field(
         0,
-        "Refresh the reference every this many steps: after step t with t % K == 0 it becomes "
-        "a frozen copy of the policy and V* is estimated again under it (Stage 1, on the "
-        "training prompts); 0 = never (the paper's fixed reference).",
+        "Refresh the reference every this many steps: after each step that is a multiple of it, "
+        "the reference becomes a frozen copy of the policy and V* is estimated again under it "
+        "(Stage 1 on the training prompts; its samples and time count as training cost); "
+        "0 = never (the paper's fixed reference).",
     )
     refresh_n_samples: int = doc_field(
         8, "Stage 1 samples per prompt of each refresh's V* estimate (with refresh_every_steps)."
