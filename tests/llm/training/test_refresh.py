@@ -146,3 +146,11 @@ def test_an_algorithm_without_v_star_is_refused(tokenizer, tmp_path):
 
     with pytest.raises(ValueError, match="reference and V"):
         toy_trainer(tokenizer, tmp_path, algorithm=GRPO(GRPOConfig()), **RULE)
+
+
+def test_refresh_folders_no_kept_checkpoint_needs_are_deleted(tokenizer, tmp_path):
+    rule = {**RULE, "refresh_every_steps": 1, "refresh_n_samples": 2}
+    trainer = toy_trainer(tokenizer, tmp_path, max_steps=4, save_total_limit=1, **rule)
+    trainer.train()
+    assert sorted(p.name for p in (tmp_path / "refresh").iterdir()) == ["step-3"]
+    assert (tmp_path / "checkpoint-4").is_dir() and trainer.refresh.count == 3
