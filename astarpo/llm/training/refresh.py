@@ -29,6 +29,7 @@ architecture than the policy, and an algorithm without a reference or V*.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 import shutil
 from pathlib import Path
@@ -230,9 +231,9 @@ class ReferenceRefresh:
         if step:
             folder = refresh_folder(trainer.args.output_dir, step)
             try:
-                weights = torch.load(folder / "reference.pt", weights_only=True)
+                weights = torch.load(folder / "reference.pt", "cpu", weights_only=True)
                 table = ValueTable.load(folder / "values.jsonl")
-            except (OSError, RuntimeError, ValueError) as e:
+            except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as e:
                 raise CheckpointError(
                     f"the checkpoint continues the reference refreshed after step {step}, but "
                     f"{folder} is missing or unreadable ({e}); resume from an earlier "

@@ -141,6 +141,38 @@ def test_a_reference_of_another_architecture_is_refused(tokenizer, tmp_path):
     toy_trainer(tokenizer, tmp_path, ref=other)  # without the rule: any reference
 
 
+def test_torchrun_is_refused(tokenizer):
+    from types import SimpleNamespace
+
+    from astarpo.llm.algorithms.astarpo import AStarPO
+    from astarpo.llm.training.refresh import ReferenceRefresh
+
+    model = make_tiny_model(tokenizer)
+    trainer = SimpleNamespace(
+        args=AStarPOConfig(**RULE),
+        algorithm=AStarPO(),
+        dp=SimpleNamespace(info=SimpleNamespace(distributed=True)),
+        model=model,
+        ref_model=make_tiny_model(tokenizer),
+        v_star=None,
+    )
+    with pytest.raises(ValueError, match="not supported under torchrun"):
+        ReferenceRefresh(trainer)
+    trainer.dp.info.distributed = False
+    assert ReferenceRefresh(trainer).every == RULE["refresh_every_steps"]
+
+
+def test_a_missing_refresh_folder_fails_the_resume_by_name(tokenizer, tmp_path):
+    import shutil
+
+    from astarpo.llm.training.checkpoint import CheckpointError
+
+    toy_trainer(tokenizer, tmp_path, max_steps=3, **RULE).train()
+    shutil.rmtree(refresh_folder(tmp_path, 2))
+    with pytest.raises(CheckpointError, match="refreshed after step 2"):
+        toy_trainer(tokenizer, tmp_path, max_steps=4, **RULE).train(resume=True)
+
+
 def test_an_algorithm_without_v_star_is_refused(tokenizer, tmp_path):
     from astarpo.llm.algorithms.grpo import GRPO, GRPOConfig
 
