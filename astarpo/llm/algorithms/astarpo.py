@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import torch
 
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.config import doc_field
+from astarpo.llm.algorithms.config import check_choice, doc_field
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
 from astarpo.objective import advantage_regression_loss, check_beta, optimal_advantage
@@ -22,7 +22,27 @@ __all__ = ["AStarPO", "AStarPOConfig"]
 
 @dataclass(frozen=True)
 class AStarPOConfig(TrainConfig):
-    """A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``.
+    r"""A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``
+    and the refresh rule of the reference.
+
+    A fixed reference caps what A*-PO can learn: the regression pulls the policy towards
+    :math:`\pi_{\mathrm{ref}} e^{A^*/\beta_2}`, which stays close to the starting model. With
+    ``refresh_every_steps = K > 0`` the reference moves (as OAPL, arXiv 2602.19362, refreshes a
+    lagged reference): after every step ``t`` with ``t % K == 0``, before step ``t + 1``, the
+    reference becomes a frozen copy of the current policy and V* is estimated again under it
+    for every training prompt by Stage 1 (:func:`~astarpo.llm.stage1.estimate.estimate_values`
+    with ``refresh_n_samples`` samples per prompt, ``refresh_beta1`` and the run's sampling;
+    :mod:`astarpo.llm.training.refresh`). The samples and time of a refresh count as training
+    cost. ``refresh_every_steps = 0`` (the default) keeps the reference and the V* table of the
+    run's start, as in the paper.
+
+    Attributes:
+        refresh_every_steps: Steps between refreshes of the reference (0: never, the paper).
+        refresh_n_samples: Stage 1 samples per prompt of each refresh's V* (with adaptive
+            allocation, their mean over each generate call's prompts).
+        refresh_beta1: ``beta1`` of each refresh's V* (``beta1 log mean exp(r / beta1)``).
+        refresh_allocation: ``"fixed"`` or ``"adaptive"``
+            (:attr:`~astarpo.llm.stage1.config.Stage1Config.allocation`).
 
     Example:
         >>> from astarpo.llm import AStarPOConfig
@@ -40,9 +60,55 @@ class AStarPOConfig(TrainConfig):
         "A training set that is a subset of the table's prompts needs no override.",
     )
 
+    refresh_every_steps: int = doc_field(
+        0,
+        "Refresh the reference every this many steps: after each step that is a multiple of it, "
+        "the reference becomes a frozen copy of the policy and V* is estimated again under it "
+        "(Stage 1 on the training prompts; its samples and time count as training cost); "
+        "0 = never (the paper's fixed reference).",
+    )
+    refresh_n_samples: int = doc_field(
+        8, "Stage 1 samples per prompt of each refresh's V* estimate (with refresh_every_steps)."
+    )
+    refresh_beta1: float = doc_field(
+        0.5, "beta1 of each refresh's V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5)."
+    )
+    refresh_allocation: str = doc_field(
+        "fixed",
+        "How each refresh spreads its samples over prompts: 'fixed' (refresh_n_samples each) or "
+        "'adaptive' (Stage 1's allocation rule, with its default pilot and cap).",
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_beta(self.beta2, "beta2")  # here only: the algorithm and its loss trust it
+        self._check_refresh()
+
+    def _check_refresh(self) -> None:
+        for name, low in (("refresh_every_steps", 0), ("refresh_n_samples", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(
+                    f"{name} must be an integer >= {low}, got {v!r}"
+                    + (" (0 turns the refresh off)." if low == 0 else ".")
+                )
+        check_beta(self.refresh_beta1, "refresh_beta1")
+        check_choice(self, "refresh_allocation", ("fixed", "adaptive"))
+        if not self.refresh_every_steps:
+            return
+        if self.lora_r:
+            raise ValueError(
+                "refresh_every_steps > 0 is not supported with LoRA (lora_r > 0): the reference "
+                "is the policy with its adapters disabled, so it cannot become a copy of the "
+                "policy. Train without LoRA (lora_r=0) or keep the reference (refresh_every_steps"
+                "=0)."
+            )
+        if self.sampling.greedy and self.refresh_n_samples > 1:
+            raise ValueError(
+                f"temperature 0 (greedy) gives each refresh {self.refresh_n_samples} identical "
+                "samples per prompt, so V* would be one reward; sample with temperature > 0, or "
+                "use refresh_n_samples=1."
+            )
 
 
 class AStarPO:

@@ -6,7 +6,8 @@ A fresh run refuses an ``output_dir`` that holds an earlier run unless
 run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then
 writes ``run_config.json``: the resolved config, the algorithm and its settings as it ran
 (:func:`algorithm_settings`), the reward functions' dotted
-paths and fingerprints of the training rows and of the V* values. A resume compares the current
+paths, fingerprints of the training rows and of the V* values, and the refresh rule of the
+reference (:func:`~astarpo.llm.training.refresh.refresh_rule`). A resume compares the current
 run with that file and refuses every difference that changes the result, naming each field;
 :data:`RESUMABLE_FIELDS` may change.
 """
@@ -29,6 +30,7 @@ import numpy as np
 
 from astarpo import __version__
 from astarpo.llm.rewards.scoring import reward_path
+from astarpo.llm.training.refresh import REFRESH_DIR, refresh_rule
 
 __all__ = [
     "RESUMABLE_FIELDS",
@@ -120,6 +122,7 @@ def run_record(
         "data": {"rows": len(rows), "sha256": fingerprint([dict(r) for r in rows])},
         "v_star": None if v_star is None else fingerprint(np.asarray(v_star, np.float64)),
         "algorithm_settings": algorithm_settings(algorithm),
+        "refresh": refresh_rule(config),  # None: the reference of the start, never refreshed
     }
 
 
@@ -150,10 +153,11 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def _run_files(out: Path) -> list[Path]:
-    """What a run writes in ``out``: checkpoints, metrics, TensorBoard, final model, config."""
+    """What a run writes in ``out``: checkpoints, metrics, TensorBoard, final model, config,
+    refreshed references."""
     if not out.is_dir():
         return []
-    names = {"metrics.jsonl", "tb", "final", RUN_CONFIG}
+    names = {"metrics.jsonl", "tb", "final", RUN_CONFIG, REFRESH_DIR}
     return [
         p
         for p in out.iterdir()
@@ -199,11 +203,14 @@ def discard_fresh_run(output_dir: str | Path) -> None:
 
 def _differences(saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     diffs = []
-    for key in ("algorithm", "algorithm_settings", "config_class", "rewards", "data", "v_star"):
+    keys = ("algorithm", "algorithm_settings", "config_class", "rewards", "data", "v_star")
+    for key in (*keys, "refresh"):
         if saved.get(key) != now.get(key):
             diffs.append(f"{key}: {saved.get(key)!r} -> {now.get(key)!r}")
     old, new = saved.get("config", {}), json.loads(json.dumps(now["config"]))
     for name in sorted(set(old) | set(new)):
+        if name not in old and name.startswith("refresh_") and now.get("refresh") is None:
+            continue  # a run from before the refresh rule existed: it never refreshed either
         if name not in RESUMABLE_FIELDS and old.get(name) != new.get(name):
             diffs.append(f"{name}: {old.get(name)!r} -> {new.get(name)!r}")
     return diffs

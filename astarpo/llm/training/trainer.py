@@ -59,11 +59,8 @@ from astarpo.llm.training.guards import (
 from astarpo.llm.training.inputs import EpochOrder, frozen_reference, resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, response_metrics, timed
 from astarpo.llm.training.preemption import TrainingSignals
-from astarpo.llm.training.run_dir import (
-    announce_resume,
-    run_record,
-    start_run,
-)
+from astarpo.llm.training.refresh import ReferenceRefresh
+from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
 from astarpo.llm.training.update import (
     autocast_factory,
     build_optimizer,
@@ -177,6 +174,7 @@ class Trainer:
         self.order = EpochOrder(len(self.rows), args.seed)
         self.train_time = 0.0
         self.history: list[dict[str, Any]] = []
+        self.refresh = ReferenceRefresh(self)  # refresh_every_steps (A*-PO): a moving reference
 
     def _micro(self, rows: int) -> int:
         return self.args.micro_batch_size or rows
@@ -187,7 +185,7 @@ class Trainer:
         times: dict[str, float] = {}
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        record: dict[str, Any] = {"step": t}
+        record: dict[str, Any] = {"step": t, **self.refresh.before_step(self, t, times)}
 
         # 1-2. Prompts, generation and rewards (dataset columns repeated per sample).
         global_idx = self.order.take(args.batch_size)
@@ -269,6 +267,7 @@ class Trainer:
             "data_index": self.order.index,
             "train_time": self.train_time,
             "algorithm": self.algorithm.name,
+            "refresh": self.refresh.state(),
         }
         with self.dp.watch("checkpoint", self.step_count):
             path = save_checkpoint(
@@ -280,6 +279,7 @@ class Trainer:
                 state,
             )
         rotate_checkpoints(self.args.output_dir, self.args.save_total_limit)
+        self.refresh.prune(self.args.output_dir)  # the refresh folders no checkpoint needs
         return path
 
     def save_model(self, output_dir: str | Path | None = None, *, overwrite: bool = False) -> Path:
@@ -317,9 +317,9 @@ class Trainer:
             found, self.args.output_dir, self.model, self.optimizer, self.modules
         )
         self.step_count = int(state["step"])
-        self.order.epoch = int(state["data_epoch"])
-        self.order.index = int(state["data_index"])
+        self.order.epoch, self.order.index = int(state["data_epoch"]), int(state["data_index"])
         self.train_time = float(state["train_time"])
+        self.refresh.restore(self, state.get("refresh"))  # the reference and V* it had
         return self.step_count
 
     def _evaluate(self, logger: Any) -> None:
@@ -352,7 +352,8 @@ class Trainer:
                 finished and checkpointed (:mod:`astarpo.llm.parallel.signals`).
         """
         args = self.args
-        record = run_record(args, self.algorithm, self.rows, self.reward_funcs, self.v_star)
+        v_star = self.refresh.initial_v_star  # the run's Stage 1 values, whatever was refreshed
+        record = run_record(args, self.algorithm, self.rows, self.reward_funcs, v_star)
         start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
         barrier()
         resume_step = None

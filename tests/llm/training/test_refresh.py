@@ -1,0 +1,188 @@
+"""The refresh rule of A*-PO's reference (astarpo.llm.training.refresh): the reference becomes
+the policy every K steps and V* is estimated again by Stage 1; runs without it are unchanged,
+and a resume across a refresh continues with the reference it had."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from toy_setup import first_digit_reward, make_tiny_model, toy_trainer
+
+from astarpo.llm.algorithms.astarpo import AStarPOConfig
+from astarpo.llm.data.prompts import prompt_key
+from astarpo.llm.rollout.base import derive_seed
+from astarpo.llm.rollout.hf import HFGenerator
+from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.training.refresh import refresh_folder, refresh_stage1_config
+from astarpo.llm.training.run_dir import RunDirError
+
+RULE = {"refresh_every_steps": 2, "refresh_n_samples": 4, "refresh_beta1": 0.5}
+
+
+def spread_reward(completions, **_):
+    """A reward in [0, 1) that differs between most responses (V* then depends on each one)."""
+    return [sum(map(ord, c)) % 7 / 7 for c in completions]
+
+
+def _hand_v_star(model, tokenizer, args, step, rows):
+    """V* of each row under ``model``, sampled as the refresh after ``step`` samples (its
+    Stage 1 config: batches of ``prompts_per_call`` prompts, seeds from their keys), with
+    ``beta1 log mean exp(r / beta1)`` written out in float64."""
+    cfg = refresh_stage1_config(args, step)
+    gen = HFGenerator(model, tokenizer, batch_size=args.generation_batch_size)
+    unique = list({prompt_key(r["prompt"]): r for r in rows}.items())
+    values = {}
+    for i in range(0, len(unique), cfg.prompts_per_call):
+        batch = unique[i : i + cfg.prompts_per_call]
+        prompts = [r["prompt"] for _, r in batch]
+        seed = derive_seed(cfg.seed, *(k for k, _ in batch))
+        out = gen.generate(prompts, cfg.n_samples, cfg.sampling, seed)
+        answers = [r["answer"] for _, r in batch for _ in range(cfg.n_samples)]
+        rewards = np.asarray(
+            first_digit_reward(out.prompts, out.completions, answers), dtype=np.float64
+        ) + np.asarray(spread_reward(out.completions), dtype=np.float64)
+        rewards = rewards.reshape(len(batch), cfg.n_samples)
+        for p, r in zip(prompts, rewards, strict=True):
+            b1 = float(cfg.beta1)
+            values[p] = b1 * np.log(np.mean(np.exp(r / b1)))
+    return np.array([values[r["prompt"]] for r in rows])
+
+
+def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
+    rewards = [first_digit_reward, spread_reward]
+    trainer = toy_trainer(tokenizer, tmp_path, max_steps=3, rewards=rewards, **RULE)
+    start = {k: v.clone() for k, v in trainer.ref_model.state_dict().items()}
+    first = [trainer.step() for _ in range(2)]
+    assert all(r["refresh/count"] == 0 and r["refresh/samples"] == 0 for r in first)
+    at_k = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    record = trainer.step()  # the refresh after step 2 runs first
+    ref = trainer.ref_model.state_dict()
+    assert ref.keys() == at_k.keys()
+    assert all(torch.equal(ref[k], at_k[k]) for k in at_k)
+    assert not all(torch.equal(ref[k], start[k]) for k in start)  # the reference moved
+    assert not trainer.ref_model.training
+    assert not any(p.requires_grad for p in trainer.ref_model.parameters())
+    assert any(p.requires_grad for p in trainer.model.parameters())
+
+    expected = _hand_v_star(trainer.ref_model, tokenizer, trainer.args, 2, trainer.rows)
+    assert len(set(expected.tolist())) > 1  # prompts of different values
+    np.testing.assert_allclose(trainer.v_star, expected, rtol=1e-12, atol=1e-12)
+    assert record["refresh/count"] == 1
+    assert record["refresh/samples"] == len(trainer.rows) * RULE["refresh_n_samples"]
+    assert record["refresh/v_star_mean"] == pytest.approx(float(expected.mean()))
+    assert record["refresh/seconds"] == record["time/refresh"] > 0
+    assert record["time/step"] >= record["time/refresh"]  # training cost: in the train clock
+
+    folder = refresh_folder(tmp_path, 2)
+    saved = torch.load(folder / "reference.pt", weights_only=True)
+    assert all(torch.equal(saved[k], at_k[k]) for k in at_k)
+    table = ValueTable.load(folder / "values.jsonl")
+    np.testing.assert_array_equal(table.v_star([r["prompt"] for r in trainer.rows]), trainer.v_star)
+
+
+def test_no_refresh_rule_leaves_the_run_unchanged(tokenizer, tmp_path):
+    off = toy_trainer(tokenizer, tmp_path / "off", max_steps=3).train()
+    never = toy_trainer(tokenizer, tmp_path / "never", max_steps=3, refresh_every_steps=10)
+    on = never.train()
+    losses = [[r["loss"] for r in h if "loss" in r] for h in (off, on)]
+    assert len(losses[0]) == 3 and losses[0] == losses[1]  # bit-identical
+    assert not any(k.startswith("refresh/") for r in off for k in r)
+    assert on[-1]["refresh/count"] == 0 and not (tmp_path / "off" / "refresh").exists()
+
+
+def test_resume_across_a_refresh_continues_the_refreshed_reference(tokenizer, tmp_path):
+    k = RULE["refresh_every_steps"]
+    straight = toy_trainer(tokenizer, tmp_path / "a", max_steps=2 * k + 1, **RULE)
+    whole = [r["loss"] for r in straight.train() if "loss" in r]
+
+    out = tmp_path / "b"
+    first = toy_trainer(tokenizer, out, max_steps=k + 1, **RULE).train()
+    with pytest.raises(RunDirError, match="refresh"):
+        toy_trainer(tokenizer, out, max_steps=2 * k + 1, **{**RULE, "refresh_n_samples": 2}).train(
+            resume=True
+        )
+    resumed = toy_trainer(tokenizer, out, max_steps=2 * k + 1, **RULE)
+    rest = [r["loss"] for r in resumed.train(resume=True) if "loss" in r]
+    assert [r["loss"] for r in first] + rest == whole
+    assert len(whole) == 2 * k + 1 and resumed.refresh.count == straight.refresh.count == 2
+    np.testing.assert_array_equal(resumed.v_star, straight.v_star)
+    ref_a, ref_b = straight.ref_model.state_dict(), resumed.ref_model.state_dict()
+    assert all(torch.equal(ref_a[n], ref_b[n]) for n in ref_a)
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"refresh_every_steps": -1}, "refresh_every_steps must be an integer >= 0"),
+        ({"refresh_every_steps": 1.5}, "refresh_every_steps must be an integer"),
+        ({"refresh_every_steps": True}, "refresh_every_steps must be an integer"),
+        ({"refresh_n_samples": 0}, "refresh_n_samples must be an integer >= 1"),
+        ({"refresh_beta1": 0.0}, "refresh_beta1 must be a finite number > 0"),
+        ({"refresh_allocation": "greedy"}, "refresh_allocation must be one of"),
+        ({"refresh_every_steps": 2, "lora_r": 4}, "not supported with LoRA"),
+        ({"refresh_every_steps": 2, "temperature": 0.0}, "identical samples"),
+    ],
+)
+def test_bad_refresh_rules_are_refused(fields, match):
+    with pytest.raises(ValueError, match=match):
+        AStarPOConfig(**fields)
+
+
+def test_greedy_with_one_sample_and_lora_without_refresh_are_fine():
+    AStarPOConfig(refresh_every_steps=2, temperature=0.0, refresh_n_samples=1)
+    AStarPOConfig(lora_r=4)
+
+
+def test_a_reference_of_another_architecture_is_refused(tokenizer, tmp_path):
+    other = make_tiny_model(tokenizer, hidden_size=16, intermediate_size=32)
+    with pytest.raises(ValueError, match="another architecture"):
+        toy_trainer(tokenizer, tmp_path, ref=other, **RULE)
+    toy_trainer(tokenizer, tmp_path, ref=other)  # without the rule: any reference
+
+
+def test_torchrun_is_refused(tokenizer):
+    from types import SimpleNamespace
+
+    from astarpo.llm.algorithms.astarpo import AStarPO
+    from astarpo.llm.training.refresh import ReferenceRefresh
+
+    model = make_tiny_model(tokenizer)
+    trainer = SimpleNamespace(
+        args=AStarPOConfig(**RULE),
+        algorithm=AStarPO(),
+        dp=SimpleNamespace(info=SimpleNamespace(distributed=True)),
+        model=model,
+        ref_model=make_tiny_model(tokenizer),
+        v_star=None,
+    )
+    with pytest.raises(ValueError, match="not supported under torchrun"):
+        ReferenceRefresh(trainer)
+    trainer.dp.info.distributed = False
+    assert ReferenceRefresh(trainer).every == RULE["refresh_every_steps"]
+
+
+def test_a_missing_refresh_folder_fails_the_resume_by_name(tokenizer, tmp_path):
+    import shutil
+
+    from astarpo.llm.training.checkpoint import CheckpointError
+
+    toy_trainer(tokenizer, tmp_path, max_steps=3, **RULE).train()
+    shutil.rmtree(refresh_folder(tmp_path, 2))
+    with pytest.raises(CheckpointError, match="refreshed after step 2"):
+        toy_trainer(tokenizer, tmp_path, max_steps=4, **RULE).train(resume=True)
+
+
+def test_an_algorithm_without_v_star_is_refused(tokenizer, tmp_path):
+    from astarpo.llm.algorithms.grpo import GRPO, GRPOConfig
+
+    with pytest.raises(ValueError, match="reference and V"):
+        toy_trainer(tokenizer, tmp_path, algorithm=GRPO(GRPOConfig()), **RULE)
+
+
+def test_refresh_folders_no_kept_checkpoint_needs_are_deleted(tokenizer, tmp_path):
+    rule = {**RULE, "refresh_every_steps": 1, "refresh_n_samples": 2}
+    trainer = toy_trainer(tokenizer, tmp_path, max_steps=4, save_total_limit=1, **rule)
+    trainer.train()
+    assert sorted(p.name for p in (tmp_path / "refresh").iterdir()) == ["step-3"]
+    assert (tmp_path / "checkpoint-4").is_dir() and trainer.refresh.count == 3
