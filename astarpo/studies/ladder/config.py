@@ -45,7 +45,8 @@ class LadderConfig(RunOptions):
 
     bins: tuple[str, ...] = option(
         ("-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf"),
-        "Bins of log10 v_ref, each 'HI:LO' (LO < log10 v_ref <= HI; LO may be -inf).",
+        "Bins of log10 v_ref, each 'HI:LO' (LO < log10 v_ref <= HI; LO may be -inf); on the "
+        "command line with '=' (--bins=-1:-2,-30:-inf), as the values start with '-'.",
     )
     train: int = option(200, "Training prompts per bin (>= 200 in the full run).", 1)
     test: int = option(200, "Held-out prompts per bin (>= 200 in the full run).", 1)

@@ -152,3 +152,21 @@ def test_the_report_is_written(tiny: dict) -> None:
         assert (out / name).exists()
     text = (out / "ladder.md").read_text()
     assert "[-1,-2)" in text and "<=-30" in text
+
+
+def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
+    import astarpo.studies.ladder.run as run_mod
+    from astarpo.cli import main
+
+    seen = {}
+
+    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+        seen["cfg"] = cfg
+        (tmp_path / "ladder.md").write_text("x\n")
+        return {}
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    args = ["study", "ladder", "--quick", "--out", str(tmp_path), "--bins=-1:-2,-30:-inf"]
+    assert main([*args, "--train", "5"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.bins == ("-1:-2", "-30:-inf") and cfg.train == 5 and cfg.test == 40
