@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.studies.efficiency import config as efficiency
+from astarpo.studies.ladder import config as ladder
 from astarpo.studies.two_beta import config as two_beta
 from astarpo.studies.zero_pass import config as zero_pass
 
@@ -80,5 +81,13 @@ STUDIES: dict[str, Study] = {
         "A*-PO with V* at each beta1 (beta2 = 1e-3, equal steps): final accuracy, KL, steps "
         "to target and gradient noise, paired against the paper's beta1 = 0.5",
         two_beta.presets,
+    ),
+    "ladder": Study(
+        "astarpo.studies.ladder",
+        ladder.LadderConfig,
+        "ladder",
+        "prompt sets binned by the reference's exact solve probability v_ref (teacher-forced), "
+        "with their sampled pass@8 = 0 and pass@64 = 0 fractions",
+        ladder.presets,
     ),
 }

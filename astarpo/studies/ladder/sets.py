@@ -1,0 +1,168 @@
+r"""The ladder's prompt sets: scratchpad prompts binned by the reference's exact solve probability.
+
+The scratchpad reward is exact match, so a prompt ``x`` with gold worked solution ``a`` has
+exactly one rewarded response, and the reference solves ``x`` with probability
+
+.. math::
+
+    v_{ref}(x) = \pi_{ref}(a \oplus \mathrm{EOS} \mid x)
+              = \exp \sum_t \log \pi_{ref}(y_t \mid x, y_{<t}),
+
+computed by teacher forcing (:func:`gold_logprobs`, one forward pass per batch), not sampled.
+
+The rule that gives graded difficulty (:func:`draw_candidates`):
+
+* **zero-rich** candidates: ``candidates`` problems with the SFT data's 4-digit operands whose
+  digits are each 0 with probability ``p`` (else uniform in 1..9), ``p`` drawn per problem
+  uniformly in ``[zero_low, zero_high]``. The SFT data has uniform digits (a digit is 0 with
+  probability 0.1), so operands such as ``0300+0005`` are a pattern it rarely shows; the more
+  zeros, the lower v_ref (on the cached reference: log10 v_ref from about -0.2 down to -7);
+* **long** candidates: ``long_candidates`` uniform problems with 5-digit operands, one more than
+  any SFT example (the zero-pass study's hard set): log10 v_ref below -30.
+
+Candidates are deduplicated in draw order, every prompt of the SFT task's drawn region (SFT
+rows, held-out and validation rows) is left out, and each bin keeps its first ``train`` then
+``test`` candidates in draw order (:func:`fill_bins`). A bin with too few candidates raises
+``RuntimeError`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from astarpo.llm.models.logprobs import sequence_logprobs
+from astarpo.llm.rewards.scratchpad import scratchpad_solution
+from astarpo.llm.toy.problems import scratchpad_task
+from astarpo.llm.toy.tasks import get_task
+from astarpo.studies.harness.protocol import HELD, REF_SEED, SFT
+from astarpo.studies.ladder.config import LadderConfig, bin_label, parse_bin
+
+__all__ = ["FIELDS", "draw_candidates", "fill_bins", "gold_logprobs", "load_reference"]
+__all__ += ["read_prompts", "write_prompts", "zero_rich"]
+
+#: The fields of a row of ``ladder_prompts.jsonl``, in order.
+FIELDS = ("bin", "split", "prompt", "answer", "gold_response", "v_ref")
+
+
+def zero_rich(n: int, digits: int, low: float, high: float, seed: int) -> list[dict[str, str]]:
+    """``n`` problems (duplicates possible) whose operands' digits are 0 with chance ``p ~
+    U[low, high]`` (one ``p`` per problem), else uniform in 1..9.
+
+    Returns:
+        Rows ``{"prompt": "0300+0005=", "answer": worked solution}``.
+    """
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(low, high, size=(n, 1, 1))
+    zero = rng.random((n, 2, digits)) < p
+    values = np.where(zero, 0, rng.integers(1, 10, size=(n, 2, digits)))
+    ops = (values * 10 ** np.arange(digits)).sum(axis=2)
+    rows = []
+    for a, b in ops.tolist():
+        rows.append({"prompt": f"{a:0{digits}d}+{b:0{digits}d}=",
+                     "answer": scratchpad_solution(a, b, digits)})  # fmt: skip
+    return rows
+
+
+def draw_candidates(cfg: LadderConfig) -> list[dict[str, str]]:
+    """The zero-rich then the long candidates (see the module doc), deduplicated in draw order,
+    without any prompt of the SFT task's drawn region. Rows: ``prompt``, ``answer``."""
+    seen = {r["prompt"] for r in get_task(cfg.protocol().task).rows(HELD + SFT, REF_SEED)}
+    rows = zero_rich(cfg.candidates, cfg.digits, cfg.zero_low, cfg.zero_high, cfg.seed)
+    rows += scratchpad_task(cfg.long_candidates, seed=cfg.seed + 1, digits=cfg.long_digits)
+    out = []
+    for r in rows:
+        if r["prompt"] not in seen:
+            seen.add(r["prompt"])
+            out.append({"prompt": r["prompt"], "answer": r["answer"]})
+    return out
+
+
+def gold_logprobs(
+    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 256
+) -> np.ndarray:
+    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold response ``a``
+    (``row["answer"]``) given its ``prompt``, by teacher forcing: float64 ``[B]``."""
+    out = []
+    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
+    for i in range(0, len(rows), batch):
+        part = rows[i : i + batch]
+        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
+        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
+        responses = [[*a, eos] for a in answers["input_ids"]]
+        with torch.no_grad():
+            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
+    return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+def fill_bins(
+    rows: Sequence[dict[str, str]], logp: np.ndarray, cfg: LadderConfig
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Each bin's first ``train`` then ``test`` candidates (``logp``: their natural-log v_ref).
+
+    Returns:
+        ``(rows, info)``: rows with :data:`FIELDS`, bin by bin; per bin label, ``candidates``
+        (how many fell in it) and the kept prompts' ``log10_v_ref_min/max``.
+
+    Raises:
+        RuntimeError: a bin holds fewer than ``train + test`` candidates.
+    """
+    log10 = logp / math.log(10.0)
+    need, kept, info = cfg.train + cfg.test, [], {}
+    for spec in cfg.bins:
+        hi, lo = parse_bin(spec)
+        label = bin_label(spec)
+        inside = np.flatnonzero((log10 <= hi) & (log10 > lo))
+        if len(inside) < need:
+            raise RuntimeError(
+                f"bin {label} holds {len(inside)} of {len(rows)} candidates; {need} are needed. "
+                "Raise candidates (or long_candidates for a bin below -30)."
+            )
+        for j, i in enumerate(inside[:need].tolist()):
+            row: dict[str, Any] = {"bin": label, "split": "train" if j < cfg.train else "test"}
+            row.update(prompt=rows[i]["prompt"], answer=rows[i]["answer"])
+            row.update(gold_response=rows[i]["answer"], v_ref=math.exp(float(logp[i])))
+            kept.append(row)
+        info[label] = {"candidates": len(inside), "hi": hi, "lo": lo}
+        info[label]["log10_v_ref_max"] = float(log10[inside[:need]].max())
+        info[label]["log10_v_ref_min"] = float(log10[inside[:need]].min())
+    return kept, info
+
+
+def load_reference(path: str | Path) -> tuple[Any, Any]:
+    """``(model in eval mode, tokenizer)`` of a saved ``reference/`` folder, the tokenizer read
+    from its ``tokenizer.json`` as written (character-level: one id per character).
+
+    ``AutoTokenizer`` (transformers 5) reads that folder as a ``Qwen2Tokenizer`` whose own
+    pre-tokenizer drops the worked solutions' spaces, so v_ref is recomputed with this one.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    from astarpo.llm.models.loading import load_pretrained_model
+
+    folder = Path(path)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=str(folder / "tokenizer.json"),
+        pad_token="<pad>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
+    )
+    return load_pretrained_model(str(folder)).eval(), tokenizer
+
+
+def write_prompts(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """``ladder_prompts.jsonl``: one JSON object per row with exactly :data:`FIELDS`."""
+    path.write_text("".join(json.dumps({f: r[f] for f in FIELDS}) + "\n" for r in rows))
+
+
+def read_prompts(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``ladder_prompts.jsonl``."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
