@@ -28,7 +28,8 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory, timed
 from astarpo.studies.harness.protocol import Protocol
 
-__all__ = ["PeakRSS", "alternate", "evaluate_policy", "sample_scores", "timed_stage1"]
+__all__ = ["PeakRSS", "alternate", "evaluate_policy", "gold_logprobs", "sample_scores"]
+__all__ += ["timed_stage1"]
 
 
 class PeakRSS:
@@ -186,3 +187,22 @@ def alternate(
                 for k, v in {"wall": wall, "cpu": cpu, **numbers}.items():
                     out[name].setdefault(k, []).append(float(v))
     return out
+
+
+def gold_logprobs(
+    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 256
+) -> np.ndarray:
+    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold answer ``a``
+    (``row["answer"]``) given its ``prompt``, by teacher forcing, float64 ``[B]`` (below
+    ``answer_probability``'s float32 range): ``exp`` of it is the expected sampled accuracy of
+    an exact-match reward, and under the reference the prompt's exact :math:`v_{ref}`."""
+    out = []
+    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
+    for i in range(0, len(rows), batch):
+        part = rows[i : i + batch]
+        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
+        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
+        responses = [[*a, eos] for a in answers["input_ids"]]
+        with torch.no_grad():
+            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
+    return torch.cat(out).numpy() if out else np.zeros(0)

@@ -26,13 +26,14 @@ from typing import Any
 import numpy as np
 
 from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.studies.harness.measure import gold_logprobs
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import make_reference
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.ladder import report
 from astarpo.studies.ladder.config import LadderConfig
 from astarpo.studies.ladder.passk import pass_summary, sample_successes
-from astarpo.studies.ladder.sets import draw_candidates, fill_bins, gold_logprobs, write_prompts
+from astarpo.studies.ladder.sets import draw_candidates, fill_bins, write_prompts
 
 __all__ = ["OUTPUTS", "PASS_K", "run"]
 

@@ -8,7 +8,8 @@ exactly one rewarded response, and the reference solves ``x`` with probability
     v_{ref}(x) = \pi_{ref}(a \oplus \mathrm{EOS} \mid x)
               = \exp \sum_t \log \pi_{ref}(y_t \mid x, y_{<t}),
 
-computed by teacher forcing (:func:`gold_logprobs`, one forward pass per batch), not sampled.
+computed by teacher forcing (:func:`~astarpo.studies.harness.measure.gold_logprobs`, one
+forward pass per batch), not sampled.
 
 The rule that gives graded difficulty (:func:`draw_candidates`):
 
@@ -35,16 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.rewards.scratchpad import scratchpad_solution
 from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.tasks import get_task
 from astarpo.studies.harness.protocol import HELD, REF_SEED, SFT
 from astarpo.studies.ladder.config import LadderConfig, bin_label, parse_bin
 
-__all__ = ["FIELDS", "draw_candidates", "fill_bins", "gold_logprobs", "load_reference"]
+__all__ = ["FIELDS", "draw_candidates", "fill_bins", "load_reference"]
 __all__ += ["read_prompts", "write_prompts", "zero_rich"]
 
 #: The fields of a row of ``ladder_prompts.jsonl``, in order.
@@ -82,23 +81,6 @@ def draw_candidates(cfg: LadderConfig) -> list[dict[str, str]]:
             seen.add(r["prompt"])
             out.append({"prompt": r["prompt"], "answer": r["answer"]})
     return out
-
-
-def gold_logprobs(
-    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 256
-) -> np.ndarray:
-    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold response ``a``
-    (``row["answer"]``) given its ``prompt``, by teacher forcing: float64 ``[B]``."""
-    out = []
-    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
-    for i in range(0, len(rows), batch):
-        part = rows[i : i + batch]
-        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
-        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
-        responses = [[*a, eos] for a in answers["input_ids"]]
-        with torch.no_grad():
-            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
-    return torch.cat(out).numpy() if out else np.zeros(0)
 
 
 def fill_bins(

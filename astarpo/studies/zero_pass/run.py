@@ -25,13 +25,13 @@ from astarpo.llm.stage1.shards import merge_shards
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.toy.problems import scratchpad_task
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from astarpo.studies.harness.measure import timed_stage1
+from astarpo.studies.harness.measure import gold_logprobs, timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import Protocol, make_reference, splits
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.zero_pass import report
 from astarpo.studies.zero_pass.config import ARMS, SETS, ZeroPassConfig, seeds_of
-from astarpo.studies.zero_pass.worker import evaluate_sets, gold_logprobs
+from astarpo.studies.zero_pass.worker import evaluate_sets
 
 __all__ = ["ENTRY", "HARD_SEED", "OUTPUTS", "SHARD_DRAWS", "build_hard_set", "pass_bounds", "run"]
 

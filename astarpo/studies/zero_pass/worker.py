@@ -1,10 +1,11 @@
 r"""What runs in a process of the zero-pass study: one run (:func:`run_one`), the library's
 trainer on one training set, plus the held-out curves on the hard and easy prompts apart, read
-exactly from the gold response's probability (:func:`evaluate_sets`, :func:`gold_logprobs`),
-each sample's success per prompt kind (:class:`SuccessCounter`) and the final check of A*-PO's
-regression target :math:`\beta_2 \log \pi/\pi_{ref} \approx r - \hat V^*`
-(:func:`log_ratio_check`): where :math:`\hat V^* = 0` a failure is pulled back to the reference
-and a success pushed toward 1; and a shard of the hard set's check (:func:`pass_shard`).
+exactly from the gold response's probability (:func:`evaluate_sets`,
+:func:`~astarpo.studies.harness.measure.gold_logprobs`), each sample's success per prompt
+kind (:class:`SuccessCounter`) and the final check of A*-PO's regression target
+:math:`\beta_2 \log \pi/\pi_{ref} \approx r - \hat V^*` (:func:`log_ratio_check`): where
+:math:`\hat V^* = 0` a failure is pulled back to the reference and a success pushed toward 1;
+and a shard of the hard set's check (:func:`pass_shard`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.rewards.scoring import reward_name
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
-from astarpo.studies.harness.measure import sample_scores, timed_stage1
+from astarpo.studies.harness.measure import gold_logprobs, sample_scores, timed_stage1
 from astarpo.studies.harness.protocol import DROP_ARM, Protocol, algorithm_config, arm_algorithm
 from astarpo.studies.harness.training import drop_all_wrong, load_run, train_run
 
-__all__ = ["SuccessCounter", "evaluate_sets", "gold_logprobs", "log_ratio_check", "pass_shard"]
+__all__ = ["SuccessCounter", "evaluate_sets", "log_ratio_check", "pass_shard"]
 __all__ += ["run_one"]
 
 
@@ -63,24 +62,6 @@ class SuccessCounter:
             self.samples[kind] += 1
             self.successes[kind] += int((score or 0.0) > 0)
         return list(scores)
-
-
-def gold_logprobs(
-    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], batch: int = 128
-) -> np.ndarray:
-    r""":math:`\log \pi(a \oplus \mathrm{EOS} \mid x)` of each row's gold answer ``a``, float64
-    ``[B]`` (below ``answer_probability``'s float32 range): ``exp`` of it is the expected
-    sampled accuracy of an exact-match reward."""
-    out = []
-    pad, eos = int(tokenizer.pad_token_id), int(tokenizer.eos_token_id)
-    for i in range(0, len(rows), batch):
-        part = rows[i : i + batch]
-        prompts = tokenizer([r["prompt"] for r in part], add_special_tokens=False)["input_ids"]
-        answers = tokenizer([str(r["answer"]) for r in part], add_special_tokens=False)
-        responses = [[*a, eos] for a in answers["input_ids"]]
-        with torch.no_grad():
-            out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
-    return torch.cat(out).numpy() if out else np.zeros(0)
 
 
 def evaluate_sets(

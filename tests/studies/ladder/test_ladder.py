@@ -13,13 +13,13 @@ import pytest
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem, scratchpad_solution
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
+from astarpo.studies.harness.measure import gold_logprobs
 from astarpo.studies.harness.protocol import HELD, REF_SEED, SFT
 from astarpo.studies.ladder.config import LadderConfig, bin_label, parse_bin
 from astarpo.studies.ladder.passk import agreement, poisson_binomial
 from astarpo.studies.ladder.run import run
 from astarpo.studies.ladder.sets import (
     FIELDS,
-    gold_logprobs,
     load_reference,
     read_prompts,
     zero_rich,

@@ -15,14 +15,14 @@ from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from astarpo.studies.harness.measure import timed_stage1
+from astarpo.studies.harness.measure import gold_logprobs, timed_stage1
 from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import make_reference
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.zero_pass.config import QUICK, ZeroPassConfig, seeds_of
 from astarpo.studies.zero_pass.report import cell, summarize, to_markdown, verdict
 from astarpo.studies.zero_pass.run import build_hard_set, pass_bounds
-from astarpo.studies.zero_pass.worker import SuccessCounter, gold_logprobs
+from astarpo.studies.zero_pass.worker import SuccessCounter
 
 
 def test_pass_bounds_closed_forms() -> None:
