@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from astarpo.studies.adaptive_n import config as adaptive_n
 from astarpo.studies.efficiency import config as efficiency
 from astarpo.studies.ladder import config as ladder
 from astarpo.studies.two_beta import config as two_beta
@@ -32,6 +33,8 @@ class Study:
         presets: ``presets(given fields, quick) -> fields``: what ``--quick`` (or a given field
             such as ``task``) selects, under the given fields.
         section: The section of a sectioned ``--config`` file it reads.
+        builds_on: The studies whose outputs it reads and whose packages it may import (their
+            subpackage names, e.g. ``"ladder"``); any other study it must not import.
     """
 
     package: str
@@ -40,6 +43,7 @@ class Study:
     summary: str
     presets: Callable[[Mapping[str, Any], bool], dict[str, Any]]
     section: str = "study"
+    builds_on: tuple[str, ...] = ()
 
     def run(self, config: Any, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
         """Run the study: ``PACKAGE.run.run(config, out_dir, **kwargs)``."""
@@ -89,5 +93,14 @@ STUDIES: dict[str, Study] = {
         "prompt sets binned by the reference's exact solve probability v_ref (teacher-forced), "
         "with their sampled pass@8 = 0 and pass@64 = 0 fractions",
         ladder.presets,
+    ),
+    "adaptive-n": Study(
+        "astarpo.studies.adaptive_n",
+        adaptive_n.AdaptiveNConfig,
+        "adaptive_n",
+        "Stage 1's V* error against the exact value on the ladder (bias, MSE), fixed N against "
+        "the adaptive allocation at equal samples, paired by prompt",
+        adaptive_n.presets,
+        builds_on=("ladder",),
     ),
 }
