@@ -16,6 +16,7 @@ so a typo never turns into a download.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -87,9 +88,25 @@ TOKENIZER_FILES = (
 )
 
 
+def _plain_backend(folder: Path) -> bool:
+    """Whether ``folder`` holds a tokenizer saved as a plain ``tokenizers`` backend (its
+    ``tokenizer_config.json`` names ``TokenizersBackend`` or ``PreTrainedTokenizerFast``, and a
+    ``tokenizer.json`` is there), such as the toy models' character tokenizer."""
+    config = folder / "tokenizer_config.json"
+    if not (config.is_file() and (folder / "tokenizer.json").is_file()):
+        return False
+    cls = json.loads(config.read_text()).get("tokenizer_class")
+    return cls in ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
 def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
     """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``; the
     character tokenizer for :data:`TOY`.
+
+    A tokenizer saved as a plain ``tokenizers`` backend (the toy models' character tokenizer
+    after ``save_pretrained``) is read as written: ``AutoTokenizer`` would build the class of
+    the model's type instead (``Qwen2Tokenizer`` for the toy Qwen2 models, whose
+    pre-tokenizer drops the spaces of a worked solution).
 
     Raises:
         FileNotFoundError: a local directory holds none of :data:`TOKENIZER_FILES` (without
@@ -114,6 +131,10 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
     if not local:
         return AutoTokenizer.from_pretrained(name, local_files_only=False)
     try:
+        if _plain_backend(Path(name)):  # AutoTokenizer would apply the model type's own class
+            from transformers import PreTrainedTokenizerFast
+
+            return PreTrainedTokenizerFast.from_pretrained(name, local_files_only=True)
         return AutoTokenizer.from_pretrained(name, local_files_only=True)
     except Exception as e:  # json, tokenizers or sentencepiece errors that name no file
         files = [f for f in TOKENIZER_FILES if (Path(name) / f).is_file()]

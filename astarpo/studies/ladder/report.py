@@ -67,8 +67,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"solution followed by EOS (exact-match reward), computed for {tf['candidates']} "
         f"candidates in {tf['seconds']:.1f} s; each bin keeps {cfg['train']} training and "
         f"{cfg['test']} held-out prompts (`ladder_prompts.jsonl`; the reference in "
-        "`reference/`, read back with `astarpo.studies.ladder.sets.load_reference`, whose "
-        "tokenizer keeps the spaces that `AutoTokenizer` drops). pass@k = 0 is sampled "
+        "`reference/`, read back with `astarpo.studies.ladder.sets.load_reference`). "
+        "pass@k = 0 is sampled "
         f"({cfg['k']} reference samples per prompt at "
         "temperature 1, the first k of them); 'from v_ref' is the mean of (1 - v_ref)^k, and p "
         "the exact two-sided Poisson-binomial p-value of the sampled count.",

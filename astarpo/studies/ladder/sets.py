@@ -118,26 +118,13 @@ def fill_bins(
 
 
 def load_reference(path: str | Path) -> tuple[Any, Any]:
-    """``(model in eval mode, tokenizer)`` of a saved ``reference/`` folder, the tokenizer read
-    from its ``tokenizer.json`` as written (character-level: one id per character).
+    """``(model in eval mode, tokenizer)`` of a saved ``reference/`` folder, both read by the
+    library's loaders (:func:`~astarpo.llm.models.loading.load_tokenizer` reads the character
+    tokenizer as written, with the worked solutions' spaces)."""
+    from astarpo.llm.models.loading import load_pretrained_model, load_tokenizer
 
-    ``AutoTokenizer`` (transformers 5) reads that folder as a ``Qwen2Tokenizer`` whose own
-    pre-tokenizer drops the worked solutions' spaces, so v_ref is recomputed with this one.
-    """
-    from transformers import PreTrainedTokenizerFast
-
-    from astarpo.llm.models.loading import load_pretrained_model
-
-    folder = Path(path)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_file=str(folder / "tokenizer.json"),
-        pad_token="<pad>",
-        eos_token="<eos>",
-        unk_token="<unk>",
-        padding_side="left",
-        clean_up_tokenization_spaces=False,
-    )
-    return load_pretrained_model(str(folder)).eval(), tokenizer
+    folder = str(Path(path))
+    return load_pretrained_model(folder).eval(), load_tokenizer(folder)
 
 
 def write_prompts(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -111,3 +111,18 @@ def test_the_command_lines_loader_calls_the_librarys(monkeypatch, no_hub):
     assert common.load_tokenizer("toy").get_vocab() == tok.get_vocab()
     with pytest.raises(SystemExit, match="not a local model directory"):
         common.load_model("Qwen/Qwen2.5-1.5B", "cpu")  # the command line never downloads
+
+
+def test_a_saved_toy_tokenizer_reads_back_as_written(tmp_path, no_hub):
+    """``AutoTokenizer`` reads a saved character tokenizer beside a Qwen2 config as a
+    ``Qwen2Tokenizer``, which drops the spaces of a worked solution; the loader must not."""
+    tok = make_char_tokenizer()
+    make_toy_model(tok, seed=0, hidden_size=32, num_hidden_layers=1).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    text = "0300+0005= 5+0=5 c0 ; 0+0=0"
+    again = load_tokenizer(tmp_path)
+    ids = again(text, add_special_tokens=False)["input_ids"]
+    assert ids == tok(text, add_special_tokens=False)["input_ids"]
+    assert (again.pad_token_id, again.eos_token_id, again.padding_side) == (
+        tok.pad_token_id, tok.eos_token_id, tok.padding_side
+    )  # fmt: skip
