@@ -13,6 +13,7 @@ from typing import Any
 from astarpo.studies.adaptive_n import config as adaptive_n
 from astarpo.studies.efficiency import config as efficiency
 from astarpo.studies.ladder import config as ladder
+from astarpo.studies.refresh import config as refresh
 from astarpo.studies.two_beta import config as two_beta
 from astarpo.studies.zero_pass import config as zero_pass
 
@@ -101,6 +102,16 @@ STUDIES: dict[str, Study] = {
         "Stage 1's V* error against the exact value on the ladder (bias, MSE), fixed N against "
         "the adaptive allocation at equal samples, paired by prompt",
         adaptive_n.presets,
+        builds_on=("ladder",),
+    ),
+    "refresh": Study(
+        "astarpo.studies.refresh",
+        refresh.RefreshConfig,
+        "refresh",
+        "A*-PO with a fixed reference against one refreshed every K steps, on the ladder's "
+        "bins near the threshold: exact held-out pass@k per bin, KL to the original reference, "
+        "Stage 1 samples spent",
+        refresh.presets,
         builds_on=("ladder",),
     ),
 }
