@@ -42,7 +42,9 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     Returns:
         ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
         :func:`~astarpo.studies.harness.training.train_run` (evaluations with ``cpu_time``),
-        ``pool_all_wrong``, ``prompts`` (seen) and ``memory``.
+        ``pool_all_wrong``, ``prompts`` (seen), ``memory``, and the run's two clocks of Stage 1
+        and training (evaluation excluded): ``wall_seconds`` (its ``clock_s``) and
+        ``cpu_seconds`` (the process CPU time, the last evaluation's ``cpu_time``).
     """
     cfg, tokenizer, ref, policy = load_run(spec, EfficiencyConfig)
     arm, device = spec["arm"], ref.device
@@ -79,6 +81,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         **fields,
         "prompts": fields["steps"] * cfg.batch_size,
         "memory": memory,
+        "wall_seconds": fields["clock_s"],
+        "cpu_seconds": fields["evals"][-1]["cpu_time"],
     }
 
 

@@ -165,3 +165,6 @@ def test_every_algorithm_trains_the_same_steps_in_the_papers_shape(tiny_model, t
     assert responses == [0, 2 * per_step, 3 * per_step]
     tokens = [e["tokens"] for e in res["evals"]]  # 1 to max_new_tokens = 3 per response
     assert all(n <= t <= 3 * n for n, t in zip(responses, tokens, strict=True))
+    # the two clocks of Stage 1 and training, evaluation excluded
+    assert res["wall_seconds"] == res["clock_s"] and res["algo"] == arm and res["seed"] == 0
+    assert 0 < res["cpu_seconds"] == res["evals"][-1]["cpu_time"]
