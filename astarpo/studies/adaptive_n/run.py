@@ -34,7 +34,6 @@ import numpy as np
 from astarpo.studies.adaptive_n import report
 from astarpo.studies.adaptive_n.config import AdaptiveNConfig
 from astarpo.studies.adaptive_n.errors import estimator_errors
-from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.ladder.config import LadderConfig
 from astarpo.studies.ladder.run import run as run_ladder
@@ -83,10 +82,8 @@ def run(
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first); returns the content of ``adaptive_n.json``."""
-    output = OutputDir(out_dir, "adaptive_n", OUTPUTS)
-    output.clear(overwrite)
-    say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, 1, cfg.rerun_slow, say)
+    runner = Runner.start(out_dir, "adaptive_n", OUTPUTS, cfg, overwrite, progress)
+    output, say = runner.output, runner.say
     if cfg.ladder:
         folder = Path(cfg.ladder)
         ladder = json.loads((folder / "ladder.json").read_text())["config"]

@@ -88,6 +88,25 @@ class Runner:
         self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
         self.env["TOKENIZERS_PARALLELISM"] = "false"
 
+    @classmethod
+    def start(
+        cls,
+        out_dir: str | Path,
+        stem: str,
+        outputs: tuple[str, ...],
+        cfg: Any,
+        overwrite: bool,
+        progress: bool,
+        workers: int = 1,
+    ) -> Runner:
+        """A study's start: its :class:`OutputDir` ``out_dir`` (stem ``stem``, other names
+        ``outputs``) cleared by the ``--overwrite`` policy, and a runner with ``cfg``'s
+        ``threads`` and ``rerun_slow`` that prints progress when ``progress``."""
+        output = OutputDir(out_dir, stem, outputs)
+        output.clear(overwrite)
+        say = print if progress else (lambda *a, **k: None)
+        return cls(output, cfg.threads, workers, cfg.rerun_slow, say)
+
     def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Run ``spec`` in ``runs/NAME``, its ``paths`` entries (and ``out``, the run's folder)
         made absolute; the result with ``process``: ``wall_s``, ``cpu_s``, ``cpu_wall``,

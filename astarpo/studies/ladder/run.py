@@ -27,7 +27,6 @@ import numpy as np
 
 from astarpo.llm.models.toy import make_char_tokenizer
 from astarpo.studies.harness.measure import gold_logprobs
-from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import make_reference
 from astarpo.studies.harness.runner import Runner
 from astarpo.studies.ladder import report
@@ -48,10 +47,8 @@ def run(
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first); returns the content of ``ladder.json``."""
-    output = OutputDir(out_dir, "ladder", OUTPUTS)
-    output.clear(overwrite)
-    say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, 1, cfg.rerun_slow, say)
+    runner = Runner.start(out_dir, "ladder", OUTPUTS, cfg, overwrite, progress)
+    output, say = runner.output, runner.say
     out, protocol = output.path.resolve(), cfg.protocol().resolved()
     for name in OUTPUTS:
         output.record(name)

@@ -32,7 +32,6 @@ from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import read_metrics
 from astarpo.studies.harness.measure import gold_logprobs, sample_scores, timed_stage1
-from astarpo.studies.harness.output import OutputDir
 from astarpo.studies.harness.protocol import algorithm_config
 from astarpo.studies.harness.runner import Runner, rotated
 from astarpo.studies.harness.training import load_run, train_run
@@ -109,10 +108,8 @@ def run(
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first); returns the content of ``refresh.json``."""
-    output = OutputDir(out_dir, "refresh", OUTPUTS)
-    output.clear(overwrite)
-    say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, 1, cfg.rerun_slow, say)
+    runner = Runner.start(out_dir, "refresh", OUTPUTS, cfg, overwrite, progress)
+    output, say = runner.output, runner.say
     if cfg.ladder:
         folder = Path(cfg.ladder).resolve()
     else:
