@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from astarpo.llm.algorithms.registry import ALGORITHMS
-from astarpo.studies.harness.protocol import DROP_ARM, Protocol, option
+from astarpo.studies.harness.protocol import DROP_ARM, STAGE1_ARMS, Protocol, option
 
 __all__ = [
     "ARM_LABELS",
@@ -48,6 +48,12 @@ class EfficiencyConfig(Protocol):
     )
     drop_all_wrong: bool = option(
         True, "Also run astarpo_drop: A*-PO without the prompts whose N Stage 1 samples all fail."
+    )
+    adaptive_n: bool = option(
+        False,
+        "Also run A*-PO with another Stage 1 (at A*-PO's rate, Stage 1 inside each run): "
+        "astarpo_adaptive (the adaptive rule, n_samples per prompt on average), "
+        "astarpo_adaptive_half (adaptive, half the samples) and astarpo_half (fixed, n_samples/2).",
     )
     seeds: int = option(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).", 1)
     max_train_seconds: float = option(
@@ -141,9 +147,10 @@ def peer_arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
 
 
 def arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
-    """The runs of one seed: ``cfg.algos``, ``astarpo_drop`` with ``drop_all_wrong``, the peers."""
+    """The runs of one seed: ``cfg.algos``, ``astarpo_drop`` with ``drop_all_wrong``, the
+    :data:`~astarpo.studies.harness.protocol.STAGE1_ARMS` with ``adaptive_n``, the peers."""
     own = (*cfg.algos, DROP_ARM) if cfg.drop_all_wrong else cfg.algos
-    return (*own, *peer_arms(cfg))
+    return (*own, *(STAGE1_ARMS if cfg.adaptive_n else ()), *peer_arms(cfg))
 
 
 #: ``--quick``: a smoke run of every code path but the sweep (well under 3 minutes on CPU).

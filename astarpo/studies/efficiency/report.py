@@ -25,10 +25,14 @@ from astarpo.studies.efficiency.one_pass import markdown_lines as one_pass_lines
 from astarpo.studies.efficiency.paper import paper_lines, plot_paper, summarize_all
 from astarpo.studies.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from astarpo.studies.harness.output import OutputDir
+from astarpo.studies.harness.protocol import DROP_ARM, STAGE1_ARMS
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
 from astarpo.studies.harness.report import write as write_report
 
 __all__ = ["edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write"]
+
+#: The runs that train at A*-PO's chosen rate (not swept; not listed in the sweep line).
+A_STAR_RATE = frozenset((DROP_ARM, *STAGE1_ARMS))
 
 
 def edge_note(sweep: dict[str, Any]) -> str:
@@ -124,7 +128,7 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
         + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
         + f" (chosen {w['chosen']:g}{edge_note(w)})"
         for n, w in result["sweep"].items()
-        if n != "astarpo_drop"
+        if n not in A_STAR_RATE
     )
     if cfg.get("protocol", "clock") == "paper":
         what = f"average of the validation expected accuracy over {cfg['steps']} steps"
@@ -135,7 +139,7 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
     text = f"Learning-rate sweep (score: {what}, {seeds}): {sweeps}"
     if not any(w["scores"] for w in result["sweep"].values()):  # one rate given: no runs
         rates = {ARM_LABELS.get(k, k): w["chosen"] for k, w in result["sweep"].items()}
-        chosen = [f"{k} {lr:g}" for k, lr in rates.items() if k != "astarpo_drop"]
+        chosen = [f"{k} {lr:g}" for k, lr in rates.items() if k not in A_STAR_RATE]
         text = "Learning rates (one given, no sweep): " + ", ".join(chosen)
     lines = ["", text]
     for lib, info in result.get("peers", {}).items():

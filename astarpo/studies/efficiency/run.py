@@ -32,7 +32,14 @@ from astarpo.studies.efficiency.peers import check_peers, peer_info
 from astarpo.studies.efficiency.summary import curve, summarize
 from astarpo.studies.harness.measure import evaluate_policy, timed_stage1
 from astarpo.studies.harness.output import OutputDir
-from astarpo.studies.harness.protocol import DROP_ARM, SFT, check_backend, make_reference, splits
+from astarpo.studies.harness.protocol import (
+    DROP_ARM,
+    SFT,
+    STAGE1_ARMS,
+    check_backend,
+    make_reference,
+    splits,
+)
 from astarpo.studies.harness.runner import Runner, rotated, sweep
 
 __all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_rates", "sweep_score"]
@@ -73,13 +80,14 @@ def sweep_score(
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
     """The sweep (:func:`~astarpo.studies.harness.runner.sweep`) of every algorithm and peer,
-    ``astarpo_drop`` at A*-PO's rate: ``{name: {"scores", "chosen", "extended"}}``."""
+    ``astarpo_drop`` and the Stage 1 runs at A*-PO's rate: ``{name: {"scores", "chosen",
+    "extended"}}``."""
     grid = (cfg.lr_grid, cfg.grid_extensions)
     lrs = {
         arm: sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
         for arm in (*cfg.algos, *peer_arms(cfg))
     }
-    return {**lrs, DROP_ARM: lrs["astarpo"]}
+    return {**lrs, **{arm: lrs["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
 
 
 def seed_runs(

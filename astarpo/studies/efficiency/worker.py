@@ -33,7 +33,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     """One run.
 
     Args:
-        spec: ``arm`` (an algorithm, ``astarpo_drop`` or a peer run), ``seed``, ``lr``,
+        spec: ``arm`` (an algorithm, ``astarpo_drop``, a run of
+            :data:`~astarpo.studies.harness.protocol.STAGE1_ARMS` or a peer run), ``seed``, ``lr``,
             ``seconds`` (its budget; on the paper protocol ``steps``), ``stage1_inside`` (else
             the table ``values``), ``config`` (an :class:`EfficiencyConfig` as a dict),
             ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard`` (per eval
@@ -94,7 +95,8 @@ def _own_run(
     rows, table, stage1_s, all_wrong = spec["train"], None, 0.0, None
     if arm_algorithm(arm) == "astarpo":
         if spec["stage1_inside"]:
-            table, stage1_s = timed_stage1(ref, tokenizer, rows, cfg, out / "values.jsonl", seed)
+            path = out / "values.jsonl"
+            table, stage1_s = timed_stage1(ref, tokenizer, rows, cfg, path, seed, arm=arm)
         else:
             table = ValueTable.load(spec["values"])
         all_wrong = sum(r.pass_rate == 0 for r in table)

@@ -79,10 +79,12 @@ def timed_stage1(
     path: Path,
     seed: int,
     shard: tuple[int, int] | None = None,
+    arm: str = "astarpo",
 ) -> tuple[ValueTable, float]:
     """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
-    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it); with
-    ``shard = (i, k)``, only shard ``i``'s prompts, into ``path``'s part file."""
+    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it), under
+    run ``arm``'s rule (``cfg.stage1_config(seed, arm)``); with ``shard = (i, k)``, only shard
+    ``i``'s prompts, into ``path``'s part file."""
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
@@ -91,7 +93,7 @@ def timed_stage1(
             cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
         )
         reward = [get_task(cfg.task).reward]
-        stage1 = cfg.stage1_config(seed)
+        stage1 = cfg.stage1_config(seed, arm)
         table = estimate_values(gen, rows, reward, stage1, out_path=path, shard=shard)
     return table, times["time/stage1"]
 

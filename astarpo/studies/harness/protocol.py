@@ -24,6 +24,7 @@ from astarpo.llm.toy.tasks import TASKS, get_task
 
 __all__ = [
     "DROP_ARM",
+    "STAGE1_ARMS",
     "Protocol",
     "RunOptions",
     "algorithm_config",
@@ -36,6 +37,15 @@ __all__ = [
 
 #: The A*-PO run that trains only on the prompts its Stage 1 solved at least once.
 DROP_ARM = "astarpo_drop"
+#: A*-PO runs whose Stage 1 spends its samples otherwise than the protocol's fixed
+#: ``n_samples`` per prompt: name -> (``allocation``, mean samples per prompt as a fraction of
+#: ``n_samples``). The adaptive runs take a pilot of half their mean and at most
+#: ``4 n_samples`` samples of one prompt (:meth:`Protocol.stage1_config`).
+STAGE1_ARMS: dict[str, tuple[str, float]] = {
+    "astarpo_adaptive": ("adaptive", 1.0),
+    "astarpo_adaptive_half": ("adaptive", 0.5),
+    "astarpo_half": ("fixed", 0.5),
+}
 
 #: The task's problems, drawn once: the first ``HELD`` are the held-out region (held-out rows
 #: first, validation rows from ``VAL_START``, whose first ``CHECK`` are also the reference's
@@ -137,14 +147,22 @@ class Protocol(RunOptions):
                 f"responses ({need} tokens with EOS); raise it to at least {need}."
             )
 
-    def stage1_config(self, seed: int) -> Stage1Config:
-        """Stage 1 under this protocol (about ``generation_batch_size`` sequences per call)."""
+    def stage1_config(self, seed: int, arm: str = "astarpo") -> Stage1Config:
+        """Stage 1 of run ``arm`` under this protocol (about ``generation_batch_size``
+        sequences per call): ``n_samples`` per prompt, or the rule of ``arm`` in
+        :data:`STAGE1_ARMS` (mean ``n = max(1, round(fraction * n_samples))``; adaptive: a
+        pilot of ``max(1, n // 2)``, at most ``4 n_samples`` per prompt)."""
+        allocation, fraction = STAGE1_ARMS.get(arm, ("fixed", 1.0))
+        n = max(1, round(fraction * self.n_samples))
         return Stage1Config(
-            n_samples=self.n_samples,
+            n_samples=n,
             beta1=self.beta1,
             max_new_tokens=self.max_new_tokens,
             seed=seed,
-            prompts_per_call=max(1, self.generation_batch_size // self.n_samples),
+            prompts_per_call=max(1, self.generation_batch_size // n),
+            allocation=allocation,
+            pilot_samples=max(1, n // 2),
+            max_samples=max(n, 4 * self.n_samples),
             reward_timeout=self.reward_timeout,
             progress=False,
         )
@@ -200,8 +218,9 @@ def check_backend(backend: str) -> None:
 
 
 def arm_algorithm(arm: str) -> str:
-    """The registry algorithm of a run name (:data:`DROP_ARM` is A*-PO; others are themselves)."""
-    return "astarpo" if arm == DROP_ARM else arm
+    """The registry algorithm of a run name (:data:`DROP_ARM` and :data:`STAGE1_ARMS` are
+    A*-PO; others are themselves)."""
+    return "astarpo" if arm == DROP_ARM or arm in STAGE1_ARMS else arm
 
 
 def algorithm_config(

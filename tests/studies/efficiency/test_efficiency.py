@@ -171,6 +171,38 @@ def test_run_one_in_process(tiny_model, tmp_path, arm):
     assert res["memory"]["rss_peak_mb"] >= res["memory"]["rss_before_train_mb"]
 
 
+@pytest.mark.parametrize(
+    ("arm", "mean", "allocation"),
+    [("astarpo_adaptive", 4, "adaptive"), ("astarpo_adaptive_half", 2, "adaptive")]
+    + [("astarpo_half", 2, "fixed")],
+)
+def test_stage1_arms_spend_their_budget(tiny_model, tmp_path, arm, mean, allocation):
+    """A run of ``STAGE1_ARMS`` draws its Stage 1 under its own rule, inside its clock: on
+    average ``mean`` samples per prompt (adaptive: varying by prompt, between the pilot and
+    the cap), at A*-PO's algorithm."""
+    from astarpo.llm.stage1.table import ValueTable
+    from astarpo.studies.efficiency.config import EfficiencyConfig, arms
+    from astarpo.studies.harness.protocol import STAGE1_ARMS, arm_algorithm
+
+    spec = run_spec(tmp_path, tiny_model, arm, 5.0, n_samples=4)
+    cfg = EfficiencyConfig(n_samples=4)
+    stage1 = cfg.stage1_config(0, arm)
+    assert (stage1.allocation, stage1.n_samples) == (allocation, mean)
+    assert stage1.pilot_samples == max(1, mean // 2) and stage1.max_samples == 16
+    assert cfg.stage1_config(0).allocation == "fixed" and cfg.stage1_config(0).n_samples == 4
+    assert arm_algorithm(arm) == "astarpo"
+    assert set(STAGE1_ARMS) <= set(arms(EfficiencyConfig(adaptive_n=True)))
+    assert not set(STAGE1_ARMS) & set(arms(cfg))
+    res = worker.run_one(spec)
+    assert res["algo"] == "astarpo" and res["stage1_s"] > 0 and res["steps"] >= 1
+    drawn = [len(r.rewards) for r in ValueTable.load(tmp_path / "run" / "values.jsonl")]
+    assert sum(drawn) == mean * len(drawn)  # the budget, spent in full (one call of 8 prompts)
+    if allocation == "adaptive":
+        assert min(drawn) >= stage1.pilot_samples and max(drawn) <= stage1.max_samples
+    else:
+        assert set(drawn) == {mean}
+
+
 # -------------------------------------------------------------- config, CLI
 
 
