@@ -173,8 +173,11 @@ def test_run_one_in_process(tiny_model, tmp_path, arm):
 
 @pytest.mark.parametrize(
     ("arm", "mean", "allocation"),
-    [("astarpo_adaptive", 4, "adaptive"), ("astarpo_adaptive_half", 2, "adaptive")]
-    + [("astarpo_half", 2, "fixed")],
+    [
+        ("astarpo_adaptive", 4, "adaptive"),
+        ("astarpo_adaptive_half", 2, "adaptive"),
+        ("astarpo_half", 2, "fixed"),
+    ],
 )
 def test_stage1_arms_spend_their_budget(tiny_model, tmp_path, arm, mean, allocation):
     """A run of ``STAGE1_ARMS`` draws its Stage 1 under its own rule, inside its clock: on
