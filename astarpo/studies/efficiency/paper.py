@@ -234,12 +234,20 @@ def _as_ci(d: dict[str, Any]) -> dict[str, Any]:
     return {"mean": d["diff"], "low": d["low"], "high": d["high"]}
 
 
+def _stage1_responses(run: dict[str, Any], sizes: dict[str, int]) -> int:
+    """The responses ``run``'s Stage 1 generated: its ``stage1_samples``, or for a run that
+    does not record it, N per pool prompt if it ran a Stage 1."""
+    if "stage1_samples" in run:
+        return int(run["stage1_samples"])
+    return sizes["pool"] * sizes["n_samples"] if run["stage1_s"] > 0 else 0
+
+
 #: The curves' x axes: label -> the x of evaluation ``e`` of run ``r`` (``n``: the study's
-#: pool size and N; A*-PO's Stage 1 generated N responses per pool prompt before its first step).
+#: pool size and N; A*-PO's Stage 1 generated its responses before its first step).
 AXES = {
     "steps": lambda r, e, n: float(e["step"]),
     "responses generated (Stage 1 included)": lambda r, e, n: float(
-        e["responses"] + (n["pool"] * n["n_samples"] if r["stage1_s"] > 0 else 0)
+        e["responses"] + _stage1_responses(r, n)
     ),
     "tokens generated in training, millions (Stage 1 not)": lambda r, e, n: e["tokens"] / 1e6,
     "run clock (s)": lambda r, e, n: float(e["time"]),
@@ -275,7 +283,7 @@ def plot_paper(result: dict[str, Any], path: Any) -> Any:
         ax.set(xlabel=label, ylabel="held-out expected accuracy")
         ax.grid(alpha=0.3)
     handles, labels = top.axes[0].get_legend_handles_labels()
-    legend_below(top, handles, labels, ncol=3)
+    legend_below(top, handles, labels, ncol=3 if max(map(len, labels)) <= 24 else 2)
     ax = bottom.subplots()
     algos, width = list(p["ratios"]), len(RATIOS) + 1  # a group of rows per algorithm
     for i, k in enumerate(RATIOS):

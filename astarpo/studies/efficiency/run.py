@@ -80,14 +80,15 @@ def sweep_score(
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
     """The sweep (:func:`~astarpo.studies.harness.runner.sweep`) of every algorithm and peer,
-    ``astarpo_drop`` and the Stage 1 runs at A*-PO's rate: ``{name: {"scores", "chosen",
-    "extended"}}``."""
+    ``astarpo_drop`` and (with ``adaptive_n``) the Stage 1 runs at A*-PO's rate:
+    ``{name: {"scores", "chosen", "extended"}}``."""
     grid = (cfg.lr_grid, cfg.grid_extensions)
     lrs = {
         arm: sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
         for arm in (*cfg.algos, *peer_arms(cfg))
     }
-    return {**lrs, **{arm: lrs["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
+    reused = (DROP_ARM, *(STAGE1_ARMS if cfg.adaptive_n else ()))
+    return {**lrs, **{arm: lrs["astarpo"] for arm in reused}}
 
 
 def seed_runs(

@@ -43,7 +43,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     Returns:
         ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
         :func:`~astarpo.studies.harness.training.train_run` (evaluations with ``cpu_time``),
-        ``pool_all_wrong``, ``prompts`` (seen), ``memory``, and the run's two clocks of Stage 1
+        ``pool_all_wrong``, ``stage1_samples`` (responses its own Stage 1 drew, 0 without;
+        not for a peer run), ``prompts`` (seen), ``memory``, and the run's two clocks of Stage 1
         and training (evaluation excluded): ``wall_seconds`` (its ``clock_s``) and
         ``cpu_seconds`` (the process CPU time, the last evaluation's ``cpu_time``).
     """
@@ -92,7 +93,7 @@ def _own_run(
 ) -> dict[str, Any]:
     """A run of the library's trainer (A*-PO with its Stage 1, a baseline)."""
     arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
-    rows, table, stage1_s, all_wrong = spec["train"], None, 0.0, None
+    rows, table, stage1_s, all_wrong, drawn = spec["train"], None, 0.0, None, 0
     if arm_algorithm(arm) == "astarpo":
         if spec["stage1_inside"]:
             path = out / "values.jsonl"
@@ -100,6 +101,7 @@ def _own_run(
         else:
             table = ValueTable.load(spec["values"])
         all_wrong = sum(r.pass_rate == 0 for r in table)
+        drawn = sum(len(r.rewards) for r in table) if spec["stage1_inside"] else 0
         if arm == DROP_ARM:
             table, rows = drop_all_wrong(table, rows)
             if not rows:
@@ -114,4 +116,4 @@ def _own_run(
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
     rewards = [get_task(cfg.task).reward]
     fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
-    return {**fields, "pool_all_wrong": all_wrong}
+    return {**fields, "pool_all_wrong": all_wrong, "stage1_samples": drawn}

@@ -200,6 +200,7 @@ def test_stage1_arms_spend_their_budget(tiny_model, tmp_path, arm, mean, allocat
     assert res["algo"] == "astarpo" and res["stage1_s"] > 0 and res["steps"] >= 1
     drawn = [len(r.rewards) for r in ValueTable.load(tmp_path / "run" / "values.jsonl")]
     assert sum(drawn) == mean * len(drawn)  # the budget, spent in full (one call of 8 prompts)
+    assert res["stage1_samples"] == sum(drawn)  # the responses axis of the paper figure
     if allocation == "adaptive":
         assert min(drawn) >= stage1.pilot_samples and max(drawn) <= stage1.max_samples
     else:
