@@ -5,7 +5,7 @@ ratios to A*-PO, the sweep, the peers, where the time goes, the one-pass setting
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from astarpo.analysis.figures import (
@@ -98,7 +98,11 @@ def _tables(s: dict[str, Any]) -> list[str]:
         ]
         for name, a in arms.items()
     ]
-    ratios = [[n, *(fmt_ratio(r[k]) for k in [*labels, "memory"])] for n, r in s["ratios"].items()]
+    ratios = [
+        [n, *(_holm(fmt_ratio(r[k]), r[k]) for k in [*labels, "memory"])]
+        for n, r in s["ratios"].items()
+    ]
+    finals = [[n, _holm(fmt_ci(_as_ci(d)), d)] for n, d in s.get("differences", {}).items()]
     phases = "; ".join(
         f"{n}: " + ", ".join(f"{k} {v:.1f}" for k, v in a["phases_s"].items())
         for n, a in arms.items()
@@ -113,12 +117,30 @@ def _tables(s: dict[str, Any]) -> list[str]:
         *table(["run", *labels], reached),
         "",
         "A*-PO's time to target and peak memory as a ratio to each run's (< 1: A*-PO "
-        "faster / smaller):",
+        "faster / smaller; Holm-adjusted p over every ratio and difference of this table and "
+        "the next, one family):",
         "",
         *table(["vs", *labels, "peak memory"], ratios),
+        *(_finals_lines(finals) if finals else []),
         "",
         f"Per-phase time (s, mean over seeds): {phases}",
     ]
+
+
+def _finals_lines(finals: list[list[str]]) -> list[str]:
+    head = "A*-PO's final expected accuracy minus each run's (paired by seed):"
+    return ["", head, "", *table(["vs", "expected accuracy"], finals)]
+
+
+def _as_ci(d: Mapping[str, Any]) -> dict[str, Any]:
+    """A paired difference as an interval dict (``mean``, ``low``, ``high``)."""
+    return {"mean": d["diff"], "low": d["low"], "high": d["high"]}
+
+
+def _holm(text: str, r: Mapping[str, Any]) -> str:
+    """``text`` with the Holm-adjusted p of ``r`` where it has one."""
+    p = r.get("p_holm")
+    return text if p is None or p != p else f"{text} (p {p:.2g})"
 
 
 def _sweep_and_peers(result: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from astarpo.analysis.curves import target_levels, time_to_target, value_at
-from astarpo.analysis.stats import mean_interval, paired_ratio
+from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
 from astarpo.studies.efficiency.config import ARM_LABELS
 from astarpo.studies.efficiency.mechanism import by_arm, phase_seconds, summarize_mechanism
 
@@ -57,6 +57,12 @@ def groups(runs: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], s
     return out
 
 
+def _final(run: dict[str, Any], clock: str, end: float) -> float | None:
+    """``run``'s expected accuracy at ``end`` on ``clock`` (None without evaluations)."""
+    xy = curve(run, "expected_accuracy", clock)
+    return value_at(*xy, end) if xy[0] else None
+
+
 def _arm(rs: list[tuple[dict[str, Any], str]], budget: float, clock: str) -> dict[str, Any]:
     """One name's seeds: final metrics (at ``budget`` on ``clock``), steps, Stage 1 seconds,
     memory, phases."""
@@ -93,7 +99,10 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
         budget; on the paper protocol at the last step),
         ``time_to_target`` (target -> per-seed ``times``, ``None`` = not reached, their
         interval, ``reached``), ``memory_mb``, ``phases_s``, ``lr``, ``steps``;
-        ``ratios[name]`` A*-PO's time to each target over ``name``'s, and its peak ``memory``.
+        ``ratios[name]`` A*-PO's time to each target over ``name``'s, and its peak ``memory``;
+        ``differences[name]`` A*-PO's final expected accuracy minus ``name``'s (paired by
+        seed; not for :data:`REUSED`, A*-PO's own runs). Each ratio and difference carries
+        ``p_holm``: Holm's adjustment over all of them, one family.
     """
     cfg = result["config"]
     paper = cfg.get("protocol", "clock") == "paper"  # final values at the last step
@@ -118,6 +127,18 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
             ratios[name] = {k: paired_ratio(ours[k]["times"], theirs[k]["times"]) for k in targets}
             mb = [memory_mb(r) for r, _ in base], [memory_mb(r) for r, _ in rs]
             ratios[name]["memory"] = paired_ratio(*mb)
+    differences = {}
+    for name, rs in by_name.items():
+        if name not in ("astarpo", REUSED) and len(rs) == len(base):
+            ours_final = [_final(r, clock, end) for r, _ in base]
+            differences[name] = paired_difference(
+                ours_final, [_final(r, clock, end) for r, _ in rs]
+            )
+    family = {(n, k): r["p"] for n, by_k in ratios.items() for k, r in by_k.items()}
+    family |= {(n, "final"): d["p"] for n, d in differences.items()}
+    adjusted = holm({f"{n}\t{k}": p for (n, k), p in family.items()})
+    for (n, k), key in zip(family, adjusted, strict=True):
+        (differences[n] if k == "final" else ratios[n][k])["p_holm"] = adjusted[key]
     cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in result["runs"])
     kind = "peak resident memory during the run (Stage 1 and training, evaluation excluded) "
     kind += "minus the resident memory with the models loaded"
@@ -130,4 +151,5 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
         "memory_kind": "CUDA peak allocated" if cuda else kind,
         "arms": arms,
         "ratios": ratios,
+        "differences": differences,
     }

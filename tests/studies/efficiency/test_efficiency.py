@@ -41,6 +41,17 @@ def test_summary_on_synthetic_runs_with_known_answers():
     assert g["final"]["expected_accuracy"]["mean"] == pytest.approx(0.35)
     assert a["final"]["hard_expected_accuracy"]["mean"] == pytest.approx(0.2)
     assert math.isnan(g["final"]["hard_expected_accuracy"]["mean"])
+    # A*-PO minus GRPO at the budget, paired by seed; not against A*-PO's own runs (REUSED).
+    d = s["differences"]["grpo"]
+    finals = [a["final"]["expected_accuracy"]["mean"], g["final"]["expected_accuracy"]["mean"]]
+    assert d["diff"] == pytest.approx(finals[0] - finals[1]) and REUSED not in s["differences"]
+    # One Holm family over every ratio and difference: adjusted >= raw, and the smallest raw
+    # p is multiplied by the family's size (NaN p-values: one-pair ratios, left out).
+    tests = [r for rs in s["ratios"].values() for r in rs.values()] + [d]
+    usable = [t for t in tests if not math.isnan(t["p"])]
+    assert all(t["p_holm"] >= t["p"] for t in usable)
+    first = min(usable, key=lambda t: t["p"])
+    assert first["p_holm"] == pytest.approx(min(1.0, len(usable) * first["p"]))
 
 
 def test_intervals_stay_in_the_range_of_their_quantity():
