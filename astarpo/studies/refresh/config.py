@@ -9,6 +9,7 @@ from typing import Any
 
 from astarpo.studies.harness.protocol import Protocol, option
 from astarpo.studies.ladder.config import QUICK as LADDER_QUICK
+from astarpo.studies.ladder.config import bin_label
 
 __all__ = ["LADDER_BINS", "QUICK", "SCRATCHPAD", "RefreshConfig", "presets"]
 
@@ -38,8 +39,9 @@ class RefreshConfig(Protocol):
     )
     bins: tuple[str, ...] = option(
         ("[0,-1)", "[-1,-2)", "[-2,-3)"),
-        "Ladder bins (labels) whose training prompts form the pool; each bin's held-out prompts "
-        "are evaluated apart.",
+        "Ladder bins whose training prompts form the pool; each bin's held-out prompts are "
+        "evaluated apart. Each a label ('[-2,-3)') or 'HI:LO' as `astarpo study ladder --bins` "
+        "takes it (on the command line: --bins=0:-1,-2:-3, as labels hold commas).",
     )
     refresh_every: tuple[int, ...] = option(
         (0, 25), "Refresh rules compared (refresh_every_steps; 0: the fixed reference, first)."
@@ -63,6 +65,10 @@ class RefreshConfig(Protocol):
             )
         if len(set(every)) != len(every):
             raise ValueError(f"refresh_every must not repeat a rule, got {every!r}.")
+        if not isinstance(self.bins, tuple):
+            raise ValueError(f"bins must be a tuple of ladder bins, got {self.bins!r}.")
+        labels = tuple(bin_label(b) if ":" in b else b for b in self.bins)
+        object.__setattr__(self, "bins", labels)  # one spelling: the ladder's labels
         if not self.bins or len(set(self.bins)) != len(self.bins):
             raise ValueError(f"bins must be distinct ladder labels, got {self.bins!r}.")
 

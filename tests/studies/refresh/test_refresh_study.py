@@ -74,3 +74,12 @@ def test_below_the_fixed_run_is_lower_and_noise_is_no_difference() -> None:
 def test_bad_configs_are_refused(fields: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         RefreshConfig(**fields)
+
+
+def test_bins_take_the_ladders_labels_or_its_command_line_form() -> None:
+    """Labels hold commas, so the command line gives bins as the ladder does ('HI:LO'); both
+    spellings become the ladder's labels, and one bin given both ways is refused."""
+    cfg = RefreshConfig(bins=("0:-1", "[-2,-3)", "-4:-6", "-30:-inf"))
+    assert cfg.bins == ("[0,-1)", "[-2,-3)", "[-4,-6)", "<=-30")
+    with pytest.raises(ValueError, match="distinct"):
+        RefreshConfig(bins=("0:-1", "[0,-1)"))
