@@ -75,10 +75,10 @@ class RefreshConfig(Protocol):
 #: The scratchpad task as the other studies run it (70-token worked solutions with EOS).
 SCRATCHPAD: dict[str, Any] = dict(task="scratchpad", max_new_tokens=78, sft_lr=3e-3)
 #: ``--quick``: every code path in a few minutes (a ladder of 12 + 12 prompts per bin sampled
-#: 8 times each, 2 seeds of 4 steps of 8 prompts, one refresh per refreshing run, N = 4).
+#: 16 times each, 2 seeds of 4 steps of 8 prompts, one refresh per refreshing run, N = 4).
 QUICK: dict[str, Any] = dict(seeds=2, max_steps=4, eval_steps=2, refresh_every=(0, 2), kl_rows=4)
 QUICK.update(batch_size=8, n_samples=4)
-QUICK.update(ladder_prompts=12, ladder_candidates=4000, ladder_long_candidates=1, ladder_k=8)
+QUICK.update(ladder_prompts=12, ladder_candidates=4000, ladder_long_candidates=1, ladder_k=16)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:

@@ -110,4 +110,4 @@ def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch)
     got = seen["cfg"]
     assert got.bins == LADDER_BINS and got.train == got.test == cfg.ladder_prompts
     assert got.candidates == cfg.ladder_candidates
-    assert got.long_candidates == cfg.ladder_long_candidates and got.k == cfg.ladder_k == 8
+    assert got.long_candidates == cfg.ladder_long_candidates and got.k == cfg.ladder_k == 16
