@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from astarpo.studies.harness.protocol import Protocol, option
-from astarpo.studies.ladder.config import QUICK as LADDER_QUICK
 from astarpo.studies.ladder.config import bin_label
 
 __all__ = ["LADDER_BINS", "QUICK", "SCRATCHPAD", "RefreshConfig", "presets"]
@@ -35,7 +34,13 @@ class RefreshConfig(Protocol):
         200, "Training and held-out prompts per bin when the study runs the ladder.", 1
     )
     ladder_candidates: int = option(
-        120000, "Candidates the ladder draws when the study runs it (see the ladder).", 1
+        120000, "Zero-rich candidates the ladder draws when the study runs it (see the ladder).", 1
+    )
+    ladder_long_candidates: int = option(
+        1000, "5-digit candidates the ladder draws when the study runs it (none in its bins).", 1
+    )
+    ladder_k: int = option(
+        64, "Reference samples per prompt of the ladder's pass@k check when the study runs it.", 8
     )
     bins: tuple[str, ...] = option(
         ("[0,-1)", "[-1,-2)", "[-2,-3)"),
@@ -75,9 +80,11 @@ class RefreshConfig(Protocol):
 
 #: The scratchpad task as the other studies run it (70-token worked solutions with EOS).
 SCRATCHPAD: dict[str, Any] = dict(task="scratchpad", max_new_tokens=78, sft_lr=3e-3)
-#: ``--quick``: every code path in a few minutes (the ladder's quick sets, 8 steps, 2 seeds).
-QUICK: dict[str, Any] = dict(seeds=2, max_steps=8, eval_steps=4, refresh_every=(0, 4), kl_rows=8)
-QUICK.update(ladder_prompts=LADDER_QUICK["train"], ladder_candidates=LADDER_QUICK["candidates"])
+#: ``--quick``: every code path in a few minutes (a ladder of 12 + 12 prompts per bin sampled
+#: 16 times each, 2 seeds of 4 steps of 8 prompts, one refresh per refreshing run, N = 4).
+QUICK: dict[str, Any] = dict(seeds=2, max_steps=4, eval_steps=2, refresh_every=(0, 2), kl_rows=4)
+QUICK.update(batch_size=8, n_samples=4)
+QUICK.update(ladder_prompts=12, ladder_candidates=4000, ladder_long_candidates=1, ladder_k=16)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:

@@ -115,7 +115,10 @@ def run(
     else:
         folder = output.record("ladder").resolve()
         n = cfg.ladder_prompts
-        ladder = LadderConfig(bins=LADDER_BINS, train=n, test=n, candidates=cfg.ladder_candidates)
+        ladder = LadderConfig(
+            bins=LADDER_BINS, train=n, test=n, candidates=cfg.ladder_candidates,
+            long_candidates=cfg.ladder_long_candidates, k=cfg.ladder_k,
+        )  # fmt: skip
         run_ladder(ladder, folder, overwrite=overwrite, progress=progress)
     rows = read_prompts(folder / "ladder_prompts.jsonl")
     missing = [b for b in cfg.bins if not any(r["bin"] == b for r in rows)]

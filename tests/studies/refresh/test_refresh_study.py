@@ -83,3 +83,40 @@ def test_bins_take_the_ladders_labels_or_its_command_line_form() -> None:
     assert cfg.bins == ("[0,-1)", "[-2,-3)", "[-4,-6)", "<=-30")
     with pytest.raises(ValueError, match="distinct"):
         RefreshConfig(bins=("0:-1", "[0,-1)"))
+
+
+def test_the_quick_preset_runs_every_path_and_the_full_run_keeps_the_ladder_defaults() -> None:
+    from astarpo.studies.ladder.config import LadderConfig
+    from astarpo.studies.refresh.config import QUICK, presets
+
+    quick = RefreshConfig(**presets({}, quick=True))
+    assert quick.seeds >= 2  # paired intervals need two seeds
+    assert all(0 < k < quick.max_steps for k in quick.refresh_every[1:])  # each refreshes
+    assert quick.eval_steps < quick.max_steps  # a curve: step 0, at least one more, the end
+    full = RefreshConfig(**presets({}, quick=False))
+    assert not set(QUICK) & set(presets({}, quick=False))
+    ladder = LadderConfig()
+    assert (full.ladder_k, full.ladder_long_candidates) == (ladder.k, ladder.long_candidates)
+
+
+def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch) -> None:
+    import astarpo.studies.refresh.run as run_mod
+    from astarpo.studies.refresh.config import LADDER_BINS, presets
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_ladder(cfg, out_dir, overwrite=False, progress=True):
+        seen["cfg"] = cfg
+        raise Stop
+
+    monkeypatch.setattr(run_mod, "run_ladder", fake_ladder)
+    cfg = RefreshConfig(**presets({}, quick=True))
+    with pytest.raises(Stop):
+        run_mod.run(cfg, tmp_path / "out", progress=False)
+    got = seen["cfg"]
+    assert got.bins == LADDER_BINS and got.train == got.test == cfg.ladder_prompts
+    assert got.candidates == cfg.ladder_candidates
+    assert got.long_candidates == cfg.ladder_long_candidates and got.k == cfg.ladder_k == 16
