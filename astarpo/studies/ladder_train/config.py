@@ -229,11 +229,12 @@ def run_name(arm: str, label: str, set_name: str, seed: int) -> str:
 SCRATCHPAD: dict[str, Any] = dict(task="scratchpad", sft_lr=3e-3, batch_size=16)
 SCRATCHPAD["max_new_tokens"] = LadderConfig().protocol().max_new_tokens
 #: ``--quick``: every code path in about 5 minutes on a loaded machine: a ladder of the easy bin
-#: and one near bin from few candidates, 4 + 4 prompts each; that bin alone (2 seeds of A*-PO
-#: and GRPO, 1 of each side arm) and mixed (A*-PO, 2 seeds); 2 steps of 2 prompts.
+#: and one near bin from few candidates, 4 + 4 prompts each; that bin alone (A*-PO, 2 seeds; GRPO
+#: and the side arms, 1 seed) and mixed (A*-PO, 2 seeds); 2 steps of 2 prompts.
 QUICK: dict[str, Any] = dict(ladder_prompts=4, ladder_candidates=1500, ladder_k=8)
-QUICK.update(bins=("[-2,-3)",), near=("[-2,-3)",), mixed_arms=("astarpo",))
-QUICK.update(seeds_main=2, seeds_side=1, steps=2, eval_steps=1, batch_size=2)
+QUICK.update(bins=("[-2,-3)",), near=("[-2,-3)",), main_arms=("astarpo",))
+QUICK.update(side_arms=("grpo", DROP_ARM, "ppo", "rebel"), mixed_arms=("astarpo",))
+QUICK.update(seeds_main=2, seeds_side=1, steps=2, eval_steps=2, batch_size=2)
 QUICK.update(train_eval_rows=4, n_samples=4, group_size=2)
 
 

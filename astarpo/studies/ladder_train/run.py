@@ -48,12 +48,14 @@ from astarpo.studies.ladder_train.config import (
 )
 from astarpo.studies.zero_pass.worker import SuccessCounter, evaluate_sets
 
-__all__ = ["ENTRY", "OUTPUTS", "FirstSuccess", "bin_sets", "run", "run_one"]
+__all__ = ["ENTRY", "OUTPUTS", "SKIPPED", "FirstSuccess", "bin_sets", "run", "run_one"]
 
 #: What the study writes besides ``runs/`` and ``ladder_train.json/md/png``.
 OUTPUTS = ("ladder", "stage1.jsonl")
 #: The function a run's process calls.
 ENTRY = "astarpo.studies.ladder_train.run:run_one"
+#: Why an ``astarpo_drop`` run has no pool.
+SKIPPED = "every training prompt is all wrong in Stage 1"
 
 
 class FirstSuccess(SuccessCounter):
@@ -97,7 +99,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     if arm == DROP_ARM:
         table, rows = drop_all_wrong(table, rows)
         if not rows:
-            return {**head, "skipped": "every training prompt is all wrong in Stage 1"}
+            return {**head, "skipped": SKIPPED}
     cfg, tokenizer, ref, policy = load_run(spec, LadderTrainConfig)
     counter = FirstSuccess(get_task(cfg.task).reward, spec["bin_prompts"])
     first = iter([dict(spec["reference_eval"])])  # before the first step: the reference
@@ -197,11 +199,31 @@ def run(
     result: dict[str, Any] = {"config": asdict(cfg), "ladder": str(folder), "bins": bins}
     result["sizes"] = {b: {k: len(v) for k, v in part.items()} for b, part in sets.items()}
     result.update(stage1={"seconds": stage1_s, "prompts": len(pool)}, reference=reference)
-    result.update(rates=lrs, sweep=swept, runs=runner.run_all(specs))
+    result.update(rates=lrs, sweep=swept, runs=_run_all(runner, specs, table))
     result["summary"] = report.summarize(result)
     runner.stamp(result)
     report.write(output, result)
     return result
+
+
+def _run_all(
+    runner: Runner, specs: list[tuple[str, dict[str, Any]]], table: ValueTable
+) -> list[dict[str, Any]]:
+    """The results of ``specs`` in order (:meth:`Runner.run_all`), without a process for an
+    ``astarpo_drop`` run whose filter leaves no prompt (its result says so, as
+    :func:`run_one`'s would)."""
+    solved = {r.prompt for r in table if r.pass_rate > 0}
+
+    def empty(sp: dict[str, Any]) -> bool:
+        return sp["arm"] == DROP_ARM and not any(r["prompt"] in solved for r in sp["train"])
+
+    todo = [(n, sp) for n, sp in specs if not empty(sp)]
+    done = dict(zip([n for n, _ in todo], runner.run_all(todo), strict=True))
+    skipped = {"algo": "astarpo", "skipped": SKIPPED}
+    return [
+        done.get(n) or {**{k: sp[k] for k in ("arm", "bin", "set", "seed", "lr")}, **skipped}
+        for n, sp in specs
+    ]
 
 
 def _sweep(runner: Runner, cfg: LadderTrainConfig, spec: Any) -> dict[str, Any]:
