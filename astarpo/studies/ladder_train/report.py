@@ -85,15 +85,15 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
     ]
     header = ["run", "set", "bin", "seeds", "gain", "p (Holm)", "verdict", "easy: change"]
+    header += ["bin: change of mean log10 pi(gold)"]
     header += ["successes/samples on the bin", "first success: median step (seeds)"]
     rows = []
     for arm, row in s["cells"].items():
         for key, c in row.items():
             set_name, b = key.split("|", 1)
             if "skipped" in c:
-                rows.append(
-                    [LABELS[arm], set_name, b, 0, "skipped: " + c["skipped"], "", "n/a", "", "", ""]
-                )
+                cells = [0, "skipped: " + c["skipped"], "", "n/a", *[""] * 4]
+                rows.append([LABELS[arm], set_name, b, *cells])
                 continue
             f = c["first_success"]
             first = (
@@ -102,7 +102,8 @@ def to_markdown(result: dict[str, Any]) -> str:
                 else f"none (0/{c['seeds']})"
             )
             cells = [c["seeds"], fmt_ci(c["gain"]), fmt(c["p_holm"], 2), c["verdict"]]
-            cells += [fmt_ci(c["easy_change"]), f"{c['successes']}/{c['samples']}", first]
+            cells += [fmt_ci(c["easy_change"]), fmt_ci(c["log10_gold_change"])]
+            cells += [f"{c['successes']}/{c['samples']}", first]
             rows.append([LABELS[arm], set_name, b, *cells])
     lines += table(header, rows)
     if s["two_by_two"]:
@@ -155,6 +156,7 @@ def plot(result: dict[str, Any], path: Any) -> Any:
         ax.axhline(MIN_GAIN, color="0.5", ls="--", lw=0.8)
         ticks = [f"{b}\n{bins[b]['test_log10_v_ref']['median']:.1f}" for b in order]
         ax.set_xticks(range(len(order)), ticks)
+        ax.set_xlim(-0.5, len(order) - 0.5)
         ax.set(ylabel="held-out gain\n(expected accuracy)", title=_SETS[set_name])
     axes[-1].set_xlabel("bin of log10 v_ref, and its median (held-out prompts); bins not to scale")
     entries: dict[str, Any] = {}
