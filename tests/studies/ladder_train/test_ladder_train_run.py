@@ -26,7 +26,7 @@ def test_first_success_notes_the_sample_before_it_on_a_bin_prompt() -> None:
     assert counter.first is not None and counter.first["sample"] == 3
     counter(["b1"], ["y"], ["y"])
     assert counter.first["sample"] == 3  # the first stays
-    assert counter.successes == {"hard": 3, "easy": 1} and counter.samples["hard"] == 4
+    assert counter.successes == {"hard": 3, "easy": 1} and counter.samples["hard"] == 5
 
 
 @pytest.fixture(scope="module")
