@@ -13,7 +13,7 @@ from astarpo.studies.harness.protocol import DROP_ARM, Protocol, arm_algorithm, 
 from astarpo.studies.ladder.config import LadderConfig, bin_label
 
 __all__ = ["ALONE", "ARMS", "LADDER_BINS", "MIXED", "PAPER_RATES", "QUICK", "LadderTrainConfig"]
-__all__ += ["SCRATCHPAD", "parse_rates", "plan", "presets", "rates", "run_name"]
+__all__ += ["SCRATCHPAD", "bin_labels", "parse_rates", "plan", "presets", "rates", "run_name"]
 
 #: The ladder bins the study runs the ladder on when no ``ladder`` folder is given.
 LADDER_BINS = ("0:-1", "-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf")
@@ -55,6 +55,20 @@ def parse_rates(items: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
+def bin_labels(items: tuple[str, ...] | str) -> tuple[str, ...]:
+    """Ladder bin labels of ``items``: a label (``"[-2,-3)"``, ``"<=-30"``) as it is, a bin
+    ``"HI:LO"`` as its label (``"-2:-3"`` -> ``"[-2,-3)"``), and the two halves of a label a
+    comma-separated command line split (``"[-2"``, ``"-3)"``) joined again."""
+    out: list[str] = []
+    for item in (items,) if isinstance(items, str) else items:
+        text = str(item).strip()
+        if out and out[-1].startswith("[") and not out[-1].endswith(")"):
+            out[-1] = f"{out[-1]},{text}"
+        else:
+            out.append(bin_label(text) if ":" in text else text)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class LadderTrainConfig(Protocol):
     """Settings of :func:`~astarpo.studies.ladder_train.run.run` (see each field's ``help``).
@@ -79,8 +93,8 @@ class LadderTrainConfig(Protocol):
     ladder_k: int = option(64, "The ladder's pass@k samples per prompt when the study runs it.", 8)
     bins: tuple[str, ...] = option(
         ("[0,-1)", "[-1,-2)", "[-2,-3)", "[-3,-4)", "[-4,-6)", "<=-30"),
-        "Ladder bins (labels, as `astarpo study ladder` writes them) every main arm trains on "
-        "alone; on the command line with '=' (--bins=[0,-1),<=-30).",
+        "Ladder bins every main arm trains on alone: labels as `astarpo study ladder` writes "
+        "them, or its HI:LO bins (on the command line with '=': --bins=0:-1,-30:-inf).",
     )
     near: tuple[str, ...] = option(
         ("[-2,-3)", "[-3,-4)"),
@@ -140,6 +154,10 @@ class LadderTrainConfig(Protocol):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in ("bins", "near", "easy", "sweep_bin"):
+            v = getattr(self, name)
+            labels = bin_labels(v) if isinstance(v, (str, tuple)) else v
+            object.__setattr__(self, name, labels[0] if isinstance(v, str) else labels)
         for name in ("bins", "near", "main_arms", "side_arms", "mixed_arms"):
             v = getattr(self, name)
             if not isinstance(v, tuple) or len(set(v)) != len(v):

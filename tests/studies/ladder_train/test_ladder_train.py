@@ -217,6 +217,10 @@ def test_cli_maps_flags_to_the_config(monkeypatch, tmp_path: Path, capsys) -> No
     cfg = seen["cfg"]
     assert cfg.workers == 3 and cfg.steps == QUICK["steps"] and cfg.task == "scratchpad"
     assert parse_rates(cfg.lrs)["grpo"] == 2e-4 and "who learns" in capsys.readouterr().out
+    # bins as the ladder's HI:LO, or as labels (whose commas the list splits), are labels
+    assert main([*argv, "--bins=-2:-3,[-3,-4)", "--near=[-3,-4)", "--easy=0:-1"]) == 0
+    assert seen["cfg"].bins == ("[-2,-3)", "[-3,-4)") and seen["cfg"].near == ("[-3,-4)",)
+    assert seen["cfg"].easy == "[0,-1)"
     assert main(["study", "ladder-train", "--out", str(tmp_path), "--lrs", "astarpo=x"]) == 2
     assert "NAME=RATE" in capsys.readouterr().err
 
