@@ -13,6 +13,7 @@ from typing import Any
 from astarpo.studies.adaptive_n import config as adaptive_n
 from astarpo.studies.efficiency import config as efficiency
 from astarpo.studies.ladder import config as ladder
+from astarpo.studies.ladder_train import config as ladder_train
 from astarpo.studies.refresh import config as refresh
 from astarpo.studies.two_beta import config as two_beta
 from astarpo.studies.zero_pass import config as zero_pass
@@ -113,5 +114,15 @@ STUDIES: dict[str, Study] = {
         "Stage 1 samples spent",
         refresh.presets,
         builds_on=("ladder",),
+    ),
+    "ladder-train": Study(
+        "astarpo.studies.ladder_train",
+        ladder_train.LadderTrainConfig,
+        "ladder_train",
+        "who learns, per bin of log10 v_ref: A*-PO and GRPO on every ladder bin alone, the "
+        "all-wrong filter, PPO and REBEL near the threshold, alone and mixed with easy prompts, "
+        "for equal steps: held-out gain, successes sampled, the v_ref where each stops learning",
+        ladder_train.presets,
+        builds_on=("ladder", "zero_pass", "efficiency"),
     ),
 }
