@@ -13,6 +13,7 @@ from astarpo.theory.experiments.tuning import best_c, final_by_c, seed_slice
 from astarpo.theory.experiments.zero_mass import (
     BETAS,
     EPSILON,
+    SMALL_BETA_C,
     beta_key,
     on_ray,
     ray,
@@ -158,6 +159,9 @@ def zero_mass() -> dict:
 
 def test_both_betas_are_run(zero_mass: dict) -> None:
     assert zero_mass["betas"] == [0.05, 0.001] == list(BETAS)
+    # the grid as given at 0.05; extended below at the paper's 1e-3
+    assert zero_mass["by_beta"]["0.05"]["tune_c"] == [1.0, 3.0]
+    assert zero_mass["by_beta"]["0.001"]["tune_c"] == [*SMALL_BETA_C, 1.0, 3.0]
     assert list(zero_mass["by_beta"]) == [beta_key(b) for b in BETAS] == ["0.05", "0.001"]
     for key, run in zero_mass["by_beta"].items():
         assert run["beta1"] == run["beta2"] == float(key)
@@ -165,7 +169,8 @@ def test_both_betas_are_run(zero_mass: dict) -> None:
         for inst in run["instances"].values():
             assert set(inst["methods"]) == {"estimated", "exact", "filter", "pg"}
             for m in inst["methods"].values():
-                assert set(m["hard_by_c"]) == {"1.0", "3.0"}
+                assert set(m["hard_by_c"]) == {str(c) for c in run["tune_c"]}
+                assert m["c"] in run["tune_c"]
                 assert m["hard_by_c"][str(m["c"])] == m["gap_hard"]
                 # the stated rule, recomputed from the stored interval
                 assert m["verdict"] == verdict(m["gap_hard"], inst["reference_gap_hard"])
@@ -194,4 +199,4 @@ def test_without_transfer_no_method_moves_the_hard_contexts(zero_mass: dict) -> 
             # one-hot features and correct actions never sampled: their mass stays eps exactly
             assert m["correct_mass_hard"]["mean"][0] == pytest.approx(EPSILON, rel=1e-6), name
             assert m["verdict"] == "leaves the gap", name
-            assert m["c"] in zero_mass["tune_c"]
+            assert m["c"] in run["tune_c"]

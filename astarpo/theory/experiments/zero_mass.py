@@ -19,9 +19,11 @@ Two instances of the default shape (32 contexts, the first 4 hard): ``transfer``
 ``shared`` family: 8 features shared by every context, so what the solvable contexts teach
 moves the hard ones) and ``no_transfer`` (``tabular``: one-hot features). Methods at equal
 samples, each with its own c tuned over ``TUNE_C`` by the final gap over all contexts (per
-beta and instance): A*-PO with :math:`\hat V^*`, with the exact :math:`V^*`, with the filter,
-and PG (G = 4). Each method's final hard-context gap is also recorded at every c of the grid
-(``hard_by_c``), so that the methods can be compared at equal c.
+beta and instance; at beta = 1e-3 the grid also holds :data:`SMALL_BETA_C`, since there every
+c of ``TUNE_C`` makes the first steps greedy, as ``small-beta`` shows): A*-PO with
+:math:`\hat V^*`, with the exact :math:`V^*`, with the filter, and PG (G = 4). Each method's
+final hard-context gap is also recorded at every c of the grid (``hard_by_c``), so that the
+methods can be compared at equal c.
 
 Verdict per method on the hard contexts, from the 95% Student-t interval [lo, hi] of the mean
 final hard-context gap over seeds, against the reference's gap g_ref there: "leaves the gap"
@@ -50,7 +52,9 @@ __all__ = [
     "INSTANCES",
     "METHODS",
     "RAY_S",
+    "SMALL_BETA_C",
     "beta_key",
+    "grid_for",
     "on_ray",
     "plot_instance",
     "ray",
@@ -62,6 +66,10 @@ __all__ = [
 EPSILON = 1e-8
 #: The KL strengths run (beta1 = beta2 = beta): the former 0.05 and the paper's 1e-3.
 BETAS = (0.05, 1e-3)
+#: Step constants added below the grid where beta <= SMALL_BETA: at beta2 = 1e-3 every c of
+#: ``TUNE_C`` makes the first steps greedy (``small-beta``: c = 0.01 does best there).
+SMALL_BETA_C = (0.001, 0.003, 0.01, 0.03, 0.1)
+SMALL_BETA = 1e-2
 #: Instance name -> family of :func:`make_instance`.
 INSTANCES = {"transfer": "shared", "no_transfer": "tabular"}
 #: The methods, in plotting order (the first three are A*-PO variants).
@@ -71,6 +79,13 @@ METHODS = ("estimated", "exact", "filter", "pg")
 def beta_key(beta: float) -> str:
     """The key of ``beta`` in ``by_beta`` of :func:`run_zero_mass` (``"0.05"``, ``"0.001"``)."""
     return f"{beta:g}"
+
+
+def grid_for(beta: float, grid: tuple[float, ...]) -> tuple[float, ...]:
+    """The c grid at ``beta``: ``grid``, with :data:`SMALL_BETA_C` below it if beta <= 1e-2."""
+    if beta > SMALL_BETA:
+        return tuple(grid)
+    return tuple(sorted({*SMALL_BETA_C, *grid}))
 
 
 def verdict(ci: dict[str, Any], reference_gap: float) -> str:
@@ -180,7 +195,8 @@ def run_zero_mass(
         seeds: S.
         quick: T = 120 instead of 2000.
         seed: Base seed.
-        grid: The step constants c each method is tuned over.
+        grid: The step constants c each method is tuned over (at beta <= 1e-2 extended by
+            :data:`SMALL_BETA_C`, see :func:`grid_for`; each beta records its own ``tune_c``).
         n: Stage 1's N (PG, G = 4, gets (T + N) / 4 rounds).
         betas: The values of beta1 = beta2, each run on both instances.
 
@@ -203,13 +219,15 @@ def run_zero_mass(
     }
     for beta in betas:
         wall, cpu = time.perf_counter(), time.process_time()
+        cs = grid_for(beta, grid)
         instances = {
-            name: _instance(family, beta, t_max, n, seeds, seed, grid)
+            name: _instance(family, beta, t_max, n, seeds, seed, cs)
             for name, family in INSTANCES.items()
         }
         out["by_beta"][beta_key(beta)] = {
             "beta1": float(beta),
             "beta2": float(beta),
+            "tune_c": list(cs),
             "instances": instances,
             "runtime_s": round(time.perf_counter() - wall, 2),
             "cpu_s": round(time.process_time() - cpu, 2),
