@@ -44,7 +44,7 @@ def test_all_writes_every_file(quick_all: Path) -> None:
 KEYS = {
     "horizon": ("curves", "slopes", "projection", "baseline", "steps"),
     "samples": ("settings",),
-    "coverage": ("families", "value_error_regimes"),
+    "coverage": ("families", "value_error_regimes", "zero_mass"),
     "two-beta": ("grid", "kl_between_optima"),
     "grid": ("gap", "fit", "t_slope_per_n", "fisher_min"),
     "update": ("variants", "entropy_exact", "paper_betas"),
@@ -76,6 +76,11 @@ def test_quick_coverage_records_the_sweep_and_the_hard_contexts(quick_all: Path)
     for fam in ("shared", "tabular"):
         rows = res["families"][fam]
         assert [r["v_ref"] for r in rows] == res["config"]["v_ref"]
+    # the never-solved contexts at both betas, their verdicts in the headline
+    assert list(res["zero_mass"]["by_beta"]) == ["0.05", "0.001"]
+    assert list(res["headline"]["zero_mass"]) == ["0.05", "0.001"]
+    for run in res["headline"]["zero_mass"].values():
+        assert set(run) == {"transfer", "no_transfer"}
 
 
 def test_quick_horizon_slope_is_negative_and_in_band(quick_all: Path) -> None:

@@ -11,7 +11,7 @@ c tuned as in ``horizon`` (over ``TUNE_C``, by the final gap over all contexts; 
 :math:`\hat V^*` is tuned the same way, see :mod:`~astarpo.theory.experiments.tuning`). The
 hard contexts' gap is also recorded along the run, to plot it against :math:`t \cdot v_{ref}`.
 :mod:`~astarpo.theory.experiments.zero_mass` adds contexts the reference never solves, with and
-without transfer. Finally the exact MSE of
+without transfer, at :math:`\beta_1 = \beta_2 \in \{0.05, 10^{-3}\}`. Finally the exact MSE of
 :math:`\hat V^*` on a fine grid of solve rates, with its local slope, locates the range where
 it grows like :math:`1/v_{ref}^2` (if any) and where like :math:`1/v_{ref}`.
 """
@@ -239,8 +239,11 @@ def run(seeds: int = 8, quick: bool = False, seed: int = 0, progress_bar: bool =
         for fam, rows in res["families"].items()
     }
     res["headline"]["zero_mass"] = {
-        name: {m: {"c": d["c"], "verdict": d["verdict"]} for m, d in inst["methods"].items()}
-        for name, inst in res["zero_mass"]["instances"].items()
+        beta: {
+            name: {m: {"c": d["c"], "verdict": d["verdict"]} for m, d in inst["methods"].items()}
+            for name, inst in run["instances"].items()
+        }
+        for beta, run in res["zero_mass"]["by_beta"].items()
     }
     return res
 

@@ -159,11 +159,12 @@ def draw(res: dict[str, Any], path: str | Path) -> Path:
          "\ngeometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
 
     zm = res["zero_mass"]
-    fig, axes = figure(2, height=4.4)
-    for ax, name in zip(axes, zm["instances"], strict=True):
-        plot_instance(ax, zm, name)
+    fig, axes = figure(2, rows=len(zm["by_beta"]), height=4.4)
+    panels = [(b, name) for b, run in zm["by_beta"].items() for name in run["instances"]]
+    for ax, (beta, name) in zip(axes, panels, strict=True):
+        plot_instance(ax, zm, name, beta)
     save(fig, _name(path, "-zero-mass"), f"coverage: reference mass {zm['epsilon']:g} on the "
-         rf"hard contexts' correct actions, $\beta = {zm['beta2']:g}$" "\n"
+         r"hard contexts' correct actions, $\beta_1 = \beta_2 = \beta$" "\n"
          "geometric mean, 95% interval of the mean log", strict=True)  # fmt: skip
 
     fig, axes = figure(2, height=4.2)

@@ -248,7 +248,110 @@ def paper_rows():
     return "\n".join(out)
 
 
+def zm(beta, inst):
+    """The zero-mass row of instance ``inst`` ("transfer", "no_transfer") at ``beta`` ("0.05")."""
+    return C["zero_mass"]["by_beta"][beta]["instances"][inst]
+
+
+def cl(c, lo=0.0, hi=None, d=2):
+    """Arithmetic mean [95%] of a ``mean_ci`` dict, the interval clipped to ``[lo, hi]``."""
+    m, a, b = tri(c)
+    a, b = max(a, lo), (b if hi is None else min(b, hi))
+    return f"{g(m, d)} [{g(a, d)}, {g(b, d)}]"
+
+
+ZM_LABEL = {
+    "estimated": "A*-PO, V-hat*",
+    "exact": "A*-PO, exact V*",
+    "filter": "A*-PO, filter",
+    "pg": "PG (G = 4)",
+}
+
+
+def zm_rows():
+    """The zero-mass table: one row per beta, instance and method."""
+    out = []
+    for beta in C["zero_mass"]["by_beta"]:
+        for inst in ("transfer", "no_transfer"):
+            row = zm(beta, inst)
+            for m, d in row["methods"].items():
+                out.append(
+                    f"| {beta} | {inst.replace('_', ' ')} | {g(row['reference_gap_hard'], 3)} "
+                    f"| {ZM_LABEL[m]} | {g(d['c'])} | {cl(d['gap_hard'])} "
+                    f"| {cl(d['gap_hard_on_ray']) if inst == 'transfer' else '-'} "
+                    f"| {cl(d['correct_mass_hard'], 0.0, 1.0)} "
+                    f"| {d['verdict']} |"
+                )
+    return "\n".join(out)
+
+
+def zm_by_c():
+    """Hard-context gap at every c of the grid, per method, on the transfer instance."""
+    out = []
+    for beta in C["zero_mass"]["by_beta"]:
+        ms = zm(beta, "transfer")["methods"]
+        for c in C["zero_mass"]["by_beta"][beta]["tune_c"]:
+            cells = [cl(ms[m]["hard_by_c"][str(c)]) for m in ZM_LABEL]
+            out.append(f"| {beta} | {g(c)} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def zm_fisher():
+    """Smallest eigenvalue of the solvable contexts' mean Fisher matrix at the reference
+    (transfer instance of the zero-mass runs)."""
+    import numpy as np
+
+    from astarpo.theory.experiments.zero_mass import EPSILON
+    from astarpo.theory.instances import hard_contexts
+
+    b = make_instance("shared", **{**INSTANCE, "v_ref": EPSILON})
+    keep = np.setdiff1d(np.arange(b.n_contexts), hard_contexts(b.n_contexts))
+    p, f = b.ref_probs[keep], b.features[keep]
+    d = f - (p[..., None] * f).sum(1, keepdims=True)
+    return float(np.linalg.eigvalsh(np.einsum("xy,xyi,xyj->ij", p, d, d) / len(keep)).min())
+
+
+def zm_mean(beta, method, c):
+    """Mean final hard gap of ``method`` at step constant ``c``, transfer instance."""
+    return zm(beta, "transfer")["methods"][method]["hard_by_c"][str(c)]["mean"][0]
+
+
+def zm_moved(beta, a="estimated", b="exact"):
+    """The c where ``a`` or ``b`` ends below 99% of the reference's hard gap (transfer)."""
+    ref = zm(beta, "transfer")["reference_gap_hard"]
+    return [
+        c
+        for c in C["zero_mass"]["by_beta"][beta]["tune_c"]
+        if min(zm_mean(beta, a, c), zm_mean(beta, b, c)) < 0.99 * ref
+    ]
+
+
+def ray_at(beta, s):
+    """The transfer instance's segment (JSON ``ray``) at the grid point nearest to ``s``."""
+    path = zm(beta, "transfer")["ray"]
+    i = min(range(len(path["s"])), key=lambda k: abs(path["s"][k] - s))
+    return {k: v[i] for k, v in path.items()}
+
+
+def overlap(a, b):
+    """Whether the 95% intervals of two ``mean_ci`` dicts overlap (arithmetic, unclipped)."""
+    return a["lo"][0] <= b["hi"][0] and b["lo"][0] <= a["hi"][0]
+
+
+def zm_separated(beta, a="estimated", b="exact"):
+    """The c (of that beta's grid) where methods ``a`` and ``b`` have disjoint hard-gap intervals
+    on the transfer instance, each as "c (lower method)"."""
+    ms = zm(beta, "transfer")["methods"]
+    out = []
+    for c in C["zero_mass"]["by_beta"][beta]["tune_c"]:
+        x, y = ms[a]["hard_by_c"][str(c)], ms[b]["hard_by_c"][str(c)]
+        if not overlap(x, y):
+            out.append(f"{g(c)} ({ZM_LABEL[a] if x['mean'][0] < y['mean'][0] else ZM_LABEL[b]})")
+    return out
+
+
 TIES = ties()
+ZM_FISHER = zm_fisher()
 GRID_T = sorted({near(G["steps"], t) for t in (10, 100, 1000, G["steps"][-1])})
 PG_OVER = overconfident_gap(make_instance("shared", **INSTANCE), H["config"]["beta2"])
 SE = grid_se(G)
