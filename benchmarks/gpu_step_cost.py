@@ -81,22 +81,12 @@ def hash_reward(prompts: Any, completions: Any, **_: Any) -> list[float]:
 
 
 def make_tokenizer(vocab_size: int) -> Any:
-    """A word-level tokenizer of ``vocab_size`` ids: specials, the digits, then filler words."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    """A word-level tokenizer of ``vocab_size`` ids: specials, the digits, ``+``, ``=``, then
+    filler words ``<wI>``."""
+    from astarpo.llm.models.toy import make_word_tokenizer
 
-    vocab = {t: i for i, t in enumerate(("<pad>", "<eos>", "<unk>", *"0123456789+="))}
-    vocab.update({f"<w{i}>": i for i in range(len(vocab), vocab_size)})
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("<w[0-9]+>|."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        eos_token="<eos>",
-        unk_token="<unk>",
-        padding_side="left",
-    )
+    words = [*"0123456789+=", *(f"<w{i}>" for i in range(15, vocab_size))]
+    return make_word_tokenizer(words, split="<w[0-9]+>|.")
 
 
 def child(args: Any) -> dict[str, Any]:

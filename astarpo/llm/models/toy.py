@@ -4,7 +4,7 @@ Everything here is built in code (no download), so the CPU demo and the tests ru
 
 * :func:`make_char_tokenizer`: a ``transformers.PreTrainedTokenizerFast`` with one token per
   character (digits, arithmetic signs, lower-case letters, space) plus ``<pad>``, ``<eos>`` and
-  ``<unk>``.
+  ``<unk>``; :func:`make_word_tokenizer` the same over any list of words.
 * :func:`make_toy_model`: a randomly initialized ``Qwen2ForCausalLM`` from a ``Qwen2Config``
   (about 1M parameters by default; every config field can be overridden).
 
@@ -14,12 +14,14 @@ The tasks it is trained on (rows, rewards, model shapes) are in :mod:`astarpo.ll
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "TOY_CHARS",
     "make_char_tokenizer",
     "make_toy_model",
+    "make_word_tokenizer",
 ]
 
 #: The characters of the toy vocabulary, one token each (after the special tokens).
@@ -39,14 +41,35 @@ def make_char_tokenizer() -> Any:
         A ``transformers.PreTrainedTokenizerFast`` with ``pad_token``, ``eos_token`` and
         ``unk_token`` set and ``padding_side="left"`` (the layout generation needs).
     """
+    return make_word_tokenizer(TOY_CHARS)
+
+
+def make_word_tokenizer(words: Sequence[str], split: str = ".") -> Any:
+    """A word-level ``PreTrainedTokenizerFast`` over ``words``, made in code.
+
+    Token ids: ``<pad>`` = 0, ``<eos>`` = 1, ``<unk>`` = 2, then one id per word, in order
+    (``len(words) + 3`` ids). Text is cut into the matches of the regular expression ``split``
+    (default: single characters), each looked up as a word; decoding joins the words without
+    separators.
+
+    Args:
+        words: The vocabulary after the three special tokens (distinct strings).
+        split: A regular expression matching one word of a text.
+
+    Returns:
+        The tokenizer, with ``pad_token``, ``eos_token`` and ``unk_token`` set and
+        ``padding_side="left"``.
+    """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {tok: i for i, tok in enumerate(_SPECIALS)}
-    for ch in TOY_CHARS:
-        vocab[ch] = len(vocab)
+    for word in words:
+        vocab[word] = len(vocab)
+    if len(vocab) != len(words) + len(_SPECIALS):
+        raise ValueError("words must be distinct and must not repeat a special token.")
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(split), behavior="isolated")
     tok.decoder = decoders.Fuse()
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,

@@ -100,3 +100,16 @@ def test_sft_stops_at_the_first_check_that_reaches_the_target(tokenizer):
         sft(model, tokenizer, train, config)
     with pytest.raises(ValueError, match="target_accuracy"):
         SFTConfig(target_accuracy=1.5)
+
+
+def test_word_tokenizer_ids_round_trip_and_refusals():
+    """Specials first, then the words in order; the split pattern cuts a text into words;
+    a repeated word is refused."""
+    from astarpo.llm.models.toy import make_word_tokenizer
+
+    tok = make_word_tokenizer(["1", "2", "<w5>", "<w6>"], split="<w[0-9]+>|.")
+    assert len(tok) == 7 and tok.pad_token_id == 0 and tok.eos_token_id == 1
+    assert tok.encode("12<w6><w5>") == [3, 4, 6, 5]
+    assert tok.decode([6, 3]) == "<w6>1"
+    with pytest.raises(ValueError, match="distinct"):
+        make_word_tokenizer(["a", "a"])
