@@ -200,18 +200,10 @@ def test_the_report_and_its_figure(tmp_path: Path) -> None:
         assert im.size[0] <= 7.5 * 150 + 1
 
 
-def test_cli_maps_flags_to_the_config(monkeypatch, tmp_path: Path, capsys) -> None:
-    import astarpo.studies.ladder_train.run as run_mod
+def test_cli_maps_flags_to_the_config(captured_run, tmp_path: Path, capsys) -> None:
     from astarpo.cli import main
 
-    seen = {}
-
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
-        seen["cfg"] = cfg
-        (Path(out_dir) / "ladder_train.md").write_text("who learns\n")
-        return {}
-
-    monkeypatch.setattr(run_mod, "run", fake_run)
+    seen = captured_run("astarpo.studies.ladder_train", "ladder_train", "who learns")
     argv = ["study", "ladder-train", "--quick", "--out", str(tmp_path), "--workers", "3"]
     assert main([*argv, "--lrs", "astarpo=1e-4,grpo=2e-4,ppo=1e-5,rebel=1e-5"]) == 0
     cfg = seen["cfg"]

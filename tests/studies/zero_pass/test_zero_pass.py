@@ -227,18 +227,10 @@ def test_the_report_and_its_figure(tmp_path: Path) -> None:
         assert im.info["dpi"][0] >= 150 and im.size[0] <= 7.5 * 150 + 1
 
 
-def test_cli_maps_flags_to_the_config(monkeypatch, tmp_path: Path, capsys) -> None:
-    import astarpo.studies.zero_pass.run as run_mod
+def test_cli_maps_flags_to_the_config(captured_run, tmp_path: Path, capsys) -> None:
     from astarpo.cli import main
 
-    seen = {}
-
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
-        seen["cfg"] = cfg
-        (Path(out_dir) / "zero_pass.md").write_text("2x2\n")
-        return {}
-
-    monkeypatch.setattr(run_mod, "run", fake_run)
+    seen = captured_run("astarpo.studies.zero_pass", "zero_pass", "2x2")
     argv = ["study", "zero-pass", "--quick", "--out", str(tmp_path), "--seconds", "4"]
     assert main([*argv, "--workers", "1", "--rerun-slow"]) == 0
     cfg = seen["cfg"]
