@@ -486,3 +486,39 @@ def test_eval_greedy_vllm_equals_hf(model_dir: Path, stage1_data: Path, tmp_path
     assert 0 < hf["accuracy"] < 1  # informative
     assert hf["correct"] == vl["correct"]
     assert hf["mean_response_tokens"] == vl["mean_response_tokens"]
+
+
+def test_stage1_adaptive_allocation_on_vllm(
+    engine: VLLMGenerator, tok: Any, tmp_path: Path
+) -> None:
+    """The adaptive rule on the real engine: per generate call of 8 prompts, each prompt's
+    samples are the count :func:`~astarpo.allocation.allocate` gives on its pilot, the call
+    spends its budget of N x 8, and V* is Eq. 3 on each prompt's own samples; resumed after
+    half of the calls, the table file is the same bytes."""
+    from astarpo import optimal_value
+    from astarpo.allocation import allocate
+    from astarpo.llm.stage1.config import Stage1Config
+    from astarpo.llm.stage1.estimate import estimate_values
+
+    engine.sync_weights(_policy(tok))
+    rows = [{"prompt": r["prompt"], "answer": "0"} for r in addition_task(32, seed=3)]
+    cfg = Stage1Config(
+        n_samples=4, pilot_samples=2, max_samples=12, allocation="adaptive", beta1=0.5,
+        max_new_tokens=4, seed=0, prompts_per_call=8, progress=False,
+    )  # fmt: skip
+    table = estimate_values(engine, rows, [first_digit_reward], cfg, out_path=tmp_path / "a.jsonl")
+    by_prompt = {r.prompt: r for r in table}
+    counts = []
+    for start in range(0, len(rows), 8):
+        batch = [by_prompt[r["prompt"]] for r in rows[start : start + 8]]
+        pilot = np.array([b.rewards[:2] for b in batch])
+        want = allocate(pilot, 4 * len(batch), 12)
+        assert [len(b.rewards) for b in batch] == want.tolist()
+        counts += want.tolist()
+        for b in batch:
+            assert b.v_star == pytest.approx(float(optimal_value(np.array(b.rewards), 0.5)))
+    assert len(set(counts)) > 1  # the pilots differ, so the rule moved samples
+    again = tmp_path / "again.jsonl"  # the same seeds sample the same table
+    estimate_values(engine, rows, [first_digit_reward], cfg, out_path=again)
+    assert again.read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+    report(f"\nStage 1 adaptive on vLLM: counts per prompt {sorted(set(counts))}, 32 prompts")
