@@ -42,6 +42,8 @@ ROWS = {
 }
 #: Relative difference below which a curve is drawn as "= reference" (rounding of a mean).
 SAME = 1e-12
+#: An accuracy panel whose reference is below this is drawn on a log scale.
+TINY = 1e-6
 #: The cells of the review's 2x2: (A*-PO improves, a baseline improves) -> reading.
 READINGS = {
     (False, True): "A*-PO stagnates, a baseline improves: the no-exploration claim is bounded by "
@@ -187,6 +189,8 @@ def plot(result: dict[str, Any], path: Any) -> Any:
                 )
                 unmoved &= bool(np.all(np.abs(np.array(means) - ref[key]) <= SAME * abs(ref[key])))
             ax.axhline(ref[key], color="k", ls=":", lw=1.0, label="reference")
+            if "log10" not in key and not unmoved and ref[key] < TINY:
+                ax.set_yscale("log", nonpositive="clip")  # changes of 1e-37 are not linear
             if unmoved:
                 ax.set_yticks([ref[key]], [f"{ref[key]:.3g}"])
                 ax.text(0.5, 0.65, note, transform=ax.transAxes, ha="center", va="center")
