@@ -131,6 +131,11 @@ class LadderTrainConfig(Protocol):
         "[-2,-3) in that budget).",
         1,
     )
+    entropy_coef: float = option(
+        1e-3,
+        "Entropy bonus of every run (the paper's shape: 0.001; its other settings, 2 "
+        "minibatches and clip 1.0, stay). With every reward 0 it is the only gradient left.",
+    )
     eval_steps: int = option(20, "Held-out evaluation every this many steps (and at 0).", 1)
     train_eval_rows: int = option(
         64, "Training prompts of the bin evaluated too (the sweep's score; 0: none).", 0
@@ -154,6 +159,8 @@ class LadderTrainConfig(Protocol):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not (math.isfinite(self.entropy_coef) and self.entropy_coef >= 0):
+            raise ValueError(f"entropy_coef must be a finite number >= 0, got {self.entropy_coef}.")
         for name in ("bins", "near", "easy", "sweep_bin"):
             v = getattr(self, name)
             labels = bin_labels(v) if isinstance(v, (str, tuple)) else v

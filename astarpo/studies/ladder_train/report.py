@@ -62,7 +62,8 @@ def to_markdown(result: dict[str, Any]) -> str:
     lines = ["# Who learns, per bin of log10 v_ref", ""]
     lines += [
         f"Every run: {cfg['steps']} steps of {cfg['batch_size']} prompts in the paper "
-        f"protocol's shape, from the ladder's reference ({result['ladder']}); Stage 1 "
+        f"protocol's shape (entropy bonus {cfg.get('entropy_coef', 1e-3):g}), from the "
+        f"ladder's reference ({result['ladder']}); Stage 1 "
         f"(N = {cfg['n_samples']}) once on the {result['stage1']['prompts']} training prompts "
         f"of every bin ({result['stage1']['seconds']:.1f} s, outside the runs). Learning rates "
         f"{tuned}: {rates}. Held-out measures are exact (the gold response's probability): "

@@ -116,7 +116,9 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
     args: Any = algorithm_config(arm, cfg, seed, Path(spec["out"]), head["lr"], 0.0)
     args = replace(args, max_steps=int(spec.get("steps", cfg.steps)), eval_steps=cfg.eval_steps)
-    args = replace(args, eval_every_seconds=0.0, **PAPER_SHAPE)
+    args = replace(
+        args, eval_every_seconds=0.0, **{**PAPER_SHAPE, "entropy_coef": cfg.entropy_coef}
+    )
     v_star = table if arm_algorithm(arm) == "astarpo" else None
     fields = train_run(policy, ref, tokenizer, [counter], args, rows, v_star, eval_fn)
     found = None

@@ -249,3 +249,12 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
     assert {s[3] for s in seen} == {cfg.sweep_seed} and {s[1] for s in seen} == {cfg.sweep_bin}
     assert all(n.startswith("sweep-") for n in runner.names)
     assert rates(cfg, {k: v["chosen"] for k, v in got.items()})["grpo"] == 1e-4
+
+
+def test_entropy_bonus_is_a_field_with_the_papers_default() -> None:
+    from astarpo.studies.ladder_train.config import LadderTrainConfig
+
+    assert LadderTrainConfig().entropy_coef == 1e-3
+    assert LadderTrainConfig(entropy_coef=0.0).entropy_coef == 0.0
+    with pytest.raises(ValueError, match="entropy_coef must be a finite number >= 0"):
+        LadderTrainConfig(entropy_coef=-1.0)
