@@ -103,7 +103,7 @@ class LadderConfig(RunOptions):
 
 
 #: ``--quick``: every bin, 40 + 40 prompts each (<= 5 minutes on 2 shared cores).
-QUICK: dict[str, Any] = dict(train=40, test=40, candidates=12000, long_candidates=200)
+QUICK: dict[str, Any] = dict(train=40, test=40, candidates=24000, long_candidates=200)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
