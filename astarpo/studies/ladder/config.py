@@ -54,6 +54,12 @@ class LadderConfig(RunOptions):
         120000, "Zero-rich 4-digit candidates drawn (before dedup: about 45000 distinct).", 1
     )
     long_candidates: int = option(1000, "5-digit candidates drawn (the zero-pass regime).", 1)
+    top_ups: int = option(
+        0,
+        "Times the draw may add `candidates` more zero-rich problems (new seeds) while a bin "
+        "holds too few (a stronger reference leaves fewer hard ones); 0: the sets as drawn.",
+        0,
+    )
     zero_low: float = option(0.5, "Lowest chance that a digit of a zero-rich operand is 0.")
     zero_high: float = option(0.95, "Highest chance that a digit of a zero-rich operand is 0.")
     seed: int = option(30, "Seed of the candidates' draw.", 0)
@@ -102,8 +108,9 @@ class LadderConfig(RunOptions):
         )
 
 
-#: ``--quick``: every bin, 40 + 40 prompts each (<= 5 minutes on 2 shared cores).
-QUICK: dict[str, Any] = dict(train=40, test=40, candidates=24000, long_candidates=200)
+#: ``--quick``: every bin, 6 + 6 prompts each, topped up from new draws while a bin is short
+#: (a reference SFT'd on another machine can be stronger: fewer hard candidates).
+QUICK: dict[str, Any] = dict(train=6, test=6, candidates=24000, long_candidates=200, top_ups=6)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:

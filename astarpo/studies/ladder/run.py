@@ -32,7 +32,7 @@ from astarpo.studies.harness.runner import Runner
 from astarpo.studies.ladder import report
 from astarpo.studies.ladder.config import LadderConfig
 from astarpo.studies.ladder.passk import pass_summary, sample_successes
-from astarpo.studies.ladder.sets import draw_candidates, fill_bins, write_prompts
+from astarpo.studies.ladder.sets import draw_candidates, fill_bins, short_bins, write_prompts
 
 __all__ = ["OUTPUTS", "PASS_K", "run"]
 
@@ -58,6 +58,13 @@ def run(
     t0 = time.perf_counter()
     candidates = draw_candidates(cfg)
     logp = gold_logprobs(ref, tok, candidates, cfg.batch)
+    for k in range(1, cfg.top_ups + 1):  # a stronger reference leaves the hard bins short
+        if not (short := short_bins(logp, cfg)):
+            break
+        more = draw_candidates(cfg, top_up=k, drawn=candidates)
+        say(f"[ladder] {', '.join(short)} short: {len(more)} more candidates (top-up {k})")
+        candidates += more
+        logp = np.concatenate([logp, gold_logprobs(ref, tok, more, cfg.batch)])
     rows, bins = fill_bins(candidates, logp, cfg)
     forcing = {"candidates": len(candidates), "seconds": time.perf_counter() - t0}
     write_prompts(out / "ladder_prompts.jsonl", rows)

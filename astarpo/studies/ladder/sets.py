@@ -43,7 +43,7 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.studies.harness.protocol import HELD, REF_SEED, SFT
 from astarpo.studies.ladder.config import LadderConfig, bin_label, parse_bin
 
-__all__ = ["FIELDS", "draw_candidates", "fill_bins", "load_reference"]
+__all__ = ["FIELDS", "draw_candidates", "fill_bins", "load_reference", "short_bins"]
 __all__ += ["read_prompts", "write_prompts", "zero_rich"]
 
 #: The fields of a row of ``ladder_prompts.jsonl``, in order.
@@ -69,18 +69,37 @@ def zero_rich(n: int, digits: int, low: float, high: float, seed: int) -> list[d
     return rows
 
 
-def draw_candidates(cfg: LadderConfig) -> list[dict[str, str]]:
+def draw_candidates(
+    cfg: LadderConfig, top_up: int = 0, drawn: Sequence[dict[str, str]] = ()
+) -> list[dict[str, str]]:
     """The zero-rich then the long candidates (see the module doc), deduplicated in draw order,
-    without any prompt of the SFT task's drawn region. Rows: ``prompt``, ``answer``."""
+    without any prompt of the SFT task's drawn region. Rows: ``prompt``, ``answer``.
+
+    With ``top_up = k > 0``: ``candidates`` more zero-rich problems of seed ``seed + 7919 k``
+    (no long ones), without the SFT region's prompts and those ``drawn`` already."""
     seen = {r["prompt"] for r in get_task(cfg.protocol().task).rows(HELD + SFT, REF_SEED)}
-    rows = zero_rich(cfg.candidates, cfg.digits, cfg.zero_low, cfg.zero_high, cfg.seed)
-    rows += scratchpad_task(cfg.long_candidates, seed=cfg.seed + 1, digits=cfg.long_digits)
+    seen |= {r["prompt"] for r in drawn}
+    seed = cfg.seed + 7919 * top_up
+    rows = zero_rich(cfg.candidates, cfg.digits, cfg.zero_low, cfg.zero_high, seed)
+    if not top_up:
+        rows += scratchpad_task(cfg.long_candidates, seed=cfg.seed + 1, digits=cfg.long_digits)
     out = []
     for r in rows:
         if r["prompt"] not in seen:
             seen.add(r["prompt"])
             out.append({"prompt": r["prompt"], "answer": r["answer"]})
     return out
+
+
+def short_bins(logp: np.ndarray, cfg: LadderConfig) -> list[str]:
+    """The labels of the bins of ``cfg`` that hold fewer than ``train + test`` of the
+    candidates whose natural-log v_ref is ``logp``."""
+    log10, need, short = logp / math.log(10.0), cfg.train + cfg.test, []
+    for spec in cfg.bins:
+        hi, lo = parse_bin(spec)
+        if int(np.count_nonzero((log10 <= hi) & (log10 > lo))) < need:
+            short.append(bin_label(spec))
+    return short
 
 
 def fill_bins(

@@ -35,6 +35,7 @@ from astarpo.studies.harness.measure import gold_logprobs, sample_scores, timed_
 from astarpo.studies.harness.protocol import algorithm_config
 from astarpo.studies.harness.runner import Runner, rotated
 from astarpo.studies.harness.training import load_run, train_run
+from astarpo.studies.ladder.config import QUICK as LADDER_QUICK
 from astarpo.studies.ladder.config import LadderConfig
 from astarpo.studies.ladder.run import run as run_ladder
 from astarpo.studies.ladder.sets import read_prompts
@@ -118,6 +119,7 @@ def run(
         ladder = LadderConfig(
             bins=LADDER_BINS, train=n, test=n, candidates=cfg.ladder_candidates,
             long_candidates=cfg.ladder_long_candidates, k=cfg.ladder_k,
+            top_ups=LADDER_QUICK["top_ups"],  # a stronger reference leaves [-2,-3) short
         )  # fmt: skip
         run_ladder(ladder, folder, overwrite=overwrite, progress=progress)
     rows = read_prompts(folder / "ladder_prompts.jsonl")

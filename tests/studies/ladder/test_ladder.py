@@ -20,6 +20,7 @@ from astarpo.studies.ladder.passk import agreement, poisson_binomial
 from astarpo.studies.ladder.run import run
 from astarpo.studies.ladder.sets import (
     FIELDS,
+    draw_candidates,
     load_reference,
     read_prompts,
     zero_rich,
@@ -169,4 +170,23 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
     args = ["study", "ladder", "--quick", "--out", str(tmp_path), "--bins=-1:-2,-30:-inf"]
     assert main([*args, "--train", "5"]) == 0
     cfg = seen["cfg"]
-    assert cfg.bins == ("-1:-2", "-30:-inf") and cfg.train == 5 and cfg.test == 40
+    from astarpo.studies.ladder.config import QUICK
+
+    assert cfg.bins == ("-1:-2", "-30:-inf") and cfg.train == 5 and cfg.test == QUICK["test"]
+    assert cfg.top_ups == QUICK["top_ups"] > 0
+
+
+def test_a_top_up_draws_new_zero_rich_candidates_and_short_bins_names_the_short() -> None:
+    """A top-up draws ``candidates`` more zero-rich problems of another seed, none already
+    drawn, no long ones; ``short_bins`` names the bins with fewer than train + test."""
+    from astarpo.studies.ladder.sets import short_bins
+
+    cfg = LadderConfig(bins=("-1:-2", "-2:-4"), train=2, test=2, candidates=300, long_candidates=5)
+    first = draw_candidates(cfg)
+    more = draw_candidates(cfg, top_up=1, drawn=first)
+    assert more and not {r["prompt"] for r in more} & {r["prompt"] for r in first}
+    digits = {parse_problem(r["prompt"])[2] for r in more}
+    assert digits == {cfg.digits}  # zero-rich only: the long ones come once
+    logp = np.log(10.0) * np.array([-1.5] * 4 + [-3.0] * 3)  # 4 in [-1,-2), 3 in [-2,-4)
+    assert short_bins(logp, cfg) == ["[-2,-4)"]
+    assert short_bins(np.log(10.0) * np.array([-1.5] * 4 + [-3.0] * 4), cfg) == []
