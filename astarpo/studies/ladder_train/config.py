@@ -10,6 +10,7 @@ from typing import Any
 
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.studies.harness.protocol import DROP_ARM, Protocol, arm_algorithm, option
+from astarpo.studies.ladder.config import QUICK as LADDER_QUICK
 from astarpo.studies.ladder.config import LadderConfig, bin_label
 
 __all__ = ["ALONE", "ARMS", "LADDER_BINS", "MIXED", "PAPER_RATES", "QUICK", "LadderTrainConfig"]
@@ -223,6 +224,7 @@ class LadderTrainConfig(Protocol):
         return LadderConfig(
             bins=specs, train=n, test=n, candidates=self.ladder_candidates, k=self.ladder_k,
             threads=self.threads, long_candidates=5 * n if "-30:-inf" in specs else 1,
+            top_ups=LADDER_QUICK["top_ups"],  # a stronger reference leaves deep bins short
         )  # fmt: skip
 
 
