@@ -24,7 +24,9 @@ ARMS = ("astarpo", "grpo", DROP_ARM, "ppo", "rebel")
 ALONE, MIXED = "alone", "mixed"
 #: The learning rates the paper-protocol sweep chose (docs/figures/paper_protocol.json, key
 #: ``sweep``: the efficiency study's ``--protocol paper`` on the scratchpad task, 3 seeds
-#: disjoint from the measured ones, the grid 3.33e-5 .. 1e-3 bracketed).
+#: disjoint from the measured ones, the grid 1e-4 .. 1e-3 extended once to 3.33e-5). GRPO's
+#: 1e-4 is bracketed there; A*-PO's, PPO's and REBEL's 3.33e-5 is still the grid's lower edge
+#: after the extension, so a ladder run that needs bracketed rates sweeps them (``lr_grid``).
 PAPER_RATES = ("astarpo=3.33e-05", "grpo=0.0001", "ppo=3.33e-05", "rebel=3.33e-05")
 
 _SEEDS = "Seeds 0 .. n-1 of {} (95% t-intervals over them)."

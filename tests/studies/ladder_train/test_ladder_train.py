@@ -223,9 +223,14 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
     class FakeRunner:
         def __init__(self) -> None:
             self.names: list[str] = []
+            self.batches: list[int] = []
 
         def say(self, *a: object) -> None:
             pass
+
+        def run_all(self, runs: list) -> list[dict]:
+            self.batches.append(len(runs))
+            return [self.run(*r) for r in runs]
 
         def run(self, name: str, spec: dict) -> dict:
             self.names.append(name)
@@ -248,6 +253,8 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
     assert got["astarpo"]["chosen"] == 3.33e-05  # below the grid: found by the extension
     assert {s[3] for s in seen} == {cfg.sweep_seed} and {s[1] for s in seen} == {cfg.sweep_bin}
     assert all(n.startswith("sweep-") for n in runner.names)
+    # two rounds of parallel runs (both grids, then both extensions), each run once
+    assert runner.batches == [4, 2] and len(runner.names) == len(set(runner.names)) == 6
     assert rates(cfg, {k: v["chosen"] for k, v in got.items()})["grpo"] == 1e-4
 
 
