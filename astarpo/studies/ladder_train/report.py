@@ -120,16 +120,25 @@ def to_markdown(result: dict[str, Any]) -> str:
     rows = [[LABELS[a], _threshold_text(t)] for a, t in s["thresholds"].items()]
     lines += table(["run", "threshold"], rows)
     if result.get("sweep"):
-        rows = [[a, ", ".join(f"{k}: {fmt(v)}" for k, v in w["scores"].items()), f"{w['chosen']:g}"]
-                for a, w in result["sweep"].items()]  # fmt: skip
+        rows = [[a, ", ".join(f"{k}: {fmt(v)}" for k, v in w["scores"].items()), f"{w['chosen']:g}",
+                 _bracket_text(w)] for a, w in result["sweep"].items()]  # fmt: skip
         lines += [
             "",
             f"Sweep on {cfg['sweep_bin']} (score: step-average expected accuracy on its "
             "training prompts):",
             "",
         ]
-        lines += table(["algorithm", "scores", "chosen"], rows)
+        lines += table(["algorithm", "scores", "chosen", "bracketed"], rows)
     return "\n".join([*lines, *process_lines(result)]) + "\n"
+
+
+def _bracket_text(swept: dict[str, Any]) -> str:
+    """Whether a sweep's choice has a scored rate on each side ("yes"), or is still an edge of
+    the rates it tried after its extension ("no: lowest" / "no: highest")."""
+    rates = sorted(float(k) for k in swept["scores"])
+    if not rates or swept["chosen"] not in (rates[0], rates[-1]):
+        return "yes"
+    return "no: lowest" if swept["chosen"] == rates[0] else "no: highest"
 
 
 @styled

@@ -218,6 +218,7 @@ def test_cli_maps_flags_to_the_config(captured_run, tmp_path: Path, capsys) -> N
 
 
 def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured() -> None:
+    from astarpo.studies.ladder_train.report import _bracket_text
     from astarpo.studies.ladder_train.run import _sweep
 
     class FakeRunner:
@@ -256,6 +257,9 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
     # two rounds of parallel runs (both grids, then both extensions), each run once
     assert runner.batches == [4, 2] and len(runner.names) == len(set(runner.names)) == 6
     assert rates(cfg, {k: v["chosen"] for k, v in got.items()})["grpo"] == 1e-4
+    # the report says whether each choice is bracketed: GRPO's 1e-4 is (3.33e-5 below it)
+    assert _bracket_text(got["grpo"]) == "yes" and _bracket_text(got["astarpo"]) == "no: lowest"
+    assert _bracket_text({"scores": {"1e-4": 0.1, "3e-4": 0.2}, "chosen": 3e-4}) == "no: highest"
 
 
 def test_entropy_bonus_is_a_field_with_the_papers_default() -> None:
