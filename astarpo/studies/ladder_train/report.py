@@ -85,7 +85,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Held-out gain on the bin (last evaluation minus the reference; 95% interval):",
         "",
     ]
-    header = ["run", "set", "bin", "seeds", "gain", "p (Holm)", "verdict", "easy: change"]
+    header = ["run", "set", "bin", "seeds", "gain", "p (Holm)", "verdict"]
+    header += [f"seeds gaining > {MIN_GAIN:g}", "easy: change"]
     header += ["bin: change of mean log10 pi(gold)"]
     header += ["successes/samples on the bin", "first success: median step (seeds)"]
     rows = []
@@ -93,7 +94,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         for key, c in row.items():
             set_name, b = key.split("|", 1)
             if "skipped" in c:
-                cells = [0, "skipped: " + c["skipped"], "", "n/a", *[""] * 4]
+                cells = [0, "skipped: " + c["skipped"], "", "n/a", *[""] * 5]
                 rows.append([LABELS[arm], set_name, b, *cells])
                 continue
             f = c["first_success"]
@@ -103,6 +104,7 @@ def to_markdown(result: dict[str, Any]) -> str:
                 else f"none (0/{c['seeds']})"
             )
             cells = [c["seeds"], fmt_ci(c["gain"]), fmt(c["p_holm"], 2), c["verdict"]]
+            cells.append(f"{c['seeds_gaining']}/{c['seeds']}")
             cells += [fmt_ci(c["easy_change"]), fmt_ci(c["log10_gold_change"])]
             cells += [f"{c['successes']}/{c['samples']}", first]
             rows.append([LABELS[arm], set_name, b, *cells])

@@ -50,13 +50,16 @@ def gain_cell(runs: list[dict[str, Any]], ref: Mapping[str, float]) -> dict[str,
     """One run name's seeds on one bin and training set: ``gain`` (the bin's held-out
     expected accuracy, last evaluation minus ``ref``'s), ``easy_change``, ``log10_gold_change``
     (bin), ``train_gain`` (the bin's training prompts, when evaluated), ``p`` (one-sided, vs
-    :data:`MIN_GAIN`), success counts on the bin's training prompts and the first success's
-    step (median over the seeds with one, and how many had one)."""
+    :data:`MIN_GAIN`), ``seeds_gaining`` (how many seeds' own gain exceeds :data:`MIN_GAIN`: a
+    count, not a verdict, for cells whose seeds split into learners and non-learners), success
+    counts on the bin's training prompts and the first success's step (median over the seeds
+    with one, and how many had one)."""
     last = [r["evals"][-1] for r in runs]
     out: dict[str, Any] = {"seeds": len(runs)}
     gains = [e["bin_expected_accuracy"] - ref["bin_expected_accuracy"] for e in last]
     out["gain"], out["p"] = mean_interval(gains), one_sided_p(gains, MIN_GAIN)
     out["interval_above"] = bool(out["gain"]["low"] > MIN_GAIN)
+    out["seeds_gaining"] = int(sum(g > MIN_GAIN for g in gains))
     out["final"] = mean_interval([e["bin_expected_accuracy"] for e in last], bounds=(0.0, 1.0))
     out["easy_change"] = mean_interval(
         [e["easy_expected_accuracy"] - ref["easy_expected_accuracy"] for e in last]

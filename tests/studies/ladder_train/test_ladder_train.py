@@ -160,6 +160,9 @@ def test_verdicts_two_by_two_thresholds_and_curve_have_the_known_answer() -> Non
     assert smallest["p_holm"] == pytest.approx(min(1.0, 8 * smallest["p"]))
     assert c["grpo"]["alone|[-2,-3)"]["gain"]["mean"] == pytest.approx(0.055)
     assert c["grpo"]["alone|[-2,-3)"]["first_success"] == {"seeds": 3, "median_step": 3.0}
+    # per-seed counts: all three GRPO seeds gain on [-2,-3); none of A*-PO's does
+    assert c["grpo"]["alone|[-2,-3)"]["seeds_gaining"] == 3
+    assert c["astarpo"]["alone|[-2,-3)"]["seeds_gaining"] == 0
     # the 2x2 of the near bin
     t = s["two_by_two"]["[-2,-3)"]
     assert t["astarpo"]["reading"] == "learns only with the easy prompts mixed in"
@@ -195,6 +198,7 @@ def test_the_report_and_its_figure(tmp_path: Path) -> None:
     md = to_markdown(res)
     assert "| [-2,-3) | GRPO | learns | learns | learns alone and mixed |" in md
     assert "learns down to [-2,-3) (-2.50); stops at [-3,-4)" in md
+    assert "| GRPO | alone | [-2,-3) | 3 | " in md and "| learns | 3/3 |" in md
     plot(res, tmp_path / "lt.png")  # strict: fonts, width, legend entries
     with Image.open(tmp_path / "lt.png") as im:
         assert im.size[0] <= 7.5 * 150 + 1
