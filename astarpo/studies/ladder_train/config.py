@@ -153,7 +153,9 @@ class LadderTrainConfig(Protocol):
         (),
         "Rates of an optional sweep per algorithm (empty: none, the lrs are used): runs on "
         "sweep_bin alone on seeds sweep_seed.., scored by the mean expected accuracy on that "
-        "bin's training prompts over the steps; an edge choice extended once.",
+        "bin's training prompts over the steps; an edge choice extended once. The default "
+        "sweep_bin has V-hat* = 0 on most prompts, so it cannot see a rate at which A*-PO is "
+        "unstable where V-hat* > 0 (docs/zero_pass.md: 1e-4 is chosen and collapses the easy bin).",
     )
     sweep_bin: str = option("[-2,-3)", "The bin of the sweep's runs.")
     sweep_seed: int = option(1000, "First seed of the sweep runs (disjoint from the measured).", 0)

@@ -146,8 +146,9 @@ def _bracket_text(swept: dict[str, Any]) -> str:
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
     """Per training set, each run name's held-out gain per bin (a marker with its 95% interval
-    over seeds at the bin's position; bins evenly spaced, labelled with their median log10
-    v_ref), the rule's :data:`~astarpo.studies.ladder_train.summary.MIN_GAIN` dashed."""
+    over seeds at the bin's position, each seed's gain an open marker beside it; bins evenly
+    spaced, labelled with their median log10 v_ref), the rule's
+    :data:`~astarpo.studies.ladder_train.summary.MIN_GAIN` dashed."""
     s = result["summary"]
     order, bins = s["order"], result["bins"]
     sets = [k for k in (ALONE, MIXED) if any(k in c for c in s["curve"].values())]
@@ -164,6 +165,10 @@ def plot(result: dict[str, Any], path: Any) -> Any:
             mean, low, high = ([p[k] for p in g] for k in ("mean", "low", "high"))
             style: dict[str, Any] = dict(fmt="o", ms=4, capsize=2, color=_COLOURS[arm])
             errorbars(ax, x, mean, low, high, label=f"{LABELS[arm]} (n = {n})", **style)
+            for xi, p in zip(x, points, strict=True):
+                each = p.get("seed_gains", [])
+                ax.plot([xi + 0.03] * len(each), each, ls="none", marker="o", ms=3, mew=0.6,
+                        mfc="none", color=_COLOURS[arm], alpha=0.7)  # fmt: skip
         ax.axhline(0.0, color="0.3", lw=0.8)
         ax.axhline(MIN_GAIN, color="0.5", ls="--", lw=0.8)
         ticks = [f"{b}\n{bins[b]['test_log10_v_ref']['median']:.1f}" for b in order]
@@ -178,7 +183,8 @@ def plot(result: dict[str, Any], path: Any) -> Any:
     legend_below(fig, list(entries.values()), list(entries), ncol=3)
     title = (
         f"Who learns within {result['config']['steps']} steps, per bin of v_ref\n"
-        "markers: bins, with 95% intervals over seeds; dashed: the rule's minimum gain"
+        "filled: the mean over seeds with its 95% interval; open: single seeds\n"
+        "dashed: the rule's minimum gain"
     )
     return save(fig, path, title, strict=True)
 

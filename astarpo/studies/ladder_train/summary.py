@@ -51,7 +51,8 @@ def gain_cell(runs: list[dict[str, Any]], ref: Mapping[str, float]) -> dict[str,
     expected accuracy, last evaluation minus ``ref``'s), ``easy_change``, ``log10_gold_change``
     (bin), ``train_gain`` (the bin's training prompts, when evaluated), ``p`` (one-sided, vs
     :data:`MIN_GAIN`), ``seeds_gaining`` (how many seeds' own gain exceeds :data:`MIN_GAIN`: a
-    count, not a verdict, for cells whose seeds split into learners and non-learners), success
+    count, not a verdict, for cells whose seeds split into learners and non-learners; the gains
+    themselves are ``seed_gains``), success
     counts on the bin's training prompts and the first success's step (median over the seeds
     with one, and how many had one)."""
     last = [r["evals"][-1] for r in runs]
@@ -60,6 +61,7 @@ def gain_cell(runs: list[dict[str, Any]], ref: Mapping[str, float]) -> dict[str,
     out["gain"], out["p"] = mean_interval(gains), one_sided_p(gains, MIN_GAIN)
     out["interval_above"] = bool(out["gain"]["low"] > MIN_GAIN)
     out["seeds_gaining"] = int(sum(g > MIN_GAIN for g in gains))
+    out["seed_gains"] = [float(g) for g in gains]
     out["final"] = mean_interval([e["bin_expected_accuracy"] for e in last], bounds=(0.0, 1.0))
     out["easy_change"] = mean_interval(
         [e["easy_expected_accuracy"] - ref["easy_expected_accuracy"] for e in last]
@@ -166,6 +168,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             set_name, b = key.split("|", 1)
             if "gain" in c:
                 point = {"bin": b, "log10_v_ref": x[b], "gain": c["gain"]}
+                point["seed_gains"] = c["seed_gains"]
                 curve.setdefault(arm, {}).setdefault(set_name, []).append(point)
     for sets in curve.values():
         for points in sets.values():
