@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,6 +63,20 @@ class EfficiencyConfig(Protocol):
     lr_grid: tuple[float, ...] = option(
         (1e-4, 3e-4, 1e-3), "Learning rates of the sweep (one: no sweep), by validation curve."
     )
+    learning_rates: dict[str, float] = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "A fixed learning rate per algorithm (JSON, e.g. '{\"astarpo\": 3.33e-5}'): "
+            "those algorithms skip the sweep and train at it (e.g. the rates an earlier run's "
+            "sweep chose); the others are swept over lr_grid."
+        },
+    )
+    workers: int = option(
+        1,
+        "Measured runs at once, each on `threads` cores. Above 1 the wall time falls, but runs "
+        "side by side share the memory bandwidth: their times are not those of runs alone.",
+        1,
+    )
     grid_extensions: int = option(
         2, "Times the sweep may add a rate beyond the grid's edge the choice sits on.", 0
     )
@@ -120,6 +135,18 @@ class EfficiencyConfig(Protocol):
             )
         if not self.lr_grid or any(not (math.isfinite(x) and x > 0) for x in self.lr_grid):
             raise ValueError(f"lr_grid must be non-empty, of numbers > 0, got {self.lr_grid}.")
+        given = self.learning_rates
+        if not isinstance(given, dict) or any(
+            k not in (*self.algos, *peer_arms(self)) for k in given
+        ):
+            raise ValueError(
+                f"learning_rates must map runs of algos/peers {(*self.algos, *peer_arms(self))} "
+                f"to rates, got {given!r}."
+            )
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in given.values()) or (
+            any(not (math.isfinite(v) and v > 0) for v in given.values())
+        ):
+            raise ValueError(f"learning_rates must be numbers > 0, got {given!r}.")
         if not self.target_fractions or any(not 0 < f < 1 for f in self.target_fractions):
             raise ValueError(
                 f"target_fractions must be non-empty, in (0, 1): {self.target_fractions}"

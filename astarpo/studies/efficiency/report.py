@@ -147,8 +147,12 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
     cfg = result["config"]
     sweeps = "; ".join(
         f"{ARM_LABELS.get(n, n)}: "
-        + ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
-        + f" (chosen {w['chosen']:g}{edge_note(w)})"
+        + (
+            f"{w['chosen']:g} given (learning_rates), not swept"
+            if w.get("given")
+            else ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
+            + f" (chosen {w['chosen']:g}{edge_note(w)})"
+        )
         for n, w in result["sweep"].items()
         if n not in A_STAR_RATE
     )
@@ -162,7 +166,7 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
     if not any(w["scores"] for w in result["sweep"].values()):  # one rate given: no runs
         rates = {ARM_LABELS.get(k, k): w["chosen"] for k, w in result["sweep"].items()}
         chosen = [f"{k} {lr:g}" for k, lr in rates.items() if k not in A_STAR_RATE]
-        text = "Learning rates (one given, no sweep): " + ", ".join(chosen)
+        text = "Learning rates (given, no sweep): " + ", ".join(chosen)
     lines = ["", text]
     for lib, info in result.get("peers", {}).items():
         lines += ["", f"Peers: {lib} {info['version']}; its settings that differ from ours:", ""]

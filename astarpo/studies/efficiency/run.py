@@ -81,10 +81,16 @@ def sweep_score(
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
     """The sweep (:func:`~astarpo.studies.harness.runner.sweep`) of every algorithm and peer,
     ``astarpo_drop`` and (with ``adaptive_n``) the Stage 1 runs at A*-PO's rate:
-    ``{name: {"scores", "chosen", "extended"}}``."""
+    ``{name: {"scores", "chosen", "extended"}}`` (and ``"given": True`` for a rate of
+    ``learning_rates``, not swept)."""
     grid = (cfg.lr_grid, cfg.grid_extensions)
+    given = {
+        arm: {"scores": {}, "chosen": lr, "extended": [], "given": True}
+        for arm, lr in cfg.learning_rates.items()
+    }
     lrs = {
-        arm: sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
+        arm: given.get(arm)
+        or sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
         for arm in (*cfg.algos, *peer_arms(cfg))
     }
     reused = (DROP_ARM, *(STAGE1_ARMS if cfg.adaptive_n else ()))
@@ -100,15 +106,18 @@ def seed_runs(
     prefix: str = "",
 ) -> list[dict[str, Any]]:
     """Every run of ``names`` for every seed at its chosen rate, Stage 1 inside the budget, the
-    order rotated per seed (:func:`~astarpo.studies.harness.runner.rotated`)."""
+    order rotated per seed (:func:`~astarpo.studies.harness.runner.rotated`), ``workers`` at
+    a time."""
     own = {"seconds": cfg.max_train_seconds, "steps": cfg.steps, "stage1_inside": True}
-    return [
-        runner.run(
-            f"{prefix}{arm}-seed{seed}",
-            {**base, "arm": arm, "seed": seed, "lr": lrs[arm]["chosen"], **own},
-        )
-        for seed, arm in rotated(names, cfg.seeds)
-    ]
+    return runner.run_all(
+        [
+            (
+                f"{prefix}{arm}-seed{seed}",
+                {**base, "arm": arm, "seed": seed, "lr": lrs[arm]["chosen"], **own},
+            )
+            for seed, arm in rotated(names, cfg.seeds)
+        ]
+    )
 
 
 def run(
@@ -136,7 +145,7 @@ def run(
     output = OutputDir(out_dir, "bench", OUTPUTS)
     output.clear(overwrite)
     say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, 1, cfg.rerun_slow, say, _describe)
+    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, _describe)
     torch.set_num_threads(cfg.threads)
     rows = splits(cfg)
     say(f"[bench] reference (SFT to {cfg.reference_target} on validation, cached)")

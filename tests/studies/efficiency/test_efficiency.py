@@ -270,6 +270,10 @@ def test_cli_maps_flags_to_the_config(seen, tmp_path, capsys):
     argv = ["study", "efficiency", "--out", str(tmp_path), "--peers", "trl"]
     assert main([*argv, "--model-overrides", '{"hidden_size": 48}']) == 0
     assert seen["cfg"].model_overrides == {"hidden_size": 48} and seen["cfg"].peers == ("trl",)
+    rates = ["--learning-rates", '{"astarpo": 3.33e-5, "grpo": 1e-4}', "--workers", "2"]
+    assert main(["study", "efficiency", "--out", str(tmp_path), *rates]) == 0
+    assert seen["cfg"].learning_rates == {"astarpo": 3.33e-5, "grpo": 1e-4}
+    assert seen["cfg"].workers == 2
     assert main(["bench", "--out", str(tmp_path), "--max-train-seconds", "0"]) == 2
     assert "--max-train-seconds must be a finite number > 0" in capsys.readouterr().err
 
@@ -343,3 +347,35 @@ def test_quick_protocol_on_the_scratchpad_task(tmp_path):
     assert 0 <= m["phases"]["grpo"]["share"]["generate"] <= 1
     assert "Where the time goes" in (tmp_path / "b" / "bench.md").read_text()
     assert json.loads((tmp_path / "b" / "bench_manifest.json").read_text())
+
+
+def test_given_learning_rates_skip_the_sweep_and_reach_the_runs():
+    """``learning_rates`` fixes a run's rate (no sweep run for it); the others are swept;
+    the measured runs take the chosen rates, ``workers`` at a time through ``run_all``."""
+    from astarpo.studies.efficiency.run import seed_runs, sweep_rates
+
+    class NoRuns:
+        def run(self, name, spec):
+            raise AssertionError(f"a sweep run of a given rate: {name}")
+
+        def run_all(self, runs):
+            self.seen = runs
+            return [{"name": n} for n, _ in runs]
+
+        say = staticmethod(lambda *a: None)
+
+    given = {"astarpo": 5e-5, "grpo": 1e-4}
+    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), lr_grid=(1e-3, 2e-3), learning_rates=given,
+                           seeds=2, workers=2)  # fmt: skip
+    runner = NoRuns()
+    lrs = sweep_rates(runner, cfg, {})
+    assert {k: v["chosen"] for k, v in lrs.items()} == {**given, "astarpo_drop": 5e-5}
+    assert all(v["given"] and v["scores"] == {} for v in lrs.values())
+    runs = seed_runs(runner, cfg, {}, ("astarpo", "grpo"), lrs)
+    assert len(runs) == 4 and {(s["arm"], s["lr"]) for _, s in runner.seen} == set(given.items())
+    with pytest.raises(ValueError, match="learning_rates must map runs of algos"):
+        EfficiencyConfig(algos=("astarpo",), learning_rates={"grpo": 1e-4})
+    with pytest.raises(ValueError, match="learning_rates must be numbers > 0"):
+        EfficiencyConfig(learning_rates={"astarpo": 0.0})
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        EfficiencyConfig(workers=0)

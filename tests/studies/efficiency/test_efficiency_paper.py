@@ -129,7 +129,12 @@ def test_paper_report_and_figure(tmp_path):
         "Learning-rate sweep (score: average of the validation expected accuracy over 8 steps" in md
     )
     result["sweep"] = {"astarpo": {"scores": {}, "chosen": 1e-4, "extended": []}}
-    assert "Learning rates (one given, no sweep): astarpo 0.0001" in to_markdown(result)
+    assert "Learning rates (given, no sweep): astarpo 0.0001" in to_markdown(result)
+    swept = {"scores": {"0.0001": 0.4, "0.001": 0.5}, "chosen": 1e-3, "extended": []}
+    given = {"scores": {}, "chosen": 3e-5, "extended": [], "given": True}
+    result["sweep"] = {"astarpo": given, "grpo": swept}
+    md = to_markdown(result)
+    assert "astarpo: 3e-05 given (learning_rates), not swept; grpo: 0.0001 -> 0.400" in md
     out = plot_paper(result, tmp_path / "paper.png")  # check_figure: width, fonts, legends
     assert Path(out).stat().st_size > 10_000
 
