@@ -51,6 +51,7 @@ Imports without vLLM; a :class:`VLLMGenerator` without it raises an ImportError 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import os
@@ -290,7 +291,12 @@ class VLLMGenerator:
 
         Returns:
             The :class:`Rollout` of ``P * n`` rows.
+
+        Raises:
+            RuntimeError: the generator was closed (:meth:`close`).
         """
+        if "llm" not in self.__dict__:
+            raise RuntimeError("this VLLMGenerator was closed (close()); build a new one.")
         prompts = list(prompts)
         indices = list(range(len(prompts))) if prompt_indices is None else list(prompt_indices)
         if len(indices) != len(prompts):
@@ -328,6 +334,23 @@ class VLLMGenerator:
         if self.return_logprobs:
             rollout.logprobs = logprobs
         return rollout
+
+    def close(self) -> None:
+        """Shut the engine down and release its memory (the KV cache: on the CPU build
+        :data:`CPU_KV_CACHE_BYTES` unless given); the generator cannot sample afterwards.
+
+        A throwaway engine (Stage 1's, before training starts its own) must be closed: the
+        in-process engine is not freed when the generator goes out of scope, so two engines'
+        KV caches would be held at once. Calling it twice is harmless.
+        """
+        llm = self.__dict__.pop("llm", None)
+        if llm is None:
+            return
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del llm, core
+        gc.collect()
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Load ``model``'s current weights into the engine and drop its prefix cache.

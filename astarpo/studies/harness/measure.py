@@ -82,9 +82,10 @@ def timed_stage1(
     arm: str = "astarpo",
 ) -> tuple[ValueTable, float]:
     """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
-    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it), under
-    run ``arm``'s rule (``cfg.stage1_config(seed, arm)``); with ``shard = (i, k)``, only shard
-    ``i``'s prompts, into ``path``'s part file."""
+    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it; it is
+    closed before the function returns), under run ``arm``'s rule
+    (``cfg.stage1_config(seed, arm)``); with ``shard = (i, k)``, only shard ``i``'s prompts,
+    into ``path``'s part file."""
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
@@ -94,7 +95,12 @@ def timed_stage1(
         )
         reward = [get_task(cfg.task).reward]
         stage1 = cfg.stage1_config(seed, arm)
-        table = estimate_values(gen, rows, reward, stage1, out_path=path, shard=shard)
+        try:
+            table = estimate_values(gen, rows, reward, stage1, out_path=path, shard=shard)
+        finally:  # a vLLM engine would hold its KV cache beside the training engine's
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()
     return table, times["time/stage1"]
 
 
