@@ -71,6 +71,12 @@ class EfficiencyConfig(Protocol):
             "sweep chose); the others are swept over lr_grid."
         },
     )
+    batch_grid: tuple[int, ...] = option(
+        (),
+        "Prompts per step swept per algorithm on the clock protocol, after the rate, at the "
+        "rate it chose (empty: every run takes batch_size). A choice on an edge extends the "
+        "grid as the rate's does (grid_extensions).",
+    )
     workers: int = option(
         1,
         "Measured runs at once, each on `threads` cores. Above 1 the wall time falls, but runs "
@@ -118,6 +124,15 @@ class EfficiencyConfig(Protocol):
             raise ValueError(f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {peers!r}")
         if len(set(peers)) != len(peers):
             raise ValueError(f"peers lists a library twice: {peers}.")
+        if self.batch_grid and (
+            self.protocol == "paper"
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in self.batch_grid)
+        ):
+            raise ValueError(
+                f"batch_grid must hold integers >= 1 and is for protocol='clock' only (on the "
+                f"paper's protocol every algorithm takes batch_size, as the paper's do), got "
+                f"{self.batch_grid} with protocol={self.protocol!r}."
+            )
         if self.protocol == "paper" and (peers or self.one_pass):
             raise ValueError(
                 "protocol='paper' (the same number of updates for every algorithm) cannot run "

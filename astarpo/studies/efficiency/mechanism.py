@@ -28,6 +28,7 @@ __all__ = [
     "markdown_lines",
     "phase_seconds",
     "predicted_ratio",
+    "seen",
     "summarize_mechanism",
 ]
 
@@ -71,9 +72,15 @@ def _phase_split(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def seen(r: dict[str, Any], batch_size: int) -> int:
+    """The prompts run ``r`` saw: its ``prompts`` (its own prompts per step, which a
+    ``batch_grid`` sweep sets per algorithm), else ``steps * batch_size``."""
+    return int(r.get("prompts") or r["steps"] * batch_size)
+
+
 def _passes(rs: list[dict[str, Any]], batch_size: int) -> list[float]:
     """Per run of ``rs``: the prompts it saw over its pool's size (runs without a pool left out)."""
-    return [r["steps"] * batch_size / r["pool"] for r in rs if r.get("pool")]
+    return [seen(r, batch_size) / r["pool"] for r in rs if r.get("pool")]
 
 
 def _revisits(runs: list[dict[str, Any]], batch_size: int) -> dict[str, dict[str, float]]:
@@ -129,7 +136,7 @@ def cost_model(runs: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any
     units.update(r_grpo=_unit(g_runs, "ref_logprobs"), u=_unit(g_runs, "update"))
     passes = _mean(_passes(a, batch))
     step = [[_stage2_s(x) / max(x["steps"], 1) for x in rs] for rs in (a, g_runs)]
-    prompt = [[float(x["clock_s"]) / max(x["steps"] * batch, 1) for x in rs] for rs in (a, g_runs)]
+    prompt = [[float(x["clock_s"]) / max(seen(x, batch), 1) for x in rs] for rs in (a, g_runs)]
     return {
         "units": units,
         "group_size": big_g,

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from astarpo.analysis.stats import paired_ratio
+from astarpo.studies.efficiency.mechanism import seen
 from astarpo.studies.efficiency.summary import REUSED
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
@@ -62,7 +63,7 @@ def one_pass_pool_size(
     for r in (r for r in runs if r["arm"] in ONE_PASS_ARMS):
         if not r["train_s"] > 0:
             raise ValueError(f"run {r['arm']} seed {r['seed']} has no Stage 2 time.")
-        per_s, per_prompt = r["steps"] * batch_size / r["train_s"], r["stage1_s"] / r["pool"]
+        per_s, per_prompt = seen(r, batch_size) / r["train_s"], r["stage1_s"] / r["pool"]
         bound = per_s * budget_s / (1.0 + per_s * per_prompt)
         if bound > need.get(r["arm"], -1.0):
             need[r["arm"]], rate[r["arm"]], s1[r["arm"]] = bound, per_s, per_prompt

@@ -143,19 +143,24 @@ def _holm(text: str, r: Mapping[str, Any]) -> str:
     return text if p is None or p != p else f"{text} (p {p:.2g})"
 
 
-def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
-    cfg = result["config"]
-    sweeps = "; ".join(
+def _sweeps(sweeps: dict[str, Any]) -> str:
+    """Each swept run's scores and choice (or its given rate), A*-PO's reusers left out."""
+    return "; ".join(
         f"{ARM_LABELS.get(n, n)}: "
         + (
             f"{w['chosen']:g} given (learning_rates), not swept"
             if w.get("given")
-            else ", ".join(f"{lr} -> {v:.3f}" for lr, v in w["scores"].items())
+            else ", ".join(f"{x} -> {v:.3f}" for x, v in w["scores"].items())
             + f" (chosen {w['chosen']:g}{edge_note(w)})"
         )
-        for n, w in result["sweep"].items()
+        for n, w in sweeps.items()
         if n not in A_STAR_RATE
     )
+
+
+def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
+    cfg = result["config"]
+    sweeps = _sweeps(result["sweep"])
     if cfg.get("protocol", "clock") == "paper":
         what = f"average of the validation expected accuracy over {cfg['steps']} steps"
     else:
@@ -168,6 +173,9 @@ def _sweep_and_peers(result: dict[str, Any]) -> list[str]:
         chosen = [f"{k} {lr:g}" for k, lr in rates.items() if k not in A_STAR_RATE]
         text = "Learning rates (given, no sweep): " + ", ".join(chosen)
     lines = ["", text]
+    if result.get("sweep_batch"):
+        lines += ["", "Prompts-per-step sweep (at each chosen rate; the same score and seeds): "
+                  + _sweeps(result["sweep_batch"])]  # fmt: skip
     for lib, info in result.get("peers", {}).items():
         lines += ["", f"Peers: {lib} {info['version']}; its settings that differ from ours:", ""]
         rows = [[k, d[lib], d["ours"]] for k, d in info["differences"].items()]

@@ -5,7 +5,8 @@
 2. the hard subset: the held-out problems the reference never solves in N samples;
 3. Stage 1 once on the pool (its time alone; the table the sweep reuses);
 4. the learning-rate sweep (``lr_grid``) on a separate seed and the validation split, each run
-   scored by :func:`~astarpo.analysis.curves.curve_area`;
+   scored by :func:`~astarpo.analysis.curves.curve_area`; with ``batch_grid``, then the sweep
+   of prompts per step at each run's chosen rate (:func:`sweep_batches`);
 5. every seed and run (:func:`~astarpo.studies.efficiency.config.arms`) in a fresh process on
    the same wall-clock budget, A*-PO's Stage 1 (and TRL A2PO's) inside it;
 6. with ``one_pass``, A*-PO and GRPO again on a pool no run goes through twice
@@ -42,7 +43,7 @@ from astarpo.studies.harness.protocol import (
 )
 from astarpo.studies.harness.runner import Runner, rotated, sweep
 
-__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_rates", "sweep_score"]
+__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_score"]
 
 #: The function a run's process calls.
 ENTRY = "astarpo.studies.efficiency.worker:run_one"
@@ -59,20 +60,32 @@ def _describe(res: dict[str, Any]) -> str:
     )
 
 
+def with_batch(spec: dict[str, Any], batch: int | None) -> dict[str, Any]:
+    """``spec`` with its config's ``batch_size`` set to ``batch`` (``None``: unchanged)."""
+    return spec if batch is None else {**spec, "config": {**spec["config"], "batch_size": batch}}
+
+
 def sweep_score(
-    runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], arm: str, lr: float
+    runner: Runner,
+    cfg: EfficiencyConfig,
+    base: dict[str, Any],
+    arm: str,
+    lr: float,
+    batch: int | None = None,
 ) -> float:
     """The :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy of
-    ``arm`` at ``lr`` (Stage 1 reused, on the validation rows of ``base``), the mean over
-    ``sweep_seeds`` runs: over ``sweep_seconds`` of the run clock, or, on the paper protocol,
-    over its ``steps`` (runs as long as the measured ones)."""
+    ``arm`` at ``lr`` (and ``batch`` prompts per step; ``None``: ``batch_size``; Stage 1
+    reused, on the validation rows of ``base``), the mean over ``sweep_seeds`` runs: over
+    ``sweep_seconds`` of the run clock, or, on the paper protocol, over its ``steps`` (runs as
+    long as the measured ones)."""
     paper = cfg.protocol == "paper"
     scores = []
     for seed in range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds):
         spec = {**base, "arm": arm, "seed": seed, "lr": lr, "seconds": cfg.sweep_seconds}
         spec.update(steps=cfg.steps, stage1_inside=False, hard=None)
         seeded = f"-seed{seed}" if cfg.sweep_seeds > 1 else ""
-        ev = runner.run(f"sweep-{arm}-lr{lr:g}{seeded}", spec)
+        sized = "" if batch is None else f"-b{batch}"
+        ev = runner.run(f"sweep-{arm}-lr{lr:g}{sized}{seeded}", with_batch(spec, batch))
         clock, horizon = ("step", cfg.steps) if paper else ("time", cfg.sweep_seconds)
         scores.append(curve_area(*curve(ev, "expected_accuracy", clock), horizon))
     return sum(scores) / len(scores)
@@ -97,6 +110,27 @@ def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> 
     return {**lrs, **{arm: lrs["astarpo"] for arm in reused}}
 
 
+def sweep_batches(
+    runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], lrs: dict[str, Any]
+) -> dict[str, Any]:
+    """With ``batch_grid``, the sweep of prompts per step of every algorithm and peer at its
+    chosen rate (``lrs``), scored as the rates are (:func:`sweep_score`), a choice on an edge
+    extended (integers): ``{name: {"scores", "chosen", "extended"}}``, the runs that reuse
+    A*-PO's rate reusing its choice too; ``{}`` without a grid."""
+    if not cfg.batch_grid:
+        return {}
+    grid = (tuple(map(float, cfg.batch_grid)), cfg.grid_extensions)
+
+    def score(arm: str, batch: float) -> float:
+        return sweep_score(runner, cfg, base, arm, lrs[arm]["chosen"], int(batch))
+
+    out = {}
+    for arm in (*cfg.algos, *peer_arms(cfg)):
+        swept = sweep(partial(score, arm), *grid, integer=True, say=runner.say)
+        out[arm] = {**swept, "chosen": int(swept["chosen"])}
+    return {**out, **{arm: out["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
+
+
 def seed_runs(
     runner: Runner,
     cfg: EfficiencyConfig,
@@ -104,16 +138,21 @@ def seed_runs(
     names: tuple[str, ...],
     lrs: dict[str, Any],
     prefix: str = "",
+    batches: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every run of ``names`` for every seed at its chosen rate, Stage 1 inside the budget, the
-    order rotated per seed (:func:`~astarpo.studies.harness.runner.rotated`), ``workers`` at
-    a time."""
+    """Every run of ``names`` for every seed at its chosen rate (and, with ``batches``, its
+    chosen prompts per step), Stage 1 inside the budget, the order rotated per seed
+    (:func:`~astarpo.studies.harness.runner.rotated`), ``workers`` at a time."""
     own = {"seconds": cfg.max_train_seconds, "steps": cfg.steps, "stage1_inside": True}
+    batch = {arm: w["chosen"] for arm, w in (batches or {}).items()}
     return runner.run_all(
         [
             (
                 f"{prefix}{arm}-seed{seed}",
-                {**base, "arm": arm, "seed": seed, "lr": lrs[arm]["chosen"], **own},
+                with_batch(
+                    {**base, "arm": arm, "seed": seed, "lr": lrs[arm]["chosen"], **own},
+                    batch.get(arm),
+                ),
             )
             for seed, arm in rotated(names, cfg.seeds)
         ]
@@ -170,7 +209,9 @@ def run(
         "values": str(output.path / OUTPUTS[2]),
         "paths": ["reference", "values"],
     }
-    lrs = sweep_rates(runner, cfg, {**base, "train": rows["pool"], "eval": rows["val"]})
+    swept = {**base, "train": rows["pool"], "eval": rows["val"]}
+    lrs = sweep_rates(runner, cfg, swept)
+    batches = sweep_batches(runner, cfg, swept, lrs)
     main = {**base, "train": rows["pool"], "eval": rows["held_out"], "hard": hard}
     result: dict[str, Any] = {
         "config": asdict(cfg),
@@ -178,7 +219,8 @@ def run(
         "hard": {"held_out": sum(hard), "of": len(hard), "n_samples": cfg.n_samples},
         "stage1": {"seconds": stage1_s, "prompts": len(table), "all_wrong": all_wrong},
         "sweep": lrs,
-        "runs": seed_runs(runner, cfg, main, arms(cfg), lrs),
+        **({"sweep_batch": batches} if batches else {}),
+        "runs": seed_runs(runner, cfg, main, arms(cfg), lrs, batches=batches),
         "peers": {p: peer_info(cfg) for p in cfg.peers},
     }
     result["summary"] = summarize_all(result)
@@ -207,7 +249,8 @@ def _one_pass(
     runner.say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
     names = tuple(a for a in ONE_PASS_ARMS if a in cfg.algos)
     spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"]}
-    runs = seed_runs(runner, wide, spec, names, result["sweep"], prefix="onepass-")
+    batches = result.get("sweep_batch")
+    runs = seed_runs(runner, wide, spec, names, result["sweep"], "onepass-", batches)
     config = {**asdict(wide), "algos": names}
     summary = summarize({**result, "config": config, "runs": runs}, result["summary"]["targets"])
     return {"sizing": sizing, "config": config, "runs": runs, "summary": summary}

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import time
+from dataclasses import asdict
 
 import pytest
 from study_fakes import fake_result, fake_run, run_spec
@@ -379,3 +380,58 @@ def test_given_learning_rates_skip_the_sweep_and_reach_the_runs():
         EfficiencyConfig(learning_rates={"astarpo": 0.0})
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
         EfficiencyConfig(workers=0)
+
+
+def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
+    """With ``batch_grid`` each algorithm's prompts per step is swept at its chosen rate (the
+    runs' config carries the size), a choice on an edge extends the grid to an integer, the
+    runs that reuse A*-PO's rate reuse its size, and the measured runs train at their own."""
+    from astarpo.studies.efficiency.run import seed_runs, sweep_batches
+
+    best = {"astarpo": 16, "grpo": 64}  # grpo's best lies past the grid's top edge (32)
+
+    class FakeRunner:
+        say = staticmethod(lambda *a: None)
+
+        def __init__(self):
+            self.names = []
+
+        def run(self, name, spec):
+            self.names.append(name)
+            arm, b = spec["arm"], spec["config"]["batch_size"]
+            acc = 0.6 - abs(b - best[arm]) / 200  # peaks at the arm's best size
+            return fake_run(arm, spec["seed"], [0.0, 20.0], [acc, acc])
+
+        def run_all(self, runs):
+            self.seen = runs
+            return [{"name": n} for n, _ in runs]
+
+    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), batch_grid=(8, 16, 32), grid_extensions=1,
+                           seeds=2)  # fmt: skip
+    lrs = {a: {"chosen": lr} for a, lr in (("astarpo", 3e-5), ("grpo", 1e-4))}
+    runner = FakeRunner()
+    got = sweep_batches(runner, cfg, {"config": asdict(cfg)}, lrs)
+    assert got["astarpo"]["chosen"] == 16 and got["astarpo"]["extended"] == []
+    assert got["grpo"]["chosen"] == 64 and got["grpo"]["extended"] == [64.0]  # 32^2 / 16
+    assert got["astarpo_drop"] is got["astarpo"]
+    assert "sweep-grpo-lr0.0001-b64" in runner.names and len(runner.names) == 7
+    runs = seed_runs(runner, cfg, {"config": asdict(cfg)}, ("astarpo", "grpo"), lrs, batches=got)
+    assert len(runs) == 4
+    assert {(s["arm"], s["config"]["batch_size"]) for _, s in runner.seen} == {
+        ("astarpo", 16),
+        ("grpo", 64),
+    }
+    assert sweep_batches(runner, EfficiencyConfig(), {}, lrs) == {}  # no grid: no sweep
+    with pytest.raises(ValueError, match="batch_grid must hold integers >= 1"):
+        EfficiencyConfig(batch_grid=(0, 16))
+    with pytest.raises(ValueError, match="for protocol='clock' only"):
+        EfficiencyConfig(batch_grid=(16, 32), protocol="paper")
+
+
+def test_passes_read_each_runs_own_prompts():
+    """A run's passes over the pool come from the prompts it saw (its own prompts per step),
+    not from the study's batch_size."""
+    from astarpo.studies.efficiency.mechanism import seen
+
+    run = fake_run("grpo", 0, [0.0, 1.0], [0.2, 0.3])  # 10 steps, 320 prompts
+    assert seen(run, 16) == 320 and seen({**run, "prompts": 0}, 16) == 160
