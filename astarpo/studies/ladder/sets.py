@@ -151,6 +151,6 @@ def write_prompts(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps({f: r[f] for f in FIELDS}) + "\n" for r in rows))
 
 
-def read_prompts(path: Path) -> list[dict[str, Any]]:
-    """The rows of a ``ladder_prompts.jsonl``."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def read_prompts(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``ladder_prompts.jsonl`` (or of its ``ladder_samples.jsonl``)."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

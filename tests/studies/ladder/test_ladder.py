@@ -119,7 +119,9 @@ def test_prompt_file_fields_bins_and_disjoint_splits(tiny: dict) -> None:
 
 
 def test_v_ref_recomputed_from_the_saved_reference(tiny: dict) -> None:
-    model, tok = load_reference(tiny["out"] / "reference")
+    """As a reader would: the folder's paths as strings, the library's teacher forcing."""
+    assert read_prompts(str(tiny["out"] / "ladder_prompts.jsonl")) == tiny["rows"]
+    model, tok = load_reference(str(tiny["out"] / "reference"))
     text = "".join(r["prompt"] + r["gold_response"] for r in tiny["rows"][:3])
     ids = make_char_tokenizer()(text, add_special_tokens=False)["input_ids"]
     assert tok(text, add_special_tokens=False)["input_ids"] == ids  # one id per character
