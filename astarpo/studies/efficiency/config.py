@@ -14,6 +14,7 @@ from astarpo.studies.harness.protocol import DROP_ARM, STAGE1_ARMS, Protocol, op
 
 __all__ = [
     "ARM_LABELS",
+    "FAIR_TUNING",
     "PAPER_QUICK",
     "PAPER_SHAPE",
     "PEER_ARMS",
@@ -81,6 +82,13 @@ class EfficiencyConfig(Protocol):
         1,
         "Measured runs at once, each on `threads` cores. Above 1 the wall time falls, but runs "
         "side by side share the memory bandwidth: their times are not those of runs alone.",
+        1,
+    )
+    sweep_workers: int = option(
+        1,
+        "Sweep runs at once, each on `threads` cores (every algorithm's grid, then each round "
+        "of extensions, side by side); the measured runs stay `workers` at a time. Above 1 the "
+        "sweep's wall time falls; its runs share the memory bandwidth.",
         1,
     )
     grid_extensions: int = option(
@@ -195,8 +203,15 @@ def arms(cfg: EfficiencyConfig) -> tuple[str, ...]:
     return (*own, *(STAGE1_ARMS if cfg.adaptive_n else ()), *peer_arms(cfg))
 
 
+#: The clock protocol's tuning on every task (issue 30's fair tuning): each algorithm's rate,
+#: then its prompts per step at that rate, scored on 3 seeds disjoint from the measured ones by
+#: runs as long as the measured ones (60 s), a choice on an edge extended.
+FAIR_TUNING: dict[str, Any] = dict(
+    lr_grid=(3e-5, 1e-4, 3e-4), batch_grid=(16, 32, 64), sweep_seeds=3, sweep_seconds=60.0
+)
 #: ``--quick``: a smoke run of every code path but the sweep (well under 3 minutes on CPU).
 QUICK: dict[str, Any] = dict(
+    batch_grid=(),
     seeds=2,
     max_train_seconds=4.0,
     eval_every_seconds=2.0,
@@ -206,8 +221,8 @@ QUICK: dict[str, Any] = dict(
     val_size=32,
 )
 #: ``--task scratchpad``: its budget and SFT rate; a protocol sized for responses of 70 tokens
-#: on a loaded 2-core machine (docs/baselines.md): 5 seeds, 60 s per run, a grid that brackets
-#: the rates, then the one-pass setting. ``scratchpad2`` (38 tokens) runs A*-PO and GRPO only:
+#: on a loaded 2-core machine (docs/baselines.md): 5 seeds, 60 s per run, :data:`FAIR_TUNING`,
+#: then the one-pass setting. ``scratchpad2`` (38 tokens) runs A*-PO and GRPO only:
 #: the third length of the mechanism curve (benchmarks/length_sweep.py).
 _SCRATCHPAD: dict[str, Any] = dict(
     seeds=5,
@@ -217,8 +232,6 @@ _SCRATCHPAD: dict[str, Any] = dict(
     val_size=64,
     max_train_seconds=60.0,
     eval_every_seconds=20.0,
-    lr_grid=(3e-5, 1e-4, 3e-4, 1e-3),
-    sweep_seconds=30.0,
 )
 _PAIR = dict(algos=("astarpo", "grpo"), drop_all_wrong=False)
 #: ``--quick`` on a scratchpad task: A*-PO and GRPO, two seeds, long enough to leave the
@@ -235,9 +248,15 @@ _QUICK_SCRATCHPAD: dict[str, Any] = dict(
 )
 #: Per task: the fields that differ from the defaults, and those ``--quick`` sets.
 TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "addition": ({}, QUICK),
-    "scratchpad": (dict(_SCRATCHPAD, max_new_tokens=78, one_pass=True), _QUICK_SCRATCHPAD),
-    "scratchpad2": (dict(_SCRATCHPAD, max_new_tokens=46, **_PAIR), _QUICK_SCRATCHPAD),
+    "addition": (FAIR_TUNING, QUICK),
+    "scratchpad": (
+        dict(_SCRATCHPAD, **FAIR_TUNING, max_new_tokens=78, one_pass=True),
+        _QUICK_SCRATCHPAD,
+    ),
+    "scratchpad2": (
+        dict(_SCRATCHPAD, **FAIR_TUNING, max_new_tokens=46, **_PAIR),
+        _QUICK_SCRATCHPAD,
+    ),
 }
 
 
@@ -247,9 +266,10 @@ PAPER_QUICK: dict[str, Any] = dict(steps=6, eval_every_steps=3, batch_size=16)
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
     """The fields the given ``task``, ``protocol`` and ``--quick`` set (:data:`TASK_PRESETS`;
-    the paper protocol without the one-pass setting, and :data:`PAPER_QUICK` with ``--quick``)."""
+    the paper protocol without the one-pass setting and the batch sweep, and
+    :data:`PAPER_QUICK` with ``--quick``)."""
     task, fast = TASK_PRESETS.get(given.get("task", "addition"), TASK_PRESETS["addition"])
     out = {**task, **(fast if quick else {})}
     if given.get("protocol") == "paper":
-        out.update(one_pass=False, **(PAPER_QUICK if quick else {}))
+        out.update(one_pass=False, batch_grid=(), **(PAPER_QUICK if quick else {}))
     return out

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
-from functools import partial
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,9 @@ from astarpo.studies.harness.protocol import (
     make_reference,
     splits,
 )
-from astarpo.studies.harness.runner import Runner, rotated, sweep
+from astarpo.studies.harness.runner import Runner, rotated, sweep_all
 
-__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_score"]
+__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_scores"]
 
 #: The function a run's process calls.
 ENTRY = "astarpo.studies.efficiency.worker:run_one"
@@ -65,47 +65,48 @@ def with_batch(spec: dict[str, Any], batch: int | None) -> dict[str, Any]:
     return spec if batch is None else {**spec, "config": {**spec["config"], "batch_size": batch}}
 
 
-def sweep_score(
+def sweep_scores(
     runner: Runner,
     cfg: EfficiencyConfig,
     base: dict[str, Any],
-    arm: str,
-    lr: float,
-    batch: int | None = None,
-) -> float:
-    """The :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy of
-    ``arm`` at ``lr`` (and ``batch`` prompts per step; ``None``: ``batch_size``; Stage 1
-    reused, on the validation rows of ``base``), the mean over ``sweep_seeds`` runs: over
+    points: list[tuple[str, float, int | None]],
+) -> list[float]:
+    """Per ``(arm, lr, batch)`` point (``batch`` prompts per step; ``None``: ``batch_size``),
+    the :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy (Stage
+    1 reused, on the validation rows of ``base``), the mean over ``sweep_seeds`` runs: over
     ``sweep_seconds`` of the run clock, or, on the paper protocol, over its ``steps`` (runs as
-    long as the measured ones)."""
-    paper = cfg.protocol == "paper"
-    scores = []
-    for seed in range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds):
+    long as the measured ones). The runs of every point go ``sweep_workers`` at a time."""
+    clock, horizon = ("step", cfg.steps) if cfg.protocol == "paper" else ("time", cfg.sweep_seconds)
+    seeds = range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds)
+    runs = []
+    for (arm, lr, batch), seed in product(points, seeds):
         spec = {**base, "arm": arm, "seed": seed, "lr": lr, "seconds": cfg.sweep_seconds}
         spec.update(steps=cfg.steps, stage1_inside=False, hard=None)
         seeded = f"-seed{seed}" if cfg.sweep_seeds > 1 else ""
         sized = "" if batch is None else f"-b{batch}"
-        ev = runner.run(f"sweep-{arm}-lr{lr:g}{sized}{seeded}", with_batch(spec, batch))
-        clock, horizon = ("step", cfg.steps) if paper else ("time", cfg.sweep_seconds)
-        scores.append(curve_area(*curve(ev, "expected_accuracy", clock), horizon))
-    return sum(scores) / len(scores)
+        runs.append((f"sweep-{arm}-lr{lr:g}{sized}{seeded}", with_batch(spec, batch)))
+    got = [
+        curve_area(*curve(ev, "expected_accuracy", clock), horizon)
+        for ev in runner.run_all(runs, cfg.sweep_workers)
+    ]
+    return [sum(got[k : k + len(seeds)]) / len(seeds) for k in range(0, len(got), len(seeds))]
 
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
-    """The sweep (:func:`~astarpo.studies.harness.runner.sweep`) of every algorithm and peer,
-    ``astarpo_drop`` and (with ``adaptive_n``) the Stage 1 runs at A*-PO's rate:
+    """The sweep (:func:`~astarpo.studies.harness.runner.sweep_all`) of every algorithm and
+    peer, ``astarpo_drop`` and (with ``adaptive_n``) the Stage 1 runs at A*-PO's rate:
     ``{name: {"scores", "chosen", "extended"}}`` (and ``"given": True`` for a rate of
     ``learning_rates``, not swept)."""
-    grid = (cfg.lr_grid, cfg.grid_extensions)
     given = {
         arm: {"scores": {}, "chosen": lr, "extended": [], "given": True}
         for arm, lr in cfg.learning_rates.items()
     }
-    lrs = {
-        arm: given.get(arm)
-        or sweep(partial(sweep_score, runner, cfg, base, arm), *grid, say=runner.say)
-        for arm in (*cfg.algos, *peer_arms(cfg))
-    }
+    todo = [arm for arm in (*cfg.algos, *peer_arms(cfg)) if arm not in given]
+
+    def score_all(points: list[tuple[str, float]]) -> list[float]:
+        return sweep_scores(runner, cfg, base, [(arm, lr, None) for arm, lr in points])
+
+    lrs = {**given, **sweep_all(score_all, todo, cfg.lr_grid, cfg.grid_extensions, say=runner.say)}
     reused = (DROP_ARM, *(STAGE1_ARMS if cfg.adaptive_n else ()))
     return {**lrs, **{arm: lrs["astarpo"] for arm in reused}}
 
@@ -114,20 +115,29 @@ def sweep_batches(
     runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any], lrs: dict[str, Any]
 ) -> dict[str, Any]:
     """With ``batch_grid``, the sweep of prompts per step of every algorithm and peer at its
-    chosen rate (``lrs``), scored as the rates are (:func:`sweep_score`), a choice on an edge
-    extended (integers): ``{name: {"scores", "chosen", "extended"}}``, the runs that reuse
-    A*-PO's rate reusing its choice too; ``{}`` without a grid."""
+    chosen rate (``lrs``), scored as the rates are (:func:`sweep_scores`; at ``batch_size``
+    the rate sweep's own score, its runs being the same), a choice on an edge extended
+    (integers): ``{name: {"scores", "chosen", "extended"}}``, the runs that reuse A*-PO's rate
+    reusing its choice too; ``{}`` without a grid."""
     if not cfg.batch_grid:
         return {}
-    grid = (tuple(map(float, cfg.batch_grid)), cfg.grid_extensions)
 
-    def score(arm: str, batch: float) -> float:
-        return sweep_score(runner, cfg, base, arm, lrs[arm]["chosen"], int(batch))
+    def score_all(points: list[tuple[str, float]]) -> list[float]:
+        out, new = {}, []
+        for arm, b in points:
+            own = lrs[arm].get("scores", {}).get(f"{lrs[arm]['chosen']:g}")
+            if int(b) == cfg.batch_size and own is not None:
+                out[(arm, b)] = own
+            else:
+                new.append((arm, b))
+        at = [(arm, lrs[arm]["chosen"], int(b)) for arm, b in new]
+        out.update(zip(new, sweep_scores(runner, cfg, base, at), strict=True))
+        return [out[p] for p in points]
 
-    out = {}
-    for arm in (*cfg.algos, *peer_arms(cfg)):
-        swept = sweep(partial(score, arm), *grid, integer=True, say=runner.say)
-        out[arm] = {**swept, "chosen": int(swept["chosen"])}
+    arms_ = (*cfg.algos, *peer_arms(cfg))
+    grid = tuple(map(float, cfg.batch_grid))
+    swept = sweep_all(score_all, arms_, grid, cfg.grid_extensions, integer=True, say=runner.say)
+    out = {arm: {**w, "chosen": int(w["chosen"])} for arm, w in swept.items()}
     return {**out, **{arm: out["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "run_process",
     "select",
     "sweep",
+    "sweep_all",
 ]
 
 #: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
@@ -143,9 +144,12 @@ class Runner:
         self.say(f"  {name}: {self.describe(res)} [{wall:.0f} s wall, CPU/wall {share:.2f}{flag}]")
         return res
 
-    def run_all(self, runs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-        """:meth:`run` of every ``(name, spec)``, :attr:`workers` at a time; results in order."""
-        with ThreadPoolExecutor(self.workers) as pool:
+    def run_all(
+        self, runs: Sequence[tuple[str, dict[str, Any]]], workers: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`run` of every ``(name, spec)``, ``workers`` (default :attr:`workers`) at a
+        time; results in order."""
+        with ThreadPoolExecutor(workers or self.workers) as pool:
             return list(pool.map(lambda run: self.run(*run), runs))
 
     def stamp(self, result: dict[str, Any]) -> None:
@@ -229,18 +233,48 @@ def sweep(
     """``{"scores": {value: score}, "chosen": value, "extended": [values added]}``: ``score``
     (one run) of every value of ``grid``, the choice by :func:`select`, a choice at an edge
     extended (:func:`extend_grid`) up to ``extensions`` times. One value: that one, unscored."""
-    scores = {x: score(x) for x in grid} if len(grid) > 1 else {}
-    added: list[float] = []
-    while scores and len(added) < extensions:
-        more = extend_grid(scores, integer)
-        if more is None or more in scores:
+    points = lambda todo: [score(x) for _, x in todo]  # noqa: E731
+    return sweep_all(points, ("",), grid, extensions, integer, say)[""]
+
+
+def sweep_all(
+    score_all: Callable[[list[tuple[str, float]]], list[float]],
+    names: Sequence[str],
+    grid: Sequence[float],
+    extensions: int = 0,
+    integer: bool = False,
+    say: Callable[[str], Any] = lambda *a: None,
+) -> dict[str, dict[str, Any]]:
+    """:func:`sweep` of every name of ``names`` over one ``grid``, in rounds: ``score_all``
+    scores a list of ``(name, value)`` points in one call (so that their runs can go side by
+    side), first every name's grid, then each round of the edge choices' extensions.
+
+    Returns:
+        ``{name: {"scores", "chosen", "extended"}}``, as :func:`sweep` per name.
+    """
+    if len(grid) <= 1 or not names:
+        return {n: {"scores": {}, "chosen": grid[0], "extended": []} for n in names}
+    scores: dict[str, dict[float, float]] = {n: {} for n in names}
+    added: dict[str, list[float]] = {n: [] for n in names}
+    todo = [(n, float(x)) for n in names for x in grid]
+    for round_ in range(extensions + 1):
+        for (n, x), got in zip(todo, score_all(todo), strict=True):
+            scores[n][x] = got
+            added[n] += [x] if round_ else []
+        beyond = {n: extend_grid(scores[n], integer) for n in names}
+        todo = [(n, x) for n, x in beyond.items() if x is not None and x not in scores[n]]
+        if not todo or round_ == extensions:
             break
-        say(f"  the choice is an edge of the grid; trying {more:g}")
-        scores[more] = score(more)
-        added.append(more)
-    chosen = select(scores) if scores else grid[0]
-    ordered = {f"{k:g}": v for k, v in sorted(scores.items())}
-    return {"scores": ordered, "chosen": chosen, "extended": added}
+        tried = ", ".join(f"{n} {x:g}".strip() for n, x in todo)
+        say(f"  a choice on the grid's edge; trying {tried}")
+    return {
+        n: {
+            "scores": {f"{k:g}": v for k, v in sorted(scores[n].items())},
+            "chosen": select(scores[n]),
+            "extended": added[n],
+        }
+        for n in names
+    }
 
 
 if __name__ == "__main__":

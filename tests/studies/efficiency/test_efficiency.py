@@ -382,6 +382,43 @@ def test_given_learning_rates_skip_the_sweep_and_reach_the_runs():
         EfficiencyConfig(workers=0)
 
 
+def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
+    """The rate sweep's runs at the chosen rate are the batch sweep's at ``batch_size``: not
+    run again; every round's runs reach ``run_all`` together, ``sweep_workers`` at a time."""
+    from astarpo.studies.efficiency.run import sweep_batches, sweep_rates
+
+    class FakeRunner:
+        say = staticmethod(lambda *a: None)
+
+        def __init__(self):
+            self.calls = []
+
+        def run_all(self, runs, workers=None):
+            self.calls.append(([n for n, _ in runs], workers))
+            out = []
+            for _, spec in runs:
+                b, lr = spec["config"]["batch_size"], spec["lr"]
+                acc = 0.6 - abs(b - 28) / 200 - abs(math.log10(lr) + 4) / 10
+                out.append(fake_run(spec["arm"], spec["seed"], [0.0, 20.0], [acc, acc]))
+            return out
+
+    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), lr_grid=(3e-5, 1e-4, 3e-4),
+                           batch_grid=(16, 32, 64), batch_size=32, sweep_seeds=3,
+                           sweep_workers=2, grid_extensions=1)  # fmt: skip
+    runner = FakeRunner()
+    base = {"config": asdict(cfg)}
+    lrs = sweep_rates(runner, cfg, base)
+    assert [len(n) for n, _ in runner.calls] == [2 * 3 * 3] and runner.calls[0][1] == 2
+    assert {a: lrs[a]["chosen"] for a in ("astarpo", "grpo")} == {"astarpo": 1e-4, "grpo": 1e-4}
+    got = sweep_batches(runner, cfg, base, lrs)
+    names = [n for ns, _ in runner.calls[1:] for n in ns]
+    assert len(names) == 2 * 2 * 3 and not any("-b32" in n for n in names)  # 32: reused
+    assert got["grpo"]["scores"]["32"] == lrs["grpo"]["scores"]["0.0001"]
+    assert got["astarpo"]["chosen"] == 32 and got["astarpo"]["extended"] == []
+    with pytest.raises(ValueError, match="sweep_workers must be an integer >= 1"):
+        EfficiencyConfig(sweep_workers=0)
+
+
 def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
     """With ``batch_grid`` each algorithm's prompts per step is swept at its chosen rate (the
     runs' config carries the size), a choice on an edge extends the grid to an integer, the
@@ -402,9 +439,9 @@ def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
             acc = 0.6 - abs(b - best[arm]) / 200  # peaks at the arm's best size
             return fake_run(arm, spec["seed"], [0.0, 20.0], [acc, acc])
 
-        def run_all(self, runs):
+        def run_all(self, runs, workers=None):
             self.seen = runs
-            return [{"name": n} for n, _ in runs]
+            return [self.run(n, s) for n, s in runs]
 
     cfg = EfficiencyConfig(algos=("astarpo", "grpo"), batch_grid=(8, 16, 32), grid_extensions=1,
                            seeds=2)  # fmt: skip

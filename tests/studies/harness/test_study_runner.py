@@ -20,6 +20,7 @@ from astarpo.studies.harness.runner import (
     run_process,
     select,
     sweep,
+    sweep_all,
 )
 
 BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
@@ -158,3 +159,23 @@ def test_sweep_extends_a_grid_whose_choice_is_an_edge(extensions, added, still_e
     assert result["extended"] == pytest.approx(added) and len(tried) == 3 + len(added)
     assert result["chosen"] == pytest.approx(min([1e-4, *added]) if still_edge else 1.11e-5)
     assert sweep(score, (3e-4,))["chosen"] == 3e-4 and len(tried) == 3 + len(added)  # unscored
+
+
+def test_sweep_all_scores_each_round_in_one_call_and_matches_sweep():
+    """Two names, one grid: the grid's six points in one call, then one call per round of
+    extensions holding only the names still on an edge; each name's result is :func:`sweep`'s."""
+    peak = {"a": -5.0, "b": -3.5}  # a peaks below the grid (two extensions), b inside it
+    calls = []
+
+    def score_all(points):
+        calls.append(points)
+        return [-((math.log10(x) - peak[n]) ** 2) for n, x in points]
+
+    grid = (1e-4, 3e-4, 1e-3)
+    got = sweep_all(score_all, ("a", "b"), grid, extensions=2)
+    assert [len(c) for c in calls] == [6, 1, 1] and {n for c in calls[1:] for n, _ in c} == {"a"}
+    for n in ("a", "b"):
+        alone = sweep(lambda x, n=n: score_all([(n, x)])[0], grid, 2, say=lambda *a: None)
+        assert got[n] == alone
+    assert got["b"]["chosen"] == 3e-4 and got["a"]["extended"] == pytest.approx([3.33e-5, 1.11e-5])
+    assert sweep_all(score_all, (), grid) == {} and len(calls) == 3 + 2 * 3 + 2  # no names: none
