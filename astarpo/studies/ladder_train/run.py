@@ -29,7 +29,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from astarpo.llm.toy.tasks import get_task
 from astarpo.studies.efficiency.config import PAPER_SHAPE
 from astarpo.studies.harness.measure import timed_stage1
 from astarpo.studies.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
-from astarpo.studies.harness.runner import Runner, extend_grid, sweep
+from astarpo.studies.harness.runner import Runner, sweep_all
 from astarpo.studies.harness.training import drop_all_wrong, load_run, train_run
 from astarpo.studies.ladder.run import run as run_ladder
 from astarpo.studies.ladder.sets import read_prompts
@@ -237,38 +236,36 @@ def _run_all(
 
 def _sweep(runner: Runner, cfg: LadderTrainConfig, spec: Any) -> dict[str, Any]:
     """Per algorithm of the study's runs, the harness's bracketed
-    :func:`~astarpo.studies.harness.runner.sweep` over ``lr_grid``: each rate scored by the
+    :func:`~astarpo.studies.harness.runner.sweep_all` over ``lr_grid``: each rate scored by the
     step-average expected accuracy on ``sweep_bin``'s training prompts, alone, over
     ``sweep_seeds`` seeds from ``sweep_seed``. The runs go ``workers`` at a time in two rounds:
-    every algorithm's grid, then every edge choice's extension (the runs do not depend on the
-    order)."""
+    every algorithm's grid, then every edge choice's extension."""
     algos = list(dict.fromkeys(arm_algorithm(a) for a in cfg.arms()))
     seeds = range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds)
-    done: dict[str, dict[str, Any]] = {}
 
-    def name(arm: str, seed: int, lr: float) -> str:
-        return f"sweep-{run_name(arm, cfg.sweep_bin, ALONE, seed)}-lr{lr:g}"
-
-    def prefetch(todo: list[tuple[str, float]]) -> None:
+    def score_all(points: list[tuple[str, float]]) -> list[float]:
         runs = [
-            (name(a, s, lr), spec(a, cfg.sweep_bin, ALONE, s, lr)) for a, lr in todo for s in seeds
+            (
+                f"sweep-{run_name(a, cfg.sweep_bin, ALONE, s)}-lr{lr:g}",
+                spec(a, cfg.sweep_bin, ALONE, s, lr),
+            )
+            for a, lr in points
+            for s in seeds
         ]
-        done.update(zip([n for n, _ in runs], runner.run_all(runs), strict=True))
+        done = iter(runner.run_all(runs))
+        scores = []
+        for _ in points:
+            got = [next(done) for _ in seeds]
+            areas = [
+                curve_area(
+                    [e["step"] for e in r["evals"]],
+                    [e["train_expected_accuracy"] for e in r["evals"]],
+                    cfg.steps,
+                )
+                for r in got
+                if "skipped" not in r
+            ]
+            scores.append(float(np.mean(areas)) if len(areas) == len(got) else math.nan)
+        return scores
 
-    def score(arm: str, lr: float) -> float:
-        got = []
-        for seed in seeds:
-            n = name(arm, seed, lr)
-            res = done[n] if n in done else runner.run(n, spec(arm, cfg.sweep_bin, ALONE, seed, lr))
-            if "skipped" in res:
-                return math.nan
-            evals = res["evals"]
-            steps = [e["step"] for e in evals]
-            got.append(curve_area(steps, [e["train_expected_accuracy"] for e in evals], cfg.steps))
-        return float(np.mean(got))
-
-    prefetch([(a, lr) for a in algos for lr in cfg.lr_grid])
-    grid = {a: {lr: score(a, lr) for lr in cfg.lr_grid} for a in algos}
-    more = {a: extend_grid(grid[a]) for a in algos}
-    prefetch([(a, lr) for a, lr in more.items() if lr is not None and lr not in grid[a]])
-    return {a: sweep(partial(score, a), cfg.lr_grid, 1, say=runner.say) for a in algos}
+    return sweep_all(score_all, algos, cfg.lr_grid, 1, say=runner.say)
