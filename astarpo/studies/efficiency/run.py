@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from itertools import product
 from pathlib import Path
@@ -69,7 +70,7 @@ def sweep_scores(
     runner: Runner,
     cfg: EfficiencyConfig,
     base: dict[str, Any],
-    points: list[tuple[str, float, int | None]],
+    points: Sequence[tuple[str, float, int | None]],
 ) -> list[float]:
     """Per ``(arm, lr, batch)`` point (``batch`` prompts per step; ``None``: ``batch_size``),
     the :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy (Stage
