@@ -102,6 +102,17 @@ def _tables(s: dict[str, Any]) -> list[str]:
         [n, *(_holm(fmt_ratio(r[k]), r[k]) for k in [*labels, "memory"])]
         for n, r in s["ratios"].items()
     ]
+    on_cpu = [
+        [n, *(_holm(fmt_ratio(r[k]), r[k], "p_holm_cpu") for k in labels)]
+        for n, r in s.get("cpu_ratios", {}).items()
+    ]
+    cpu_lines = [
+        "",
+        "The same times read on the process CPU clock (Stage 1 and training, evaluation "
+        "excluded; Holm over this reading's ratios and the differences, one family):",
+        "",
+        *table(["vs", *labels], on_cpu),
+    ]
     finals = [[n, _holm(fmt_ci(_as_ci(d)), d)] for n, d in s.get("differences", {}).items()]
     phases = "; ".join(
         f"{n}: " + ", ".join(f"{k} {v:.1f}" for k, v in a["phases_s"].items())
@@ -121,6 +132,7 @@ def _tables(s: dict[str, Any]) -> list[str]:
         "the next, one family):",
         "",
         *table(["vs", *labels, "peak memory"], ratios),
+        *(cpu_lines if on_cpu else []),
         *(_finals_lines(finals) if finals else []),
         "",
         f"Per-phase time (s, mean over seeds): {phases}",
@@ -137,9 +149,9 @@ def _as_ci(d: Mapping[str, Any]) -> dict[str, Any]:
     return {"mean": d["diff"], "low": d["low"], "high": d["high"]}
 
 
-def _holm(text: str, r: Mapping[str, Any]) -> str:
-    """``text`` with the Holm-adjusted p of ``r`` where it has one."""
-    p = r.get("p_holm")
+def _holm(text: str, r: Mapping[str, Any], key: str = "p_holm") -> str:
+    """``text`` with the Holm-adjusted p of ``r`` (its ``key``) where it has one."""
+    p = r.get(key)
     return text if p is None or p != p else f"{text} (p {p:.2g})"
 
 

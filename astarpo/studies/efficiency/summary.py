@@ -101,8 +101,10 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
         interval, ``reached``), ``memory_mb``, ``phases_s``, ``lr``, ``steps``;
         ``ratios[name]`` A*-PO's time to each target over ``name``'s, and its peak ``memory``;
         ``differences[name]`` A*-PO's final expected accuracy minus ``name``'s (paired by
-        seed; not for :data:`REUSED`, A*-PO's own runs). Each ratio and difference carries
-        ``p_holm``: Holm's adjustment over all of them, one family.
+        seed; not for :data:`REUSED`, A*-PO's own runs); ``cpu_ratios[name]`` the times'
+        ratios read on the process CPU clock (:func:`_cpu_ratios`) and the same ``memory``.
+        Each ratio and difference carries ``p_holm``: Holm's adjustment over all of them, one
+        family; the CPU reading's family (its ratios, the differences) ``p_holm_cpu``.
     """
     cfg = result["config"]
     paper = cfg.get("protocol", "clock") == "paper"  # final values at the last step
@@ -134,11 +136,11 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
             differences[name] = paired_difference(
                 ours_final, [_final(r, clock, end) for r, _ in rs]
             )
-    family = {(n, k): r["p"] for n, by_k in ratios.items() for k, r in by_k.items()}
-    family |= {(n, "final"): d["p"] for n, d in differences.items()}
-    adjusted = holm({f"{n}\t{k}": p for (n, k), p in family.items()})
-    for (n, k), key in zip(family, adjusted, strict=True):
-        (differences[n] if k == "final" else ratios[n][k])["p_holm"] = adjusted[key]
+    cpu_ratios = _cpu_ratios(by_name, targets)
+    for name, by_k in cpu_ratios.items():  # the CPU reading's family: its times, the same rest
+        by_k["memory"] = dict(ratios[name]["memory"])
+    _adjust(ratios, differences)
+    _adjust(cpu_ratios, differences, key="p_holm_cpu")
     cuda = any("cuda_peak_allocated_mb" in r["memory"] for r in result["runs"])
     kind = "peak resident memory during the run (Stage 1 and training, evaluation excluded) "
     kind += "minus the resident memory with the models loaded"
@@ -151,5 +153,45 @@ def summarize(result: dict[str, Any], targets: dict[str, float] | None = None) -
         "memory_kind": "CUDA peak allocated" if cuda else kind,
         "arms": arms,
         "ratios": ratios,
+        "cpu_ratios": cpu_ratios,
         "differences": differences,
     }
+
+
+def _cpu_ratios(
+    by_name: dict[str, list[tuple[dict[str, Any], str]]], targets: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """A*-PO's time to each target over each run name's, read on the process CPU clock (each
+    evaluation's ``cpu_time``: Stage 1 and training, evaluation excluded), paired by seed;
+    names whose runs did not record it (results from before the CPU clock) left out."""
+    base = by_name.get("astarpo", [])
+    out: dict[str, dict[str, Any]] = {}
+    for name, rs in by_name.items():
+        runs = [r for r, _ in (*base, *rs)]
+        if (
+            name in ("astarpo", REUSED)
+            or len(rs) != len(base)
+            or not all(r.get("evals") and all("cpu_time" in e for e in r["evals"]) for r in runs)
+        ):
+            continue
+        on_cpu = [
+            [time_to_target(*curve(r, "expected_accuracy", "cpu_time"), lv) for r, _ in g]
+            for lv in targets.values()
+            for g in (base, rs)
+        ]
+        out[name] = {
+            label: paired_ratio(on_cpu[2 * i], on_cpu[2 * i + 1]) for i, label in enumerate(targets)
+        }
+    return out
+
+
+def _adjust(
+    ratios: dict[str, dict[str, Any]], differences: dict[str, Any], key: str = "p_holm"
+) -> None:
+    """Holm's adjustment (:func:`~astarpo.analysis.stats.holm`) over every ratio of ``ratios``
+    and every difference, one family, written into each as ``key``."""
+    family = {(n, k): r["p"] for n, by_k in ratios.items() for k, r in by_k.items()}
+    family |= {(n, "final"): d["p"] for n, d in differences.items()}
+    adjusted = holm({f"{n}\t{k}": p for (n, k), p in family.items()})
+    for (n, k), name in zip(family, adjusted, strict=True):
+        (differences[n] if k == "final" else ratios[n][k])[key] = adjusted[name]

@@ -55,6 +55,27 @@ def test_summary_on_synthetic_runs_with_known_answers():
     assert first["p_holm"] == pytest.approx(min(1.0, len(usable) * first["p"]))
 
 
+def test_times_read_on_the_cpu_clock_with_their_own_holm_family():
+    """Each evaluation's ``cpu_time`` is a second clock: where GRPO's process got half a core
+    (CPU time = wall / 2) its CPU-time ratios double against the wall ones; results without
+    ``cpu_time`` give no CPU reading; the CPU family carries ``p_holm_cpu``."""
+    res = fake_result()
+    assert summarize(res)["cpu_ratios"] == {}  # recorded before the CPU clock
+    for run in res["runs"]:
+        for e in run["evals"]:
+            e["cpu_time"] = e["time"] / (2.0 if run["arm"] == "grpo" else 1.0)
+    s = summarize(res)
+    wall, cpu = s["ratios"]["grpo"], s["cpu_ratios"]["grpo"]
+    assert cpu["25%"]["ratio"] == pytest.approx(2 * wall["25%"]["ratio"])
+    assert cpu["50%"]["ratio"] == pytest.approx(2 * wall["50%"]["ratio"])
+    assert REUSED not in s["cpu_ratios"] and cpu["memory"]["ratio"] == wall["memory"]["ratio"]
+    d = s["differences"]["grpo"]
+    assert d["p_holm_cpu"] >= d["p"] and all(
+        r["p_holm_cpu"] >= r["p"] for r in cpu.values() if not math.isnan(r["p"])
+    )
+    assert "read on the process CPU clock" in to_markdown({**res, "summary": s})
+
+
 def test_intervals_stay_in_the_range_of_their_quantity():
     """Two seeds far apart: Student-t (t = 12.7) would leave [0, 1] for an accuracy and go
     below 0 for a KL divergence; both are clipped."""
