@@ -59,10 +59,18 @@ def _protocol(result: dict[str, Any]) -> list[str]:
     else:
         run = f"Every run: {s['budget_s']:g} s of training wall time (A*-PO's Stage 1 inside it),"
         every = f"{cfg['eval_every_seconds']:g} s of training time"
+    sizes = {n: w["chosen"] for n, w in result.get("sweep_batch", {}).items() if n in cfg["algos"]}
+    prompts = f"{cfg['batch_size']} prompts per step"
+    if sizes:
+        prompts = (
+            "prompts per step from the batch sweep ("
+            + ", ".join(f"{n} {b}" for n, b in sizes.items())
+            + ")"
+        )
     return [
         f"# A*-PO against the baselines ({'paper' if paper else 'wall-clock'} protocol)",
         "",
-        f"{run} {cfg['seeds']} seeds, {cfg['batch_size']} prompts per step from a pool of "
+        f"{run} {cfg['seeds']} seeds, {prompts} from a pool of "
         f"{cfg['pool_size']}, evaluation every {every} (not counted) on {cfg['eval_size']} "
         f"held-out problems; A*-PO beta1={cfg['beta1']}, "
         f"beta2={cfg['beta2']}, N={cfg['n_samples']}; GRPO/RLOO G={cfg['group_size']}. "

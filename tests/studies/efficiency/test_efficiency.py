@@ -76,6 +76,16 @@ def test_times_read_on_the_cpu_clock_with_their_own_holm_family():
     assert "read on the process CPU clock" in to_markdown({**res, "summary": s})
 
 
+def test_report_names_each_algorithms_swept_prompts_per_step():
+    res = fake_result()
+    res["config"]["algos"] = ("astarpo", "grpo")
+    res["sweep_batch"] = {n: {"scores": {}, "chosen": b, "extended": []} for n, b in
+                          (("astarpo", 64), ("grpo", 16), ("astarpo_drop", 64))}  # fmt: skip
+    text = to_markdown({**res, "summary": summarize(res)})
+    assert "prompts per step from the batch sweep (astarpo 64, grpo 16)" in text
+    assert "32 prompts per step" not in text
+
+
 def test_intervals_stay_in_the_range_of_their_quantity():
     """Two seeds far apart: Student-t (t = 12.7) would leave [0, 1] for an accuracy and go
     below 0 for a KL divergence; both are clipped."""
