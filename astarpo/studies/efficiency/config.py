@@ -78,6 +78,14 @@ class EfficiencyConfig(Protocol):
         "rate it chose (empty: every run takes batch_size). A choice on an edge extends the "
         "grid as the rate's does (grid_extensions).",
     )
+    batch_sizes: dict[str, int] = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "Fixed prompts per step per algorithm on the clock protocol (JSON, e.g. "
+            "'{\"astarpo\": 64}'): those algorithms skip the batch sweep (e.g. the sizes an "
+            "earlier run's sweep chose); the others are swept over batch_grid."
+        },
+    )
     workers: int = option(
         1,
         "Measured runs at once, each on `threads` cores. Above 1 the wall time falls, but runs "
@@ -140,6 +148,23 @@ class EfficiencyConfig(Protocol):
                 f"batch_grid must hold integers >= 1 and is for protocol='clock' only (on the "
                 f"paper's protocol every algorithm takes batch_size, as the paper's do), got "
                 f"{self.batch_grid} with protocol={self.protocol!r}."
+            )
+        sizes = self.batch_sizes
+        if not isinstance(sizes, dict) or any(
+            k not in (*self.algos, *peer_arms(self))
+            or isinstance(v, bool)
+            or not isinstance(v, int)
+            or v < 1
+            for k, v in sizes.items()
+        ):
+            raise ValueError(
+                f"batch_sizes must map runs of algos/peers {(*self.algos, *peer_arms(self))} "
+                f"to integers >= 1, got {sizes!r}."
+            )
+        if sizes and self.protocol == "paper":
+            raise ValueError(
+                "batch_sizes is for protocol='clock' only (on the paper's protocol every "
+                "algorithm takes batch_size, as the paper's do)."
             )
         if self.protocol == "paper" and (peers or self.one_pass):
             raise ValueError(

@@ -168,7 +168,7 @@ def _sweeps(sweeps: dict[str, Any]) -> str:
     return "; ".join(
         f"{ARM_LABELS.get(n, n)}: "
         + (
-            f"{w['chosen']:g} given (learning_rates), not swept"
+            f"{w['chosen']:g} given, not swept"
             if w.get("given")
             else ", ".join(f"{x} -> {v:.3f}" for x, v in w["scores"].items())
             + f" (chosen {w['chosen']:g}{edge_note(w)})"

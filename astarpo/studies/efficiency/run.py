@@ -118,9 +118,15 @@ def sweep_batches(
     """With ``batch_grid``, the sweep of prompts per step of every algorithm and peer at its
     chosen rate (``lrs``), scored as the rates are (:func:`sweep_scores`; at ``batch_size``
     the rate sweep's own score, its runs being the same), a choice on an edge extended
-    (integers): ``{name: {"scores", "chosen", "extended"}}``, the runs that reuse A*-PO's rate
-    reusing its choice too; ``{}`` without a grid."""
-    if not cfg.batch_grid:
+    (integers): ``{name: {"scores", "chosen", "extended"}}`` (``"given": True`` for a size of
+    ``batch_sizes``, not swept), the runs that reuse A*-PO's rate reusing its choice too;
+    ``{}`` without a grid or given sizes."""
+    given = {
+        arm: {"scores": {}, "chosen": b, "extended": [], "given": True}
+        for arm, b in cfg.batch_sizes.items()
+    }
+    todo = [arm for arm in (*cfg.algos, *peer_arms(cfg)) if arm not in given]
+    if not cfg.batch_grid and not given:
         return {}
 
     def score_all(points: list[tuple[str, float]]) -> list[float]:
@@ -135,10 +141,9 @@ def sweep_batches(
         out.update(zip(new, sweep_scores(runner, cfg, base, at), strict=True))
         return [out[p] for p in points]
 
-    arms_ = (*cfg.algos, *peer_arms(cfg))
-    grid = tuple(map(float, cfg.batch_grid))
-    swept = sweep_all(score_all, arms_, grid, cfg.grid_extensions, integer=True, say=runner.say)
-    out = {arm: {**w, "chosen": int(w["chosen"])} for arm, w in swept.items()}
+    grid = tuple(map(float, cfg.batch_grid or (cfg.batch_size,)))
+    swept = sweep_all(score_all, todo, grid, cfg.grid_extensions, integer=True, say=runner.say)
+    out = {**given, **{arm: {**w, "chosen": int(w["chosen"])} for arm, w in swept.items()}}
     return {**out, **{arm: out["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
 
 

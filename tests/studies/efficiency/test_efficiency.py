@@ -490,6 +490,16 @@ def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
         ("grpo", 64),
     }
     assert sweep_batches(runner, EfficiencyConfig(), {}, lrs) == {}  # no grid: no sweep
+    # a given size skips its sweep; without a grid the others take batch_size
+    n = len(runner.names)
+    given = EfficiencyConfig(algos=("astarpo", "grpo"), batch_sizes={"astarpo": 64})
+    got = sweep_batches(runner, given, {"config": asdict(given)}, lrs)
+    assert (got["astarpo"]["chosen"], got["grpo"]["chosen"]) == (64, 32) and got["astarpo"]["given"]
+    assert len(runner.names) == n  # nothing run
+    with pytest.raises(ValueError, match="batch_sizes must map runs of algos"):
+        EfficiencyConfig(algos=("astarpo",), batch_sizes={"grpo": 16})
+    with pytest.raises(ValueError, match="batch_sizes is for protocol='clock' only"):
+        EfficiencyConfig(batch_sizes={"astarpo": 16}, protocol="paper")
     with pytest.raises(ValueError, match="batch_grid must hold integers >= 1"):
         EfficiencyConfig(batch_grid=(0, 16))
     with pytest.raises(ValueError, match="for protocol='clock' only"):

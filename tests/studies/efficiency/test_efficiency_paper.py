@@ -134,7 +134,7 @@ def test_paper_report_and_figure(tmp_path):
     given = {"scores": {}, "chosen": 3e-5, "extended": [], "given": True}
     result["sweep"] = {"astarpo": given, "grpo": swept}
     md = to_markdown(result)
-    assert "astarpo: 3e-05 given (learning_rates), not swept; grpo: 0.0001 -> 0.400" in md
+    assert "astarpo: 3e-05 given, not swept; grpo: 0.0001 -> 0.400" in md
     out = plot_paper(result, tmp_path / "paper.png")  # check_figure: width, fonts, legends
     assert Path(out).stat().st_size > 10_000
 
