@@ -63,7 +63,7 @@ def _protocol(result: dict[str, Any]) -> list[str]:
     prompts = f"{cfg['batch_size']} prompts per step"
     if sizes:
         prompts = (
-            "prompts per step from the batch sweep ("
+            "prompts per step per algorithm ("
             + ", ".join(f"{n} {b}" for n, b in sizes.items())
             + ")"
         )
@@ -170,6 +170,8 @@ def _sweeps(sweeps: dict[str, Any]) -> str:
         + (
             f"{w['chosen']:g} given, not swept"
             if w.get("given")
+            else f"{w['chosen']:g} (one value, not swept)"
+            if not w["scores"]
             else ", ".join(f"{x} -> {v:.3f}" for x, v in w["scores"].items())
             + f" (chosen {w['chosen']:g}{edge_note(w)})"
         )

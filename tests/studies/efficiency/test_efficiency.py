@@ -82,8 +82,11 @@ def test_report_names_each_algorithms_swept_prompts_per_step():
     res["sweep_batch"] = {n: {"scores": {}, "chosen": b, "extended": []} for n, b in
                           (("astarpo", 64), ("grpo", 16), ("astarpo_drop", 64))}  # fmt: skip
     text = to_markdown({**res, "summary": summarize(res)})
-    assert "prompts per step from the batch sweep (astarpo 64, grpo 16)" in text
+    assert "prompts per step per algorithm (astarpo 64, grpo 16)" in text
     assert "32 prompts per step" not in text
+    res["sweep_batch"]["grpo"] = {"scores": {}, "chosen": 32, "extended": []}  # one value
+    text = to_markdown({**res, "summary": summarize(res)})
+    assert "grpo: 32 (one value, not swept)" in text
 
 
 def test_intervals_stay_in_the_range_of_their_quantity():
