@@ -22,8 +22,15 @@ def add_study_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     study = STUDIES[name]
     parser.add_argument("--out", default=f"runs/{study.stem}", help="output folder")
     parser.add_argument("--quick", action="store_true", help="a smoke run of every code path")
-    parser.add_argument(
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
         "--overwrite", action="store_true", help="delete an earlier run of this study in --out"
+    )
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of this study in --out: a run that finished with "
+        "the same settings is read back, not run again",
     )
     parser.add_argument(
         "--report-only",
@@ -80,6 +87,6 @@ def run(args: argparse.Namespace) -> int:
             cfg = study.config(**{**study.presets(given, args.quick), **given})
         except ValueError as e:
             raise SystemExit(f"error: {name_flags(str(e), study.config)}") from e
-        study.run(cfg, args.out, overwrite=args.overwrite)
+        study.run(cfg, args.out, overwrite=args.overwrite, resume=args.resume)
     print((Path(args.out) / f"{study.stem}.md").read_text())
     return 0

@@ -54,7 +54,7 @@ def test_a_config_file_section_per_study(tmp_path, monkeypatch, capsys):
 
     seen = {}
 
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+    def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
         seen["cfg"] = cfg
         (tmp_path / "bench.md").write_text("x\n")
 
@@ -75,7 +75,7 @@ def test_the_gpu_preset_is_a_valid_efficiency_protocol(tmp_path, monkeypatch):
 
     seen = {}
 
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+    def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
         seen["cfg"] = cfg
         (tmp_path / "bench.md").write_text("x\n")
 
@@ -84,3 +84,20 @@ def test_the_gpu_preset_is_a_valid_efficiency_protocol(tmp_path, monkeypatch):
     cfg = seen["cfg"]
     assert (cfg.device, cfg.mixed_precision, cfg.seeds) == ("cuda", "bf16", 3)
     assert cfg.model_overrides["hidden_size"] == 512 and cfg.lr_grid == (1e-5, 3e-5, 1e-4)
+
+
+def test_resume_reaches_the_study_and_excludes_overwrite(tmp_path, monkeypatch, capsys):
+    import astarpo.studies.efficiency.run as run_mod
+
+    seen = {}
+
+    def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
+        seen.update(overwrite=overwrite, resume=resume)
+        (tmp_path / "bench.md").write_text("x\n")
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    assert main(["bench", "--quick", "--out", str(tmp_path), "--resume"]) == 0
+    assert seen == {"overwrite": False, "resume": True}
+    with pytest.raises(SystemExit):
+        main(["bench", "--out", str(tmp_path), "--resume", "--overwrite"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -78,11 +78,17 @@ def ladder_samples(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 
 def run(
-    cfg: AdaptiveNConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: AdaptiveNConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
-    an earlier run of it recorded there first); returns the content of ``adaptive_n.json``."""
-    runner = Runner.start(out_dir, "adaptive_n", OUTPUTS, cfg, overwrite, progress)
+    an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
+    its finished runs read back); returns the content of ``adaptive_n.json``."""
+    runner = Runner.start(out_dir, "adaptive_n", OUTPUTS, cfg, overwrite, progress, resume=resume)
     output, say = runner.output, runner.say
     if cfg.ladder:
         folder = Path(cfg.ladder)
@@ -91,7 +97,9 @@ def run(
         folder = output.record("ladder")
         names = {f.name for f in fields(LadderConfig)}
         ladder_cfg = LadderConfig(**{k: v for k, v in asdict(cfg).items() if k in names})
-        ladder = run_ladder(ladder_cfg, folder, overwrite=overwrite, progress=progress)["config"]
+        ladder = run_ladder(
+            ladder_cfg, folder, overwrite=overwrite, progress=progress, resume=resume
+        )["config"]
     rewards, v_ref, bins = ladder_samples(folder)
     t0 = time.perf_counter()
     errors = estimator_errors(

@@ -176,7 +176,12 @@ def seed_runs(
 
 
 def run(
-    cfg: EfficiencyConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: EfficiencyConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the whole study (see the module doc) and write ``bench.json/md/png``.
 
@@ -186,6 +191,9 @@ def run(
         overwrite: Delete an earlier run of the study there first
             (:meth:`~astarpo.studies.harness.output.OutputDir.clear`).
         progress: Print a line per phase and per run.
+        resume: Continue an interrupted run in ``out_dir``: the reference, Stage 1 and the
+            sweep's choices are made again, each run that finished with the same spec is read
+            back instead of run (:class:`~astarpo.studies.harness.runner.Runner`).
 
     Returns:
         The content of ``bench.json``: ``{"config", "reference", "hard", "stage1", "sweep",
@@ -198,9 +206,9 @@ def run(
     check_backend(cfg.backend)
     cfg = cfg.resolved()
     output = OutputDir(out_dir, "bench", OUTPUTS)
-    output.clear(overwrite)
+    output.clear(overwrite, resume)
     say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, _describe)
+    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, _describe, resume)
     torch.set_num_threads(cfg.threads)
     rows = splits(cfg)
     say(f"[bench] reference (SFT to {cfg.reference_target} on validation, cached)")

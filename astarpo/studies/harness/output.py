@@ -48,10 +48,16 @@ class OutputDir:
                 os.replace(tmp, self.manifest)
         return self.path / rel
 
-    def clear(self, overwrite: bool) -> None:
-        """Make the folder ready for a new run of the study: ``FileExistsError`` (nothing deleted)
+    def clear(self, overwrite: bool, resume: bool = False) -> None:
+        """Make the folder ready for a run of the study: ``FileExistsError`` (nothing deleted)
         when it holds files the study would write that the manifest does not list, or an
-        earlier run and not ``overwrite``; else the recorded paths are deleted."""
+        earlier run and neither ``overwrite`` nor ``resume``; with ``overwrite`` the recorded
+        paths are deleted, with ``resume`` they are kept (the runner reads back the finished
+        runs: :meth:`~astarpo.studies.harness.runner.Runner.run`). ``ValueError`` for both."""
+        if overwrite and resume:
+            raise ValueError(
+                "--overwrite deletes the earlier run and --resume continues it; choose one."
+            )
         ours = self.recorded()
         runs = self.path / "runs"
         found = [f"runs/{c.name}" for c in sorted(runs.iterdir())] if runs.is_dir() else []
@@ -63,11 +69,14 @@ class OutputDir:
                 f"{more}; no {self.manifest.name} lists them); nothing was deleted. Choose "
                 "another --out, or move them."
             )
+        if resume:
+            return
         present = [p for p in ours if (self.path / p).exists()]
         if present and not overwrite:
             raise FileExistsError(
                 f"{self.path} holds an earlier run of this study ({len(present)} paths in its "
-                f"{self.manifest.name}); pass --overwrite (overwrite=True) to delete exactly "
+                f"{self.manifest.name}); continue it with --resume (resume=True: its finished "
+                "runs are read back), pass --overwrite (overwrite=True) to delete exactly "
                 "those and start over, or choose another --out."
             )
         for rel in ours:

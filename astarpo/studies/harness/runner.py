@@ -63,6 +63,8 @@ class Runner:
         rerun_slow: Run a ``slow`` run again, once.
         say: Progress printer.
         describe: ``result -> str``: the study's account of a finished run.
+        resume: Read back, instead of running, a run that finished in an earlier, interrupted
+            run of the study (its ``result.json`` with the process clock, and the same spec).
     """
 
     def __init__(
@@ -73,9 +75,11 @@ class Runner:
         rerun_slow: bool = False,
         say: Callable[[str], Any] = print,
         describe: Callable[[dict[str, Any]], str] = lambda r: "done",
+        resume: bool = False,
     ) -> None:
         self.output, self.workers, self.rerun_slow = output, workers, rerun_slow
-        self.say, self.describe = say, describe
+        self.say, self.describe, self.resume = say, describe, resume
+        self.resumed: list[str] = []  # the runs read back (list.append: safe from threads)
         self.t0, self.load, self.warning = time.perf_counter(), _load(), None
         if self.load[0] > workers * threads:
             self.warning = (
@@ -99,20 +103,26 @@ class Runner:
         overwrite: bool,
         progress: bool,
         workers: int = 1,
+        resume: bool = False,
     ) -> Runner:
         """A study's start: its :class:`OutputDir` ``out_dir`` (stem ``stem``, other names
-        ``outputs``) cleared by the ``--overwrite`` policy, and a runner with ``cfg``'s
-        ``threads`` and ``rerun_slow`` that prints progress when ``progress``."""
+        ``outputs``) cleared by the ``--overwrite`` policy (or kept, ``resume``), and a runner
+        with ``cfg``'s ``threads`` and ``rerun_slow`` that prints progress when ``progress``."""
         output = OutputDir(out_dir, stem, outputs)
-        output.clear(overwrite)
+        output.clear(overwrite, resume)
         say = print if progress else (lambda *a, **k: None)
-        return cls(output, cfg.threads, workers, cfg.rerun_slow, say)
+        return cls(output, cfg.threads, workers, cfg.rerun_slow, say, resume=resume)
 
     def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Run ``spec`` in ``runs/NAME``, its ``paths`` entries (and ``out``, the run's folder)
         made absolute; the result with ``process``: ``wall_s``, ``cpu_s``, ``cpu_wall``,
-        ``slow`` (and ``first_attempt`` after a re-run). ``RuntimeError`` if the process fails.
+        ``slow`` (and ``first_attempt`` after a re-run; ``resumed`` when read back).
+        ``RuntimeError`` if the process fails.
         """
+        if self.resume and (done := self._finished(name, spec)) is not None:
+            self.resumed.append(name)
+            self.say(f"  {name}: {self.describe(done)} [finished earlier; read back]")
+            return done
         res = self._attempt(name, spec)
         if res["process"]["slow"] and self.rerun_slow:
             self.say(f"  {name}: CPU/wall {res['process']['cpu_wall']:.2f}; running it again")
@@ -120,14 +130,34 @@ class Runner:
             res["process"]["first_attempt"] = first
         return res
 
-    def _attempt(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        run_dir = self.output.record(f"runs/{name}").resolve()
-        shutil.rmtree(run_dir, ignore_errors=True)  # a re-run starts afresh
-        run_dir.mkdir(parents=True)
+    @staticmethod
+    def _full_spec(run_dir: Path, spec: dict[str, Any]) -> dict[str, Any]:
+        """``spec`` as the worker reads it: ``out`` the run's folder, ``paths`` absolute."""
         full = {**spec, "out": str(run_dir), "paths": sorted({"out", *spec.get("paths", ())})}
         for key in full["paths"]:  # the worker runs in run_dir: a relative path would not resolve
             if full.get(key) is not None:
                 full[key] = str(Path(full[key]).resolve())
+        return full
+
+    def _finished(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """The result of run ``name`` if an earlier run of the study finished it with this
+        ``spec`` (its result holds the process clock, written last), else None."""
+        run_dir = (self.output.path / "runs" / name).resolve()
+        try:
+            old = json.loads((run_dir / "spec.json").read_text())
+            res: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        if "process" not in res or old != json.loads(json.dumps(self._full_spec(run_dir, spec))):
+            return None
+        res["process"]["resumed"] = True
+        return res
+
+    def _attempt(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        run_dir = self.output.record(f"runs/{name}").resolve()
+        shutil.rmtree(run_dir, ignore_errors=True)  # a re-run starts afresh
+        run_dir.mkdir(parents=True)
+        full = self._full_spec(run_dir, spec)
         (run_dir / "spec.json").write_text(json.dumps(full))
         cmd = [sys.executable, "-m", "astarpo.studies.harness.runner", "spec.json", "result.json"]
         code, wall, cpu = run_process(cmd, cwd=run_dir, env=self.env)
@@ -140,6 +170,9 @@ class Runner:
         share = cpu / wall if wall > 0 else math.nan
         res["process"] = {"wall_s": wall, "cpu_s": cpu, "cpu_wall": share}
         res["process"]["slow"] = bool(share < MIN_CPU_SHARE)
+        tmp = run_dir / "result.json.tmp"  # the clock written last: a run that has it finished
+        tmp.write_text(json.dumps(res, indent=1))
+        os.replace(tmp, run_dir / "result.json")
         flag = " (slow: its core was shared)" if res["process"]["slow"] else ""
         self.say(f"  {name}: {self.describe(res)} [{wall:.0f} s wall, CPU/wall {share:.2f}{flag}]")
         return res
@@ -153,13 +186,15 @@ class Runner:
             return list(pool.map(lambda run: self.run(*run), runs))
 
     def stamp(self, result: dict[str, Any]) -> None:
-        """Add the study's ``wall_s``, ``load`` (``start``, ``end``, ``warning``), ``slow_runs``
+        """Add the study's ``wall_s`` (of this process: a resumed study's runs read back are
+        not in it), ``load`` (``start``, ``end``, ``warning``), ``slow_runs``, ``resumed_runs``
         and ``environment`` (versions, cores, GPU) to ``result``."""
         import torch
 
         result["wall_s"] = time.perf_counter() - self.t0
         result["load"] = {"start": self.load, "end": _load(), "warning": self.warning}
         result["slow_runs"] = sum(r.get("process", {}).get("slow", 0) for r in result["runs"])
+        result["resumed_runs"] = len(self.resumed)
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
         versions = {"astarpo": astarpo.__version__, "python": platform.python_version()}
         result["environment"] = {**versions, "torch": torch.__version__, "gpu": gpu}

@@ -43,11 +43,17 @@ PASS_K = 8
 
 
 def run(
-    cfg: LadderConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: LadderConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
-    an earlier run of it recorded there first); returns the content of ``ladder.json``."""
-    runner = Runner.start(out_dir, "ladder", OUTPUTS, cfg, overwrite, progress)
+    an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
+    its finished runs read back); returns the content of ``ladder.json``."""
+    runner = Runner.start(out_dir, "ladder", OUTPUTS, cfg, overwrite, progress, resume=resume)
     output, say = runner.output, runner.say
     out, protocol = output.path.resolve(), cfg.protocol().resolved()
     for name in OUTPUTS:

@@ -163,18 +163,28 @@ def _bin_info(rows: list[dict[str, Any]], table: ValueTable, label: str) -> dict
 
 
 def run(
-    cfg: LadderTrainConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: LadderTrainConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
-    an earlier run of it recorded there first); returns the content of ``ladder_train.json``."""
-    runner = Runner.start(out_dir, "ladder_train", OUTPUTS, cfg, overwrite, progress, cfg.workers)
+    an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
+    its finished runs read back); returns the content of ``ladder_train.json``."""
+    runner = Runner.start(
+        out_dir, "ladder_train", OUTPUTS, cfg, overwrite, progress, cfg.workers, resume
+    )
     output, say = runner.output, runner.say
     runner.describe = report.describe
     if cfg.ladder:
         folder = Path(cfg.ladder).resolve()
     else:
         folder = output.record("ladder").resolve()
-        run_ladder(cfg.ladder_config(), folder, overwrite=overwrite, progress=progress)
+        run_ladder(
+            cfg.ladder_config(), folder, overwrite=overwrite, progress=progress, resume=resume
+        )
     cfg = cfg.resolved()
     rows = read_prompts(folder / "ladder_prompts.jsonl")
     sets, easy_test = bin_sets(rows, cfg)

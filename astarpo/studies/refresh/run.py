@@ -105,11 +105,17 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(
-    cfg: RefreshConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: RefreshConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
-    an earlier run of it recorded there first); returns the content of ``refresh.json``."""
-    runner = Runner.start(out_dir, "refresh", OUTPUTS, cfg, overwrite, progress)
+    an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
+    its finished runs read back); returns the content of ``refresh.json``."""
+    runner = Runner.start(out_dir, "refresh", OUTPUTS, cfg, overwrite, progress, resume=resume)
     output, say = runner.output, runner.say
     if cfg.ladder:
         folder = Path(cfg.ladder).resolve()
@@ -121,7 +127,7 @@ def run(
             long_candidates=cfg.ladder_long_candidates, k=cfg.ladder_k,
             top_ups=LADDER_QUICK["top_ups"],  # a stronger reference leaves [-2,-3) short
         )  # fmt: skip
-        run_ladder(ladder, folder, overwrite=overwrite, progress=progress)
+        run_ladder(ladder, folder, overwrite=overwrite, progress=progress, resume=resume)
     rows = read_prompts(folder / "ladder_prompts.jsonl")
     missing = [b for b in cfg.bins if not any(r["bin"] == b for r in rows)]
     if missing:

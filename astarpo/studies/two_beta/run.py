@@ -75,17 +75,23 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(
-    cfg: TwoBetaConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: TwoBetaConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Run the study into ``out_dir``; returns the content of ``two_beta.json``.
+    """Run the study into ``out_dir`` (``resume``: continue an interrupted run there, its
+    finished runs read back); returns the content of ``two_beta.json``.
 
     Raises:
         FileExistsError: ``out_dir`` holds another run and ``overwrite`` is not set.
     """
     say = print if progress else lambda *a: None
     output = OutputDir(out_dir, "two_beta", ("reference", "values"))
-    output.clear(overwrite)
-    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe)
+    output.clear(overwrite, resume)
+    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe, resume)
     cfg, rows = cfg.resolved(), splits(cfg)
     for name in ("reference", "values"):
         output.record(name)

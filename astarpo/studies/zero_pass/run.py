@@ -127,14 +127,20 @@ def _stage1(
 
 
 def run(
-    cfg: ZeroPassConfig, out_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    cfg: ZeroPassConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
-    an earlier run of it recorded there first); returns the content of ``zero_pass.json``."""
+    an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
+    its finished runs read back); returns the content of ``zero_pass.json``."""
     output = OutputDir(out_dir, "zero_pass", OUTPUTS)
-    output.clear(overwrite)
+    output.clear(overwrite, resume)
     say = print if progress else (lambda *a, **k: None)
-    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe)
+    runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe, resume)
     out, protocol = output.path.resolve(), cfg.protocol().resolved()
     for name in OUTPUTS:
         output.record(name)

@@ -64,3 +64,19 @@ def test_runs_recorded_from_threads_all_land_in_the_manifest(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: out.record(f"runs/r{i}"), range(200)))
     assert sorted(out.recorded()) == sorted(f"runs/r{i}" for i in range(200))
+
+
+def test_resume_keeps_an_earlier_run_and_excludes_overwrite(tmp_path):
+    out = OutputDir(tmp_path, "bench", ("reference",))
+    out.record("runs/astarpo-seed0")
+    (tmp_path / "runs" / "astarpo-seed0").mkdir(parents=True)
+    with pytest.raises(FileExistsError, match="--resume"):
+        out.clear(overwrite=False)
+    out.clear(overwrite=False, resume=True)
+    assert (tmp_path / "runs" / "astarpo-seed0").is_dir() and out.recorded()
+    with pytest.raises(ValueError, match="choose one"):
+        out.clear(overwrite=True, resume=True)
+    assert (tmp_path / "runs" / "astarpo-seed0").is_dir()
+    (tmp_path / "runs" / "mine").mkdir()  # a folder the study did not write still blocks
+    with pytest.raises(FileExistsError, match="runs/mine"):
+        out.clear(overwrite=False, resume=True)

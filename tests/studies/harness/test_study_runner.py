@@ -84,6 +84,43 @@ def test_a_slow_run_is_flagged_and_rerun_once_on_request(tmp_path, monkeypatch):
     assert res["process"]["slow"] and res["process"]["first_attempt"]["cpu_wall"] == 0.5
 
 
+def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch):
+    """An interrupted study: a run with its clock in result.json is read back (same spec); one
+    whose spec changed, one killed before its clock was written and one never started run."""
+    calls = []
+
+    def counted(cmd, cwd, env):
+        calls.append(Path(cwd).name)
+        return _in_process(cmd, cwd, env)
+
+    monkeypatch.setattr(runner_mod, "run_process", counted)
+    out = OutputDir(tmp_path, "t")
+    first = Runner(out, say=lambda *a: None)
+    done = first.run("a", {**ECHO, "lr": 1e-4})
+    first.run("b", {**ECHO, "lr": 1e-4})
+    first.run("c", {**ECHO, "lr": None})
+    assert json.loads((tmp_path / "runs" / "a" / "result.json").read_text()) == done
+    killed = tmp_path / "runs" / "c" / "result.json"  # the worker's result, the clock not added
+    killed.write_text(
+        json.dumps({k: v for k, v in json.loads(killed.read_text()).items() if k != "process"})
+    )
+    calls.clear()
+    out.clear(overwrite=False, resume=True)
+    again = Runner(out, say=lambda *a: None, resume=True)
+    res = again.run_all(
+        [(n, {**ECHO, "lr": lr}) for n, lr in [("a", 1e-4), ("b", 3e-4), ("c", None), ("d", 1e-4)]]
+    )
+    assert sorted(calls) == ["b", "c", "d"] and again.resumed == ["a"]
+    assert res[0]["process"] == {**done["process"], "resumed": True}
+    assert res[0]["spec"] == done["spec"] and res[1]["spec"]["lr"] == 3e-4
+    result = {"runs": res}
+    again.stamp(result)
+    assert result["resumed_runs"] == 1
+    calls.clear()  # without resume every run runs again
+    Runner(out, say=lambda *a: None).run("a", {**ECHO, "lr": 1e-4})
+    assert calls == ["a"]
+
+
 def test_a_real_run_in_a_fresh_process(tmp_path, monkeypatch):
     runner = _runner(tmp_path, monkeypatch)
     res = runner.run("real", ECHO)
