@@ -19,7 +19,7 @@ def captured_run(monkeypatch):
         run_mod = importlib.import_module(f"{package}.run")
         seen: dict = {}
 
-        def fake_run(cfg, out_dir, overwrite=False, progress=True):
+        def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
             seen["cfg"] = cfg
             (Path(out_dir) / f"{stem}.md").write_text(f"{text}\n")
             return {}

@@ -281,7 +281,7 @@ def seen(monkeypatch, tmp_path):
 
     got = {}
 
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+    def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
         got["cfg"], got["overwrite"] = cfg, overwrite
         (tmp_path / "bench.md").write_text("table\n")
         return {}

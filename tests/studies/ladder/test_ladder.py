@@ -163,7 +163,7 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
 
     seen = {}
 
-    def fake_run(cfg, out_dir, overwrite=False, progress=True):
+    def fake_run(cfg, out_dir, overwrite=False, progress=True, resume=False):
         seen["cfg"] = cfg
         (tmp_path / "ladder.md").write_text("x\n")
         return {}

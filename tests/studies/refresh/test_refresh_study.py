@@ -108,7 +108,7 @@ def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch)
     class Stop(Exception):
         pass
 
-    def fake_ladder(cfg, out_dir, overwrite=False, progress=True):
+    def fake_ladder(cfg, out_dir, overwrite=False, progress=True, resume=False):
         seen["cfg"] = cfg
         raise Stop
 
