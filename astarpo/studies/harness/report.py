@@ -51,8 +51,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 def process_lines(result: Mapping[str, Any]) -> list[str]:
     """The report's lines on the clock: the study's wall time and load average, a load warning,
-    and how many runs had CPU/wall below :data:`MIN_CPU_SHARE` (a result from before the runs
-    recorded their processes: the wall time and load alone)."""
+    how many runs had CPU/wall below :data:`MIN_CPU_SHARE` and how many were read back by
+    ``--resume`` (a result from before the runs recorded their processes: the wall time and
+    load alone)."""
     if "wall_s" not in result:
         return []
     load = result.get("load") or {"start": result.get("load_start"), "end": result.get("load_end")}
@@ -68,6 +69,11 @@ def process_lines(result: Mapping[str, Any]) -> list[str]:
             f"{result.get('slow_runs', 0)} of {len(runs)} runs had CPU/wall below "
             f"{MIN_CPU_SHARE} (`process.slow`: their core was shared, their times are longer "
             "than on an idle machine)."
+        )
+    if result.get("resumed_runs"):
+        lines[-1] += (
+            f" {result['resumed_runs']} runs were read back from an earlier, interrupted run of "
+            "the study (`--resume`; `process.resumed`): the wall time is this process's only."
         )
     if load.get("warning"):
         lines.append(f"Warning at the start: {load['warning']}.")

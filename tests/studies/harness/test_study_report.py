@@ -46,5 +46,7 @@ def test_process_lines_count_the_slow_runs():
     res = {"wall_s": 12.3, "load": {"start": [1, 1, 1], "end": [2, 2, 2], "warning": "busy"}}
     text = "\n".join(process_lines({**res, "runs": runs, "slow_runs": 1}))
     assert "12 s" in text and "1 of 2 runs had CPU/wall below 0.9" in text
-    assert "Warning at the start: busy." in text
+    assert "Warning at the start: busy." in text and "read back" not in text
+    text = "\n".join(process_lines({**res, "runs": runs, "resumed_runs": 2}))
+    assert "2 runs were read back from an earlier, interrupted run" in text
     assert process_lines({}) == []
