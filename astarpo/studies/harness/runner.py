@@ -141,7 +141,8 @@ class Runner:
 
     def _finished(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
         """The result of run ``name`` if an earlier run of the study finished it with this
-        ``spec`` (its result holds the process clock, written last), else None."""
+        ``spec`` (its result holds the process clock, written last), else None (also for a
+        ``slow`` run not yet run again, with ``rerun_slow``)."""
         run_dir = (self.output.path / "runs" / name).resolve()
         try:
             old = json.loads((run_dir / "spec.json").read_text())
@@ -150,7 +151,10 @@ class Runner:
             return None
         if "process" not in res or old != json.loads(json.dumps(self._full_spec(run_dir, spec))):
             return None
-        res["process"]["resumed"] = True
+        clock = res["process"]
+        if self.rerun_slow and clock.get("slow") and "first_attempt" not in clock:
+            return None  # a slow run the earlier study did not run again: its re-run is due
+        clock["resumed"] = True
         return res
 
     def _attempt(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:

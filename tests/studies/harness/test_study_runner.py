@@ -116,6 +116,9 @@ def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch
     result = {"runs": res}
     again.stamp(result)
     assert result["resumed_runs"] == 1
+    calls.clear()  # with --rerun-slow, a slow run the earlier study kept is run again
+    Runner(out, say=lambda *a: None, resume=True, rerun_slow=True).run("a", {**ECHO, "lr": 1e-4})
+    assert calls == ["a", "a"]  # its due re-run (the fake clock is slow every time)
     calls.clear()  # without resume every run runs again
     Runner(out, say=lambda *a: None).run("a", {**ECHO, "lr": 1e-4})
     assert calls == ["a"]
