@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--task",
         default="addition",
         choices=("addition", "scratchpad", "scratchpad2"),
-        help="embedded task: addition (answers of 4-5 tokens; default), scratchpad (a worked "
+        help="embedded task: addition (3 digits and EOS: 4 tokens; default), scratchpad (a worked "
         "solution of 70 tokens before the answer) or scratchpad2 (2-digit operands: 38 tokens)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of everything (0)")

@@ -1,6 +1,7 @@
-"""The embedded tasks, by name: ``addition`` (answers of 4-5 tokens), ``scratchpad`` (a worked
-solution of 70 tokens before the answer) and ``scratchpad2`` (the same with 2-digit operands:
-38 tokens), the response lengths at which the benchmark measures time to target.
+"""The embedded tasks, by name: ``addition`` (answers of 3 digits and EOS: 4 tokens),
+``scratchpad`` (a worked solution of 70 tokens before the answer) and ``scratchpad2`` (the same
+with 2-digit operands: 38 tokens), the response lengths at which the benchmark measures time to
+target.
 
 A :class:`ToyTask` bundles what a run on a task needs besides its algorithm: the rows, the
 reward, the token budget and the toy model's shape. The benchmark (``astarpo bench --task``)

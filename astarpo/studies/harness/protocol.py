@@ -93,8 +93,8 @@ class Protocol(RunOptions):
 
     task: str = option(
         "addition",
-        "The task: addition (answers of 4-5 tokens), scratchpad (worked solutions of 70 tokens "
-        "with EOS) or scratchpad2 (2-digit operands: 38 tokens).",
+        "The task: addition (answers of 3 digits and EOS: 4 tokens), scratchpad (worked "
+        "solutions of 70 tokens with EOS) or scratchpad2 (2-digit operands: 38 tokens).",
         choices=tuple(TASKS),
     )
     batch_size: int = option(32, "Prompts per step.", 1)
