@@ -23,6 +23,7 @@ from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.estimate import estimate_values
+from astarpo.llm.stage1.provenance import model_name
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory, timed
@@ -85,7 +86,8 @@ def timed_stage1(
     ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it; it is
     closed before the function returns), under run ``arm``'s rule
     (``cfg.stage1_config(seed, arm)``); with ``shard = (i, k)``, only shard ``i``'s prompts,
-    into ``path``'s part file."""
+    into ``path``'s part file. The table records ``ref``'s name (``config._name_or_path``),
+    which training checks against its own reference's."""
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
@@ -96,7 +98,11 @@ def timed_stage1(
         reward = [get_task(cfg.task).reward]
         stage1 = cfg.stage1_config(seed, arm)
         try:
-            table = estimate_values(gen, rows, reward, stage1, out_path=path, shard=shard)
+            name = model_name(ref)
+            prov = {"model": name} if name else None
+            table = estimate_values(
+                gen, rows, reward, stage1, out_path=path, shard=shard, provenance=prov
+            )
         finally:  # a vLLM engine would hold its KV cache beside the training engine's
             close = getattr(gen, "close", None)
             if close is not None:

@@ -3,6 +3,7 @@ the library's evaluation, with the reward deadline)."""
 
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 
@@ -96,3 +97,33 @@ def test_the_held_out_scoring_has_the_reward_deadline(tokenizer, tiny_model, mon
     cfg = Protocol(max_new_tokens=3, reward_timeout=0.2)
     with pytest.raises(RewardTimeoutError, match=r"did not return within 0\.2 s"):
         measure.evaluate_policy(tiny_model, tiny_model, tokenizer, rows, cfg, 0)
+
+
+def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_path, monkeypatch):
+    """make_reference names its model by the folder it saves it to; a Stage 1 table made with it
+    records that name, which a run that loads the folder (another spelling of the same path)
+    checks without a warning. A model with no name still records none (a warning). (SFT is
+    skipped: the naming does not depend on it.)"""
+    from astarpo.llm.models.loading import load_pretrained_model
+    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
+    from astarpo.llm.stage1.provenance import check_table_fits, model_name
+    from astarpo.studies.harness import protocol
+
+    monkeypatch.setattr(protocol, "cached_sft", lambda model, *a, **k: (model, {"steps": 0}))
+    make_reference = protocol.make_reference
+    cfg = Protocol(cache_dir=str(tmp_path / "cache"), n_samples=2, max_new_tokens=5)
+    out = tmp_path / "study"
+    ref, _ = make_reference(cfg, out)
+    rows = [{"prompt": "01+02=", "answer": "003"}, {"prompt": "02+02=", "answer": "004"}]
+    tok = make_char_tokenizer()
+    table, _ = measure.timed_stage1(ref, tok, rows, cfg, tmp_path / "v.jsonl", 0)
+    loaded = load_pretrained_model(os.path.relpath(out / "reference"))
+    assert check_table_fits(table, model=model_name(loaded)) == []
+    with pytest.raises(Exception, match="model"):
+        check_table_fits(table, model=str(tmp_path / "cache"))  # another folder: refused
+    bare = make_toy_model(tok, seed=0)
+    bare.config._name_or_path = ""
+    table, _ = measure.timed_stage1(bare, tok, rows, cfg, tmp_path / "w.jsonl", 0)
+    assert check_table_fits(table, model=model_name(loaded)) == [
+        f"V* table {tmp_path / 'w.jsonl'} records no model; not checked."
+    ]
