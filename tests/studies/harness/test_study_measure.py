@@ -107,6 +107,7 @@ def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_
     from astarpo.llm.models.loading import load_pretrained_model
     from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
     from astarpo.llm.stage1.provenance import check_table_fits, model_name
+    from astarpo.llm.stage1.rows import ValueTableError
     from astarpo.studies.harness import protocol
 
     monkeypatch.setattr(protocol, "cached_sft", lambda model, *a, **k: (model, {"steps": 0}))
@@ -119,7 +120,7 @@ def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_
     table, _ = measure.timed_stage1(ref, tok, rows, cfg, tmp_path / "v.jsonl", 0)
     loaded = load_pretrained_model(os.path.relpath(out / "reference"))
     assert check_table_fits(table, model=model_name(loaded)) == []
-    with pytest.raises(Exception, match="model"):
+    with pytest.raises(ValueTableError, match="model"):
         check_table_fits(table, model=str(tmp_path / "cache"))  # another folder: refused
     bare = make_toy_model(tok, seed=0)
     bare.config._name_or_path = ""
