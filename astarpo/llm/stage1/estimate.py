@@ -42,7 +42,7 @@ from astarpo.llm.rollout.backend import reference_sampler
 from astarpo.llm.rollout.base import derive_seed
 from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.config import Stage1Config
-from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint
+from astarpo.llm.stage1.provenance import MATCHING, data_fingerprint, model_name
 from astarpo.llm.stage1.rows import (
     ValueRow,
     make_row,
@@ -149,6 +149,8 @@ def estimate_values(
     if path is not None and shard is not None:
         path = part_path(path, *shard)
     provenance = {**prov_model, **(provenance or {})}
+    if isinstance(provenance.get("model"), str):  # a local folder as its absolute path
+        provenance["model"] = model_name(provenance["model"])
     prov: dict[str, Any] = {"model": "unknown", **(provenance or {})}
     prov.update(
         n_samples=n_samples,

@@ -87,14 +87,18 @@ def same_model(a: str, b: str) -> bool:
 
 
 def model_name(model: Any) -> str | None:
-    """The name a table records for ``model``: the string itself (a local directory or hub id),
-    else an object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when unknown."""
+    """The name a table records for ``model``: the string itself (a hub id, or a local directory
+    as its absolute path, so that a run started from another directory can check it), else an
+    object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when unknown."""
     if model is None:
         return None
     if isinstance(model, (str, os.PathLike)):
-        return str(model)
-    name = getattr(getattr(model, "config", None), "_name_or_path", "")
-    return str(name) if name else None
+        name = str(model)
+    else:
+        name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or "")
+    if not name:
+        return None
+    return str(Path(name).resolve()) if os.path.isdir(name) else name
 
 
 def _row_problems(table: ValueTable, rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -194,7 +194,7 @@ def splits(cfg: Protocol) -> dict[str, list[dict[str, str]]]:
 def make_reference(cfg: Protocol, out: Path) -> tuple[Any, dict[str, Any]]:
     """The task's toy model fine-tuned (or read from the SFT cache) on ``cfg.device`` until its
     expected accuracy on the check rows reaches ``reference_target``, saved with its tokenizer
-    to ``out/reference`` and named by it (``config._name_or_path``, as if loaded from there: the
+    to ``out/reference`` and named by its absolute path (``config._name_or_path``: the
     name a Stage 1 table made with it records, which the runs that load that folder check).
     Returns ``(model in eval mode, SFT info)``."""
     tokenizer = make_char_tokenizer()
@@ -207,7 +207,7 @@ def make_reference(cfg: Protocol, out: Path) -> tuple[Any, dict[str, Any]]:
     )
     model.save_pretrained(out / "reference")
     tokenizer.save_pretrained(out / "reference")
-    model.config._name_or_path = str(out / "reference")
+    model.config._name_or_path = str((out / "reference").resolve())
     return model.eval(), info
 
 

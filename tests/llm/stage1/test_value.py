@@ -395,3 +395,21 @@ def test_cli_filter_all_wrong_on_an_all_wrong_pool_exits_1_and_exports_nothing(t
     err = capsys.readouterr().err
     assert "dropped all 4 prompts" in err and "--filter-all-wrong false" in err, err
     assert not exp.exists()
+
+
+def test_a_relative_model_folder_is_recorded_as_its_absolute_path(tmp_path, monkeypatch):
+    """A table made with ``provenance={"model": "ref"}`` (a folder relative to the working
+    directory) records the folder's absolute path, so a run started from another directory,
+    which loads it by its absolute path, matches it; a hub id is kept as given."""
+    from astarpo.llm.stage1.provenance import check_table_fits
+
+    rows = doubling_rows()
+    (tmp_path / "ref").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config = Stage1Config(n_samples=2, max_new_tokens=8, progress=False)
+    table = estimate_values(_gen(rows), rows, [boxed_match], config, provenance={"model": "ref"})
+    assert next(iter(table)).provenance["model"] == str(tmp_path / "ref")
+    monkeypatch.chdir("/")
+    assert check_table_fits(table, model=str(tmp_path / "ref")) == []
+    hub = estimate_values(_gen(rows), rows, [boxed_match], config, provenance={"model": "org/ref"})
+    assert next(iter(hub)).provenance["model"] == "org/ref"

@@ -3,8 +3,8 @@ the library's evaluation, with the reward deadline)."""
 
 from __future__ import annotations
 
-import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -101,9 +101,10 @@ def test_the_held_out_scoring_has_the_reward_deadline(tokenizer, tiny_model, mon
 
 def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_path, monkeypatch):
     """make_reference names its model by the folder it saves it to; a Stage 1 table made with it
-    records that name, which a run that loads the folder (another spelling of the same path)
-    checks without a warning. A model with no name still records none (a warning). (SFT is
-    skipped: the naming does not depend on it.)"""
+    records that name as an absolute path, which a run that loads the folder from another
+    directory checks without a warning (a relative `--out` failed CI's newcomer test). A model
+    with no name still records none (a warning). (SFT is skipped: the naming does not depend on
+    it.)"""
     from astarpo.llm.models.loading import load_pretrained_model
     from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
     from astarpo.llm.stage1.provenance import check_table_fits, model_name
@@ -113,12 +114,14 @@ def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_
     monkeypatch.setattr(protocol, "cached_sft", lambda model, *a, **k: (model, {"steps": 0}))
     make_reference = protocol.make_reference
     cfg = Protocol(cache_dir=str(tmp_path / "cache"), n_samples=2, max_new_tokens=5)
-    out = tmp_path / "study"
+    monkeypatch.chdir(tmp_path)
+    out = Path("study")  # relative, as `--out study` gives it; the runs start elsewhere
     ref, _ = make_reference(cfg, out)
+    monkeypatch.chdir("/")
     rows = [{"prompt": "01+02=", "answer": "003"}, {"prompt": "02+02=", "answer": "004"}]
     tok = make_char_tokenizer()
     table, _ = measure.timed_stage1(ref, tok, rows, cfg, tmp_path / "v.jsonl", 0)
-    loaded = load_pretrained_model(os.path.relpath(out / "reference"))
+    loaded = load_pretrained_model(str(tmp_path / out / "reference"))
     assert check_table_fits(table, model=model_name(loaded)) == []
     with pytest.raises(ValueTableError, match="model"):
         check_table_fits(table, model=str(tmp_path / "cache"))  # another folder: refused
