@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.llm.data.prompts import prompt_key
+from astarpo.llm.models.loading import TOY
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable
 
@@ -87,9 +88,10 @@ def same_model(a: str, b: str) -> bool:
 
 
 def model_name(model: Any) -> str | None:
-    """The name a table records for ``model``: the string itself (a hub id, or a local directory
-    as its absolute path, so that a run started from another directory can check it), else an
-    object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when unknown."""
+    """The name a table records for ``model``: the string itself (``"toy"``, a hub id, or a local
+    directory as its absolute path, so that a run started from another directory can check it),
+    else an object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when
+    unknown."""
     if model is None:
         return None
     if isinstance(model, (str, os.PathLike)):
@@ -98,7 +100,7 @@ def model_name(model: Any) -> str | None:
         name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or "")
     if not name:
         return None
-    return str(Path(name).resolve()) if os.path.isdir(name) else name
+    return str(Path(name).resolve()) if name != TOY and os.path.isdir(name) else name
 
 
 def _row_problems(table: ValueTable, rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -400,7 +400,8 @@ def test_cli_filter_all_wrong_on_an_all_wrong_pool_exits_1_and_exports_nothing(t
 def test_a_relative_model_folder_is_recorded_as_its_absolute_path(tmp_path, monkeypatch):
     """A table made with ``provenance={"model": "ref"}`` (a folder relative to the working
     directory) records the folder's absolute path, so a run started from another directory,
-    which loads it by its absolute path, matches it; a hub id is kept as given."""
+    which loads it by its absolute path, matches it; a hub id and "toy" (the embedded model,
+    even beside a folder named toy) are kept as given."""
     from astarpo.llm.stage1.provenance import check_table_fits
 
     rows = doubling_rows()
@@ -413,3 +414,7 @@ def test_a_relative_model_folder_is_recorded_as_its_absolute_path(tmp_path, monk
     assert check_table_fits(table, model=str(tmp_path / "ref")) == []
     hub = estimate_values(_gen(rows), rows, [boxed_match], config, provenance={"model": "org/ref"})
     assert next(iter(hub)).provenance["model"] == "org/ref"
+    (tmp_path / "toy").mkdir()
+    monkeypatch.chdir(tmp_path)
+    toy = estimate_values(_gen(rows), rows, [boxed_match], config, provenance={"model": "toy"})
+    assert next(iter(toy)).provenance["model"] == "toy"
