@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from fake_vllm import make_fake_vllm
 from fakes import record_batches
 from test_trainer_distributed import make_trainer
-from test_vllm_backend import make_fake_vllm
 
 from astarpo.llm.models.logprobs import sequence_logprobs
 from astarpo.llm.models.lora import AdapterDisabledReference, parameter_bytes
