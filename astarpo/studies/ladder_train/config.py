@@ -22,8 +22,8 @@ LADDER_BINS = ("0:-1", "-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf")
 ARMS = ("astarpo", "grpo", DROP_ARM, "ppo", "rebel")
 #: The two training sets: the bin's training prompts alone, or with the easy bin's.
 ALONE, MIXED = "alone", "mixed"
-#: The learning rates the paper-protocol sweep chose (docs/figures/paper_protocol.json, key
-#: ``sweep``: the efficiency study's ``--protocol paper`` on the scratchpad task, 3 seeds
+#: The learning rates the 120-step paper-protocol sweep chose (docs/figures/paper_protocol_120.json,
+#: key ``sweep``: the efficiency study's ``--protocol paper`` on the scratchpad task, 3 seeds
 #: disjoint from the measured ones, the grid 1e-4 .. 1e-3 extended once to 3.33e-5). GRPO's
 #: 1e-4 is bracketed there; A*-PO's, PPO's and REBEL's 3.33e-5 is still the grid's lower edge
 #: after the extension, so a ladder run that needs bracketed rates sweeps them (``lr_grid``).
@@ -146,7 +146,8 @@ class LadderTrainConfig(Protocol):
     lrs: tuple[str, ...] = option(
         PAPER_RATES,
         "Learning rate per algorithm or run, NAME=RATE (astarpo_drop: astarpo's unless given). "
-        "Defaults: the rates the paper-protocol sweep chose (docs/figures/paper_protocol.json): "
+        "Defaults: the rates the 120-step paper-protocol sweep chose "
+        "(docs/figures/paper_protocol_120.json): "
         "tuned on the efficiency study's scratchpad pool, not per bin.",
     )
     lr_grid: tuple[float, ...] = option(

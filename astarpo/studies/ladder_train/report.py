@@ -56,7 +56,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     cfg, s, bins = result["config"], result["summary"], result["bins"]
     rates = ", ".join(f"{LABELS.get(a, a)} {r:g}" for a, r in result["rates"].items())
     tuned = "swept here (below)" if result.get("sweep") else (
-        "the paper protocol's (docs/figures/paper_protocol.json: tuned on the efficiency "
+        "the paper protocol's (docs/figures/paper_protocol_120.json: tuned on the efficiency "
         "study's scratchpad pool, not per bin)"
     )  # fmt: skip
     lines = ["# Who learns, per bin of log10 v_ref", ""]

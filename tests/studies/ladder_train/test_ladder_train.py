@@ -64,7 +64,7 @@ def test_a_bin_outside_the_ladder_it_runs_is_refused_before_any_work() -> None:
 
 
 def test_default_rates_are_the_paper_protocols_chosen_rates() -> None:
-    sweep = json.loads((ROOT / "docs/figures/paper_protocol.json").read_text())["sweep"]
+    sweep = json.loads((ROOT / "docs/figures/paper_protocol_120.json").read_text())["sweep"]
     for algo, rate in parse_rates(PAPER_RATES).items():
         assert rate == pytest.approx(sweep[algo]["chosen"], rel=1e-9)
     got = rates(LadderTrainConfig())
