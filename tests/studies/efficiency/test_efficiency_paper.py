@@ -114,6 +114,24 @@ def test_plateau_rule_reads_the_last_quarter_of_the_steps():
     assert math.isnan(got["gain"]["low"])  # one seed: no interval
 
 
+def test_plateau_window_reads_every_evaluation_of_the_two_last_quarters():
+    # the rule compares two evaluations (steps 6 and 8): a dip at step 6 makes it a gain of 0.1;
+    # the windows (4, 6] and (6, 8] average two evaluations each: a gain of 0.05
+    steps = list(range(9))
+    runs = [
+        paper_run("a", i, steps, [0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.5, 0.6, 0.6 + 0.002 * i], 8.0)
+        for i in range(3)
+    ]
+    got = plateau(runs, 8)
+    assert got["gain"]["diff"] == pytest.approx(0.102) and not got["plateaued"]
+    assert got["window"]["diff"] == pytest.approx(0.6 + 0.0005 * 2 - 0.55)
+    assert got["window"]["pairs"] == 3 and got["window"]["low"] < got["window"]["diff"]
+    # a run whose evaluations leave a window empty is left out of the windowed reading
+    sparse = [paper_run("a", 0, [0, 8], [0.2, 0.6], 8.0)]
+    got = plateau(sparse, 8)
+    assert got["window"]["pairs"] == 0 and got["window"]["missing"] == 1
+
+
 def test_paper_report_and_figure(tmp_path):
     result = paper_result()
     result["summary"] = summarize_all(result)
