@@ -76,7 +76,9 @@ def sweep_scores(
     the :func:`~astarpo.analysis.curves.curve_area` of the validation expected accuracy (Stage
     1 reused, on the validation rows of ``base``), the mean over ``sweep_seeds`` runs: over
     ``sweep_seconds`` of the run clock, or, on the paper protocol, over its ``steps`` (runs as
-    long as the measured ones). The runs of every point go ``sweep_workers`` at a time."""
+    long as the measured ones). The runs of every point go ``sweep_workers`` at a time; on the
+    paper protocol a slow one is not run again (``rerun_slow``): its score reads steps, not the
+    clock."""
     clock, horizon = ("step", cfg.steps) if cfg.protocol == "paper" else ("time", cfg.sweep_seconds)
     seeds = range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds)
     runs = []
@@ -88,7 +90,7 @@ def sweep_scores(
         runs.append((f"sweep-{arm}-lr{lr:g}{sized}{seeded}", with_batch(spec, batch)))
     got = [
         curve_area(*curve(ev, "expected_accuracy", clock), horizon)
-        for ev in runner.run_all(runs, cfg.sweep_workers)
+        for ev in runner.run_all(runs, cfg.sweep_workers, False if clock == "step" else None)
     ]
     return [sum(got[k : k + len(seeds)]) / len(seeds) for k in range(0, len(got), len(seeds))]
 

@@ -113,10 +113,14 @@ class Runner:
         say = print if progress else (lambda *a, **k: None)
         return cls(output, cfg.threads, workers, cfg.rerun_slow, say, resume=resume)
 
-    def run(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    def run(
+        self, name: str, spec: dict[str, Any], rerun_slow: bool | None = None
+    ) -> dict[str, Any]:
         """Run ``spec`` in ``runs/NAME``, its ``paths`` entries (and ``out``, the run's folder)
         made absolute; the result with ``process``: ``wall_s``, ``cpu_s``, ``cpu_wall``,
         ``slow`` (and ``first_attempt`` after a re-run; ``resumed`` when read back).
+        ``rerun_slow`` overrides the runner's for this run (``False`` for a run whose result
+        does not read the clock: a slow one is flagged, not run again).
         ``RuntimeError`` if the process fails.
         """
         if self.resume and (done := self._finished(name, spec)) is not None:
@@ -124,7 +128,8 @@ class Runner:
             self.say(f"  {name}: {self.describe(done)} [finished earlier; read back]")
             return done
         res = self._attempt(name, spec)
-        if res["process"]["slow"] and self.rerun_slow:
+        again = self.rerun_slow if rerun_slow is None else rerun_slow
+        if res["process"]["slow"] and again:
             self.say(f"  {name}: CPU/wall {res['process']['cpu_wall']:.2f}; running it again")
             first, res = res["process"], self._attempt(name, spec)
             res["process"]["first_attempt"] = first
@@ -182,12 +187,15 @@ class Runner:
         return res
 
     def run_all(
-        self, runs: Sequence[tuple[str, dict[str, Any]]], workers: int | None = None
+        self,
+        runs: Sequence[tuple[str, dict[str, Any]]],
+        workers: int | None = None,
+        rerun_slow: bool | None = None,
     ) -> list[dict[str, Any]]:
         """:meth:`run` of every ``(name, spec)``, ``workers`` (default :attr:`workers`) at a
-        time; results in order."""
+        time, ``rerun_slow`` passed to each; results in order."""
         with ThreadPoolExecutor(workers or self.workers) as pool:
-            return list(pool.map(lambda run: self.run(*run), runs))
+            return list(pool.map(lambda run: self.run(run[0], run[1], rerun_slow), runs))
 
     def stamp(self, result: dict[str, Any]) -> None:
         """Add the study's ``wall_s`` (of this process: a resumed study's runs read back are

@@ -8,7 +8,7 @@ import itertools
 import json
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 from study_fakes import fake_result, fake_run, run_spec
@@ -427,8 +427,9 @@ def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
         def __init__(self):
             self.calls = []
 
-        def run_all(self, runs, workers=None):
+        def run_all(self, runs, workers=None, rerun_slow=None):
             self.calls.append(([n for n, _ in runs], workers))
+            self.rerun_slow = rerun_slow
             out = []
             for _, spec in runs:
                 b, lr = spec["config"]["batch_size"], spec["lr"]
@@ -444,6 +445,11 @@ def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
     lrs = sweep_rates(runner, cfg, base)
     assert [len(n) for n, _ in runner.calls] == [2 * 3 * 3] and runner.calls[0][1] == 2
     assert {a: lrs[a]["chosen"] for a in ("astarpo", "grpo")} == {"astarpo": 1e-4, "grpo": 1e-4}
+    assert runner.rerun_slow is None  # the clock protocol's sweep reads the clock: the runner's
+    paper = replace(cfg, protocol="paper", steps=20, batch_grid=())
+    paper_runner = FakeRunner()
+    sweep_rates(paper_runner, paper, {"config": asdict(paper)})
+    assert paper_runner.rerun_slow is False  # equal steps: a slow sweep run is not run again
     got = sweep_batches(runner, cfg, base, lrs)
     names = [n for ns, _ in runner.calls[1:] for n in ns]
     assert len(names) == 2 * 2 * 3 and not any("-b32" in n for n in names)  # 32: reused
@@ -473,7 +479,7 @@ def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
             acc = 0.6 - abs(b - best[arm]) / 200  # peaks at the arm's best size
             return fake_run(arm, spec["seed"], [0.0, 20.0], [acc, acc])
 
-        def run_all(self, runs, workers=None):
+        def run_all(self, runs, workers=None, rerun_slow=None):
             self.seen = runs
             return [self.run(n, s) for n, s in runs]
 

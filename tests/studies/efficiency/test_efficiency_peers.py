@@ -143,7 +143,7 @@ def test_sweep_covers_the_peer_runs(tmp_path):
             acc = 0.5 if spec["lr"] == 1e-3 else 0.3
             return fake_run(spec["arm"], spec["seed"], [0.0, 25.0], [acc, acc])
 
-        def run_all(self, runs, workers=None):
+        def run_all(self, runs, workers=None, rerun_slow=None):
             return [self.run(n, s) for n, s in runs]
 
     lrs = sweep_rates(FakeRunner(), cfg, {"values": "/v.jsonl"})

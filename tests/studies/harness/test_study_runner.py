@@ -82,6 +82,10 @@ def test_a_slow_run_is_flagged_and_rerun_once_on_request(tmp_path, monkeypatch):
     assert res["process"] == {"wall_s": 1.0, "cpu_s": 0.5, "cpu_wall": 0.5, "slow": True}
     res = Runner(OutputDir(tmp_path, "t"), rerun_slow=True, say=lambda *a: None).run("b", spec)
     assert res["process"]["slow"] and res["process"]["first_attempt"]["cpu_wall"] == 0.5
+    # a run whose result does not read the clock: flagged, not run again
+    runner = Runner(OutputDir(tmp_path, "t"), rerun_slow=True, say=lambda *a: None)
+    (res,) = runner.run_all([("c", spec)], rerun_slow=False)
+    assert res["process"]["slow"] and "first_attempt" not in res["process"]
 
 
 def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch):
