@@ -123,16 +123,15 @@ class Runner:
         does not read the clock: a slow one is flagged, not run again).
         ``RuntimeError`` if the process fails.
         """
-        if self.resume and (done := self._finished(name, spec)) is not None:
+        again = self.rerun_slow if rerun_slow is None else rerun_slow
+        if self.resume and (done := self._finished(name, spec, again)) is not None:
             self.resumed.append(name)
             self.say(f"  {name}: {self.describe(done)} [finished earlier; read back]")
             return done
         res = self._attempt(name, spec)
-        again = self.rerun_slow if rerun_slow is None else rerun_slow
         if res["process"]["slow"] and again:
             self.say(f"  {name}: CPU/wall {res['process']['cpu_wall']:.2f}; running it again")
-            first, res = res["process"], self._attempt(name, spec)
-            res["process"]["first_attempt"] = first
+            res = self._attempt(name, spec, first=res["process"])
         return res
 
     @staticmethod
@@ -144,10 +143,10 @@ class Runner:
                 full[key] = str(Path(full[key]).resolve())
         return full
 
-    def _finished(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    def _finished(self, name: str, spec: dict[str, Any], again: bool) -> dict[str, Any] | None:
         """The result of run ``name`` if an earlier run of the study finished it with this
         ``spec`` (its result holds the process clock, written last), else None (also for a
-        ``slow`` run not yet run again, with ``rerun_slow``)."""
+        ``slow`` run not yet run again where ``again``: slow runs are run again)."""
         run_dir = (self.output.path / "runs" / name).resolve()
         try:
             old = json.loads((run_dir / "spec.json").read_text())
@@ -157,12 +156,16 @@ class Runner:
         if "process" not in res or old != json.loads(json.dumps(self._full_spec(run_dir, spec))):
             return None
         clock = res["process"]
-        if self.rerun_slow and clock.get("slow") and "first_attempt" not in clock:
+        if again and clock.get("slow") and "first_attempt" not in clock:
             return None  # a slow run the earlier study did not run again: its re-run is due
         clock["resumed"] = True
         return res
 
-    def _attempt(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    def _attempt(
+        self, name: str, spec: dict[str, Any], first: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One run of ``spec`` in ``runs/NAME`` from scratch; its result with the process clock
+        (and ``first_attempt``, the clock of the attempt it repeats) written last."""
         run_dir = self.output.record(f"runs/{name}").resolve()
         shutil.rmtree(run_dir, ignore_errors=True)  # a re-run starts afresh
         run_dir.mkdir(parents=True)
@@ -179,6 +182,8 @@ class Runner:
         share = cpu / wall if wall > 0 else math.nan
         res["process"] = {"wall_s": wall, "cpu_s": cpu, "cpu_wall": share}
         res["process"]["slow"] = bool(share < MIN_CPU_SHARE)
+        if first is not None:  # recorded: a resumed study reads this run back, not runs it again
+            res["process"]["first_attempt"] = first
         tmp = run_dir / "result.json.tmp"  # the clock written last: a run that has it finished
         tmp.write_text(json.dumps(res, indent=1))
         os.replace(tmp, run_dir / "result.json")

@@ -123,6 +123,17 @@ def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch
     calls.clear()  # with --rerun-slow, a slow run the earlier study kept is run again
     Runner(out, say=lambda *a: None, resume=True, rerun_slow=True).run("a", {**ECHO, "lr": 1e-4})
     assert calls == ["a", "a"]  # its due re-run (the fake clock is slow every time)
+    calls.clear()  # that re-run is recorded in result.json: read back, not run a third time
+    kept = Runner(out, say=lambda *a: None, resume=True, rerun_slow=True)
+    res = kept.run("a", {**ECHO, "lr": 1e-4})
+    assert calls == [] and res["process"]["first_attempt"]["slow"] and kept.resumed == ["a"]
+    # a slow run kept by a study that did not run it again is read back where its result does
+    # not read the clock (rerun_slow=False for that run), though the runner runs slow runs again
+    Runner(out, say=lambda *a: None).run("e", {**ECHO, "lr": 1e-4})
+    calls.clear()
+    (res,) = kept.run_all([("e", {**ECHO, "lr": 1e-4})], rerun_slow=False)
+    assert calls == [] and res["process"]["resumed"] and "first_attempt" not in res["process"]
+    calls.clear()
     calls.clear()  # without resume every run runs again
     Runner(out, say=lambda *a: None).run("a", {**ECHO, "lr": 1e-4})
     assert calls == ["a"]
