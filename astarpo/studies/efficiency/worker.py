@@ -52,7 +52,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     arm, device = spec["arm"], ref.device
     if peer := any(arm in names for names in PEER_ARMS.values()):
         import_peer(arm)
-    rss_before = PeakRSS.current_mb()  # models loaded, no training state yet
+    # the peak's start (models loaded, no training state yet) is its floor: peak >= start
     rss, cpu0, eval_cpu = PeakRSS(), time.process_time(), [0.0]
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -70,7 +70,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             fields = {**run_peer(spec, cfg, policy, tokenizer, eval_fn), "pool_all_wrong": None}
         else:
             fields = _own_run(spec, cfg, policy, ref, tokenizer, eval_fn)
-    memory = {"rss_before_train_mb": rss_before, "rss_peak_mb": rss.peak_mb}
+    memory = {"rss_before_train_mb": rss.start_mb, "rss_peak_mb": rss.peak_mb}
     memory["ru_maxrss_mb"] = peak_memory(device)["memory/rss_peak_mb"]
     if device.type == "cuda":
         memory["cuda_peak_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
