@@ -102,6 +102,28 @@ def test_sft_stops_at_the_first_check_that_reaches_the_target(tokenizer):
         SFTConfig(target_accuracy=1.5)
 
 
+@pytest.mark.parametrize("caller", [1, 3])
+def test_sft_runs_on_its_own_thread_count_and_restores_the_callers(tokenizer, caller):
+    """The fine-tuned model depends on torch's thread count (the order of float sums), so the
+    SFT fixes it (``SFTConfig.threads``) whatever the caller's, and gives the caller's back."""
+    from astarpo.llm.toy.sft import SFTConfig, sft
+
+    rows = addition_task(8, seed=0, zero_pad=True)
+    model = make_toy_model(tokenizer, seed=0, hidden_size=16, num_hidden_layers=1)
+    seen: list[int] = []
+    before = torch.get_num_threads()
+    torch.set_num_threads(caller)
+    try:
+        sft(model, tokenizer, rows, SFTConfig(steps=2, batch_size=4, threads=2),
+            lambda step, loss: seen.append(torch.get_num_threads()))  # fmt: skip
+        assert torch.get_num_threads() == caller
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2, 2]
+    with pytest.raises(ValueError, match="threads"):
+        SFTConfig(threads=0)
+
+
 def test_word_tokenizer_ids_round_trip_and_refusals():
     """Specials first, then the words in order; the split pattern cuts a text into words;
     a repeated word is refused."""
