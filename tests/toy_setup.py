@@ -158,3 +158,41 @@ def toy_trainer(
         tokenizer=tokenizer,
         **kwargs,
     )
+
+
+def spread_reward(completions: Any, **_: Any) -> list[float]:
+    """A reward in [0, 1) that differs between most responses (V* then depends on each one)."""
+    return [sum(map(ord, c)) % 7 / 7 for c in completions]
+
+
+def hand_v_star(
+    model: Any, tokenizer: Any, cfg: Any, batch_size: int, rows: Any, rewards: Any
+) -> Any:
+    """V* of each row under ``model`` as :func:`~astarpo.llm.stage1.estimate.estimate_values`
+    samples it with the Stage 1 config ``cfg`` (batches of ``prompts_per_call`` unique prompts in
+    row order, seeds from their keys), the rewards ``rewards`` (reward functions taking
+    ``prompts``, ``completions``, ``answer``) summed, and ``beta1 log mean exp(r / beta1)``
+    written out in float64."""
+    import numpy as np
+
+    from astarpo.llm.data.prompts import prompt_key
+    from astarpo.llm.rollout.base import derive_seed
+    from astarpo.llm.rollout.hf import HFGenerator
+
+    gen = HFGenerator(model, tokenizer, batch_size=batch_size)
+    unique = list({prompt_key(r["prompt"]): r for r in rows}.items())
+    values = {}
+    for i in range(0, len(unique), cfg.prompts_per_call):
+        batch = unique[i : i + cfg.prompts_per_call]
+        prompts = [r["prompt"] for _, r in batch]
+        seed = derive_seed(cfg.seed, *(k for k, _ in batch))
+        out = gen.generate(prompts, cfg.n_samples, cfg.sampling, seed)
+        answers = [r["answer"] for _, r in batch for _ in range(cfg.n_samples)]
+        total = np.zeros(len(out.completions))
+        for f in rewards:
+            kw = {"prompts": out.prompts, "completions": out.completions, "answer": answers}
+            total += np.asarray(f(**kw), dtype=np.float64)
+        for p, r in zip(prompts, total.reshape(len(batch), cfg.n_samples), strict=True):
+            b1 = float(cfg.beta1)
+            values[p] = b1 * np.log(np.mean(np.exp(r / b1)))
+    return np.array([values[r["prompt"]] for r in rows])

@@ -145,10 +145,15 @@ def run(args: argparse.Namespace) -> int:
         ref, _ = load_model(args.ref_model, args.device, dtype)
     rows = load_prompts_from_args(args, args.data, tokenizer)
     table = None
-    if spec.algorithm.needs_v_star:
+    if spec.algorithm.needs_v_star and not getattr(cfg, "stream_stage1", False):
         if not args.v_star:
-            raise SystemExit(f"error: --algo {args.algo} needs --v-star (run `astarpo value`).")
+            raise SystemExit(
+                f"error: --algo {args.algo} needs --v-star (run `astarpo value`), or "
+                "--stream-stage1 to estimate V* during training."
+            )
         table = ValueTable.load(args.v_star)  # the trainer checks its provenance
+    elif args.v_star and getattr(cfg, "stream_stage1", False):
+        raise SystemExit("error: --stream-stage1 estimates V* during training; drop --v-star.")
     rewards = build_rewards(args.reward, args.math_verify_timeout, default="math_verify")
     trainer = Trainer(
         model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer

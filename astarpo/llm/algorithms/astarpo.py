@@ -36,6 +36,11 @@ class AStarPOConfig(TrainConfig):
     cost. ``refresh_every_steps = 0`` (the default) keeps the reference and the V* table of the
     run's start, as in the paper.
 
+    With ``stream_stage1=True`` the trainer takes no V* table: before each step it estimates V*
+    of the batch's prompts not seen before from ``stream_n_samples`` reference samples each
+    (:mod:`astarpo.llm.training.stream`), so a run that sees each prompt once pays Stage 1 only
+    for the prompts it trains on; that time is training time.
+
     Attributes:
         refresh_every_steps: Steps between refreshes of the reference (0: never, the paper).
         refresh_n_samples: Stage 1 samples per prompt of each refresh's V* (with adaptive
@@ -43,6 +48,10 @@ class AStarPOConfig(TrainConfig):
         refresh_beta1: ``beta1`` of each refresh's V* (``beta1 log mean exp(r / beta1)``).
         refresh_allocation: ``"fixed"`` or ``"adaptive"``
             (:attr:`~astarpo.llm.stage1.config.Stage1Config.allocation`).
+        stream_stage1: Estimate V* per step, on each prompt's first use, instead of taking a
+            table (the paper: False, Stage 1 up front).
+        stream_n_samples: Reference samples per prompt of the streamed V* (N).
+        stream_beta1: ``beta1`` of the streamed V*.
 
     Example:
         >>> from astarpo.llm import AStarPOConfig
@@ -79,10 +88,39 @@ class AStarPOConfig(TrainConfig):
         "'adaptive' (Stage 1's allocation rule, with its default pilot and cap).",
     )
 
+    stream_stage1: bool = doc_field(
+        False,
+        "Estimate V* of each step's prompts not seen before, just before the step, from "
+        "stream_n_samples reference samples each (Stage 1 streamed; its samples and time count "
+        "as training cost), instead of taking a v_star_table; False = the paper's Stage 1 up "
+        "front. Not with refresh_every_steps, LoRA or torchrun.",
+    )
+    stream_n_samples: int = doc_field(
+        8, "Reference samples per prompt of the streamed V* (with stream_stage1; the paper's N)."
+    )
+    stream_beta1: float = doc_field(
+        0.5, "beta1 of the streamed V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5)."
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_beta(self.beta2, "beta2")  # here only: the algorithm and its loss trust it
         self._check_refresh()
+        self._check_stream()
+
+    def _check_stream(self) -> None:
+        if not isinstance(self.stream_stage1, bool):
+            raise ValueError(f"stream_stage1 must be True or False, got {self.stream_stage1!r}.")
+        n = self.stream_n_samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"stream_n_samples must be an integer >= 1, got {n!r}.")
+        check_beta(self.stream_beta1, "stream_beta1")
+        if self.stream_stage1 and self.sampling.greedy and n > 1:
+            raise ValueError(
+                f"temperature 0 (greedy) gives the streamed Stage 1 {n} identical samples per "
+                "prompt, so V* would be one reward; sample with temperature > 0, or use "
+                "stream_n_samples=1."
+            )
 
     def _check_refresh(self) -> None:
         for name, low in (("refresh_every_steps", 0), ("refresh_n_samples", 1)):

@@ -30,7 +30,16 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["HOOKS", "Callback", "EvalFn", "Schedule", "call_hook", "check_callbacks", "eval_values"]
+__all__ = [
+    "HOOKS",
+    "Callback",
+    "EvalFn",
+    "Schedule",
+    "call_hook",
+    "check_callbacks",
+    "eval_values",
+    "evaluate",
+]
 
 EvalFn = Callable[[Any], Mapping[str, float]]
 """``eval_fn(model) -> {name: value}``: an evaluation run between training steps (its result is
@@ -197,3 +206,18 @@ def eval_values(result: Any) -> dict[str, float]:
                 "numbers, e.g. {'accuracy': 0.5}."
             )
     return {str(k): float(v) for k, v in result.items()}
+
+
+def evaluate(trainer: Any, logger: Any) -> None:
+    """One evaluation of ``trainer``'s policy by its ``eval_fn`` (none: nothing): the policy back
+    in train mode after, the ``eval/`` record (with ``step`` and ``time/train_total``) logged,
+    appended to ``trainer.history`` and passed to the callbacks' ``on_evaluate``."""
+    if trainer.eval_fn is None:
+        return
+    result = trainer.eval_fn(trainer.model)
+    trainer.model.train()  # eval_fn may have switched it to eval mode
+    rec = {"step": trainer.step_count, "time/train_total": trainer.train_time}
+    rec.update({f"eval/{k}": v for k, v in eval_values(result).items()})
+    logger.log(rec)
+    trainer.history.append(rec)
+    call_hook(trainer.callbacks, "on_evaluate", rec)

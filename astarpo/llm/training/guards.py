@@ -115,10 +115,12 @@ def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[A
 
 
 def train_v_star(
-    algorithm: Any, table: Any, rows: Sequence[Mapping[str, Any]]
+    algorithm: Any, table: Any, rows: Sequence[Mapping[str, Any]], streamed: bool = False
 ) -> np.ndarray | None:
     """The Stage 1 value of every training row ``[N]`` (float64) when ``algorithm.needs_v_star``,
     else ``None``; every prompt is looked up now, so a missing one fails before training.
+    ``streamed`` (Stage 1 during training, :mod:`astarpo.llm.training.stream`): ``NaN`` for
+    every row, filled step by step.
 
     Raises:
         ValueError: the algorithm needs a V* table and none was given.
@@ -126,6 +128,8 @@ def train_v_star(
     """
     if not algorithm.needs_v_star:
         return None
+    if streamed and table is None:
+        return np.full(len(rows), np.nan)
     if table is None:
         raise ValueError(f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`).")
     return lookup_v_star(table, [r["prompt"] for r in rows])

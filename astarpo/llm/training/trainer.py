@@ -39,7 +39,7 @@ from astarpo.llm.rewards.scoring import as_reward_funcs
 from astarpo.llm.rollout.base import Generator, Rollout, derive_seed
 from astarpo.llm.rollout.scored import sample_and_score
 from astarpo.llm.stage1.provenance import model_name
-from astarpo.llm.training.callbacks import EvalFn, Schedule, call_hook, check_callbacks, eval_values
+from astarpo.llm.training.callbacks import EvalFn, Schedule, call_hook, check_callbacks, evaluate
 from astarpo.llm.training.checkpoint import (
     checkpoints,
     load_first_readable,
@@ -61,6 +61,7 @@ from astarpo.llm.training.metrics import peak_memory, response_metrics, timed
 from astarpo.llm.training.preemption import TrainingSignals
 from astarpo.llm.training.refresh import ReferenceRefresh
 from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
+from astarpo.llm.training.stream import StreamedStage1
 from astarpo.llm.training.update import (
     autocast_factory,
     build_optimizer,
@@ -97,8 +98,9 @@ class Trainer:
             (:func:`~astarpo.llm.models.fit.check_sampling_fits`), and so are rows lacking a
             column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
-            ``algorithm.needs_v_star``. Every prompt is looked up at construction, so a missing
-            one fails before training starts.
+            ``algorithm.needs_v_star``, unless ``args.stream_stage1`` (then ``None``: V* is
+            estimated per step, :mod:`astarpo.llm.training.stream`). Every prompt is looked up
+            at construction, so a missing one fails before training starts.
         tokenizer: The policy's tokenizer (for generation and padding); default: loaded from
             the model's local directory.
         processing_class: TRL's name for ``tokenizer`` (give one of the two).
@@ -153,7 +155,8 @@ class Trainer:
             self.ref_model = self.dp.prepare_reference(frozen)
         self.reward_funcs = as_reward_funcs(reward_funcs)
         check_train_rows(self.rows, self.reward_funcs)
-        self.v_star = train_v_star(algorithm, v_star_table, self.rows)  # [N] or None
+        streamed = bool(getattr(args, "stream_stage1", False))  # V* estimated step by step
+        self.v_star = train_v_star(algorithm, v_star_table, self.rows, streamed)  # [N] or None
         self.tokenizer = tokenizer
         check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
@@ -175,6 +178,7 @@ class Trainer:
         self.train_time = 0.0
         self.history: list[dict[str, Any]] = []
         self.refresh = ReferenceRefresh(self)  # refresh_every_steps (A*-PO): a moving reference
+        self.stream = StreamedStage1(self, v_star_table)  # stream_stage1 (A*-PO): V* on first use
 
     def _micro(self, rows: int) -> int:
         return self.args.micro_batch_size or rows
@@ -189,6 +193,7 @@ class Trainer:
 
         # 1-2. Prompts, generation and rewards (dataset columns repeated per sample).
         global_idx = self.order.take(args.batch_size)
+        record.update(self.stream.before_step(self, global_idx, t, times))
         positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
         n = algo.samples_per_prompt
 
@@ -268,6 +273,7 @@ class Trainer:
             "train_time": self.train_time,
             "algorithm": self.algorithm.name,
             "refresh": self.refresh.state(),
+            "stream": self.stream.state(self.v_star),
         }
         with self.dp.watch("checkpoint", self.step_count):
             path = save_checkpoint(
@@ -320,18 +326,8 @@ class Trainer:
         self.order.epoch, self.order.index = int(state["data_epoch"]), int(state["data_index"])
         self.train_time = float(state["train_time"])
         self.refresh.restore(self, state.get("refresh"))  # the reference and V* it had
+        self.stream.restore(self, state.get("stream"))  # the V* streamed so far
         return self.step_count
-
-    def _evaluate(self, logger: Any) -> None:
-        if self.eval_fn is None:
-            return
-        result = self.eval_fn(self.model)
-        self.model.train()  # eval_fn may have switched it to eval mode
-        rec = {"step": self.step_count, "time/train_total": self.train_time}
-        rec.update({f"eval/{k}": v for k, v in eval_values(result).items()})
-        logger.log(rec)
-        self.history.append(rec)
-        call_hook(self.callbacks, "on_evaluate", rec)
 
     def train(self, resume: bool | str | Path = False) -> list[dict[str, Any]]:
         """Run until ``max_steps``, the ``max_train_seconds`` budget or a callback's stop;
@@ -365,7 +361,7 @@ class Trainer:
         schedule = Schedule.from_config(args, self.train_time)
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
-            self._evaluate(logger)
+            evaluate(self, logger)
         show = args.progress and self.dp.is_main
         bar = progress_bar(args.max_steps, "train", "step", initial=self.step_count, enabled=show)
         with contextlib.ExitStack() as finally_:
@@ -386,13 +382,13 @@ class Trainer:
                 stop = call_hook(self.callbacks, "on_step_end", record)
                 stop = schedule.done(t, self.train_time) or stop
                 if schedule.evaluate_now(t, self.train_time) and not stop:
-                    self._evaluate(logger)
+                    evaluate(self, logger)
                 saved = None
                 if args.save_steps and t % args.save_steps == 0 and not stop:
                     saved = self.save()
                 signals.after_step(t, stop, self.save, saved)
             if resume_step is None or resume_step < self.step_count:
-                self._evaluate(logger)
+                evaluate(self, logger)
             self.save()
             self.save_model()  # OUT/final: a plain Hugging Face model directory
             call_hook(self.callbacks, "on_train_end", self.history)

@@ -1,6 +1,8 @@
 """The one-pass setting of the efficiency study: a pool large enough that no prompt is seen twice,
 so that A*-PO pays Stage 1 for every prompt it trains on, once (in the main runs the pool is
-revisited and Stage 1 amortised).
+revisited and Stage 1 amortised). A*-PO streams Stage 1 there
+(:mod:`astarpo.llm.training.stream`): V* of each prompt is estimated when the prompt is first
+drawn, inside the training clock, so it pays for no prompt it does not train on.
 
 A run that trains on ``rate`` prompts per second of Stage 2 and spends ``s1`` seconds of Stage 1
 per pool prompt inside its budget ``B`` trains on ``rate * (B - s1 * P)`` prompts of a pool of
@@ -105,8 +107,9 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
         + ", ".join(f"{a} {v:.0f}" for a, v in sizing["need"].items())
         + f", times {sizing['margin']:g}"
         + (", capped by the prompts available" if sizing["capped"] else "")
-        + "). Same seeds, learning rates and targets as the main runs; A*-PO's Stage 1 covers "
-        "the whole pool inside the budget.",
+        + "). Same seeds, learning rates and targets as the main runs; A*-PO streams Stage 1 "
+        "(V* of each prompt estimated when first drawn, N as in the main runs, inside the "
+        "budget), so it pays Stage 1 for the prompts it trains on and no others.",
         "",
     ]
     rows = []
@@ -114,7 +117,8 @@ def markdown_lines(one_pass: dict[str, Any], main_summary: dict[str, Any]) -> li
         a, main = s["arms"][name], main_summary["arms"].get(name)
         cell = fmt(main["final"]["expected_accuracy"]["mean"]) if main is not None else "n/a"
         used, fin = f"{rv['passes']:.2f} ({rv['max_passes']:.2f})", a["final"]["expected_accuracy"]
-        rows.append([name, used, f"{a['stage1_s']['mean']:.1f}", fmt_ci(fin), cell])
+        stage1 = a["phases_s"].get("stage1", 0.0)  # up front or streamed
+        rows.append([name, used, f"{stage1:.1f}", fmt_ci(fin), cell])
     header = ["run", "passes over pool (max)", "Stage 1 s", "expected acc, one pass"]
     lines += table([*header, "expected acc, main"], rows)
     if "grpo" in s["ratios"] and "grpo" in main_summary["ratios"]:

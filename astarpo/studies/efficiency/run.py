@@ -9,8 +9,9 @@
    of prompts per step at each run's chosen rate (:func:`sweep_batches`);
 5. every seed and run (:func:`~astarpo.studies.efficiency.config.arms`) in a fresh process on
    the same wall-clock budget, A*-PO's Stage 1 (and TRL A2PO's) inside it;
-6. with ``one_pass``, A*-PO and GRPO again on a pool no run goes through twice
-   (:mod:`~astarpo.studies.efficiency.one_pass`), after the main runs' report is written;
+6. with ``one_pass``, A*-PO and GRPO again on a pool no run goes through twice, A*-PO's Stage 1
+   streamed (:mod:`~astarpo.studies.efficiency.one_pass`), after the main runs' report is
+   written;
 7. the report: ``bench.json``, ``bench.md``, ``bench.png``.
 """
 
@@ -268,13 +269,14 @@ def run(
 def _one_pass(
     runner: Runner, cfg: EfficiencyConfig, main: dict[str, Any], result: dict[str, Any]
 ) -> dict[str, Any]:
-    """A*-PO and GRPO again (same seeds and rates) on a pool no run revisits, read on the main
-    runs' targets: ``{"sizing", "config", "runs", "summary"}``."""
+    """A*-PO and GRPO again (same seeds and rates) on a pool no run revisits, A*-PO estimating
+    V* of each prompt when first drawn, read on the main runs' targets: ``{"sizing", "config",
+    "runs", "summary"}``."""
     sizing = one_pass_pool_size(result["runs"], cfg.max_train_seconds, cfg.batch_size, limit=SFT)
     wide = replace(cfg, pool_size=sizing["pool_size"])
     runner.say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
     names = tuple(a for a in ONE_PASS_ARMS if a in cfg.algos)
-    spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"]}
+    spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"], "stream_stage1": True}
     batches = result.get("sweep_batch")
     runs = seed_runs(runner, wide, spec, names, result["sweep"], "onepass-", batches)
     config = {**asdict(wide), "algos": names}

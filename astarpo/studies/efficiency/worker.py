@@ -1,7 +1,8 @@
 """One run of the efficiency study in its own process (:func:`run_one`), so that its peak
 memory is that run's alone: the library's trainer, or a peer's
 (:func:`~astarpo.studies.efficiency.peers.run_peer`), on the study's clock, evaluations outside
-it; an A*-PO run with ``stage1_inside`` runs Stage 1 first, timed, inside its budget."""
+it; an A*-PO run with ``stage1_inside`` runs Stage 1 first, timed, inside its budget, and one
+with ``stream_stage1`` estimates V* of each prompt when first drawn, inside its training time."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         spec: ``arm`` (an algorithm, ``astarpo_drop``, a run of
             :data:`~astarpo.studies.harness.protocol.STAGE1_ARMS` or a peer run), ``seed``, ``lr``,
             ``seconds`` (its budget; on the paper protocol ``steps``), ``stage1_inside`` (else
-            the table ``values``), ``config`` (an :class:`EfficiencyConfig` as a dict),
-            ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard`` (per eval
-            row) and ``out`` (the run's folder).
+            the table ``values``), optionally ``stream_stage1`` (A*-PO: Stage 1 streamed, no
+            table; ignored by the other algorithms), ``config`` (an :class:`EfficiencyConfig`
+            as a dict), ``reference`` (model folder), ``train`` and ``eval`` (rows), ``hard``
+            (per eval row) and ``out`` (the run's folder).
 
     Returns:
         ``arm``, ``algo``, ``seed``, ``lr``, ``backend``, the fields of
@@ -94,7 +96,10 @@ def _own_run(
     """A run of the library's trainer (A*-PO with its Stage 1, a baseline)."""
     arm, seed, out = spec["arm"], int(spec["seed"]), Path(spec["out"])
     rows, table, stage1_s, all_wrong, drawn = spec["train"], None, 0.0, None, 0
-    if arm_algorithm(arm) == "astarpo":
+    stream = bool(spec.get("stream_stage1")) and arm_algorithm(arm) == "astarpo"
+    if stream and arm != "astarpo":
+        raise ValueError(f"stream_stage1 is for the plain A*-PO run, not {arm}.")
+    if arm_algorithm(arm) == "astarpo" and not stream:
         if spec["stage1_inside"]:
             path = out / "values.jsonl"
             table, stage1_s = timed_stage1(ref, tokenizer, rows, cfg, path, seed, arm=arm)
@@ -114,6 +119,11 @@ def _own_run(
     else:
         seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    if stream:  # Stage 1 of each prompt when first drawn, in the training clock
+        streamed: dict[str, Any] = {"stream_n_samples": cfg.n_samples, "stream_beta1": cfg.beta1}
+        args = replace(args, **{"stream_stage1": True, **streamed})
     rewards = [get_task(cfg.task).reward]
     fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
+    if stream:
+        drawn = fields["stage1_streamed"]["samples"]
     return {**fields, "pool_all_wrong": all_wrong, "stage1_samples": drawn}

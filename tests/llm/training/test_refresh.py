@@ -7,46 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from toy_setup import first_digit_reward, make_tiny_model, toy_trainer
+from toy_setup import first_digit_reward, hand_v_star, make_tiny_model, spread_reward, toy_trainer
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
-from astarpo.llm.data.prompts import prompt_key
-from astarpo.llm.rollout.base import derive_seed
-from astarpo.llm.rollout.hf import HFGenerator
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.refresh import refresh_folder, refresh_stage1_config
 from astarpo.llm.training.run_dir import RunDirError
 
 RULE = {"refresh_every_steps": 2, "refresh_n_samples": 4, "refresh_beta1": 0.5}
-
-
-def spread_reward(completions, **_):
-    """A reward in [0, 1) that differs between most responses (V* then depends on each one)."""
-    return [sum(map(ord, c)) % 7 / 7 for c in completions]
-
-
-def _hand_v_star(model, tokenizer, args, step, rows):
-    """V* of each row under ``model``, sampled as the refresh after ``step`` samples (its
-    Stage 1 config: batches of ``prompts_per_call`` prompts, seeds from their keys), with
-    ``beta1 log mean exp(r / beta1)`` written out in float64."""
-    cfg = refresh_stage1_config(args, step)
-    gen = HFGenerator(model, tokenizer, batch_size=args.generation_batch_size)
-    unique = list({prompt_key(r["prompt"]): r for r in rows}.items())
-    values = {}
-    for i in range(0, len(unique), cfg.prompts_per_call):
-        batch = unique[i : i + cfg.prompts_per_call]
-        prompts = [r["prompt"] for _, r in batch]
-        seed = derive_seed(cfg.seed, *(k for k, _ in batch))
-        out = gen.generate(prompts, cfg.n_samples, cfg.sampling, seed)
-        answers = [r["answer"] for _, r in batch for _ in range(cfg.n_samples)]
-        rewards = np.asarray(
-            first_digit_reward(out.prompts, out.completions, answers), dtype=np.float64
-        ) + np.asarray(spread_reward(out.completions), dtype=np.float64)
-        rewards = rewards.reshape(len(batch), cfg.n_samples)
-        for p, r in zip(prompts, rewards, strict=True):
-            b1 = float(cfg.beta1)
-            values[p] = b1 * np.log(np.mean(np.exp(r / b1)))
-    return np.array([values[r["prompt"]] for r in rows])
 
 
 def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
@@ -65,7 +33,8 @@ def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
     assert not any(p.requires_grad for p in trainer.ref_model.parameters())
     assert any(p.requires_grad for p in trainer.model.parameters())
 
-    expected = _hand_v_star(trainer.ref_model, tokenizer, trainer.args, 2, trainer.rows)
+    cfg, batch = refresh_stage1_config(trainer.args, 2), trainer.args.generation_batch_size
+    expected = hand_v_star(trainer.ref_model, tokenizer, cfg, batch, trainer.rows, rewards)
     assert len(set(expected.tolist())) > 1  # prompts of different values
     np.testing.assert_allclose(trainer.v_star, expected, rtol=1e-12, atol=1e-12)
     assert record["refresh/count"] == 1

@@ -88,6 +88,15 @@ def test_one_pass_runs_on_a_pool_sized_from_the_main_runs(tmp_path):
     assert one["sizing"]["pool_size"] == expected == one["config"]["pool_size"]
     pools = {(r["arm"], r["pool"]) for r in one["runs"]}
     assert pools == {("astarpo", expected), ("grpo", expected)}
+    a_star = next(r for r in one["runs"] if r["arm"] == "astarpo")
+    grpo = next(r for r in one["runs"] if r["arm"] == "grpo")
+    streamed = a_star["stage1_streamed"]  # Stage 1 of each prompt when first drawn, no table
+    assert a_star["stage1_s"] == 0.0 and "stage1_streamed" not in grpo
+    assert streamed["prompts"] == min(a_star["prompts"], expected)  # each drawn prompt once
+    assert streamed["samples"] == a_star["stage1_samples"] == streamed["prompts"] * 2
+    assert a_star["phases"]["stage1"] == streamed["seconds"] > 0
+    last = a_star["evals"][-1]  # the training clock holds it; the Stage 2 clock does not
+    assert last["stage2_time"] == pytest.approx(last["time"] - streamed["seconds"])
     assert one["summary"]["targets"] == res["summary"]["targets"]
     assert "One pass: no prompt seen twice" in (tmp_path / "b" / "bench.md").read_text()
     assert json.loads((tmp_path / "b" / "bench.json").read_text())["one_pass"]["sizing"]
