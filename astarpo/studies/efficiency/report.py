@@ -33,6 +33,8 @@ __all__ = ["edge_note", "plot", "plot_summary", "refresh", "to_markdown", "write
 
 #: The runs that train at A*-PO's chosen rate (not swept; not listed in the sweep line).
 A_STAR_RATE = frozenset((DROP_ARM, *STAGE1_ARMS))
+#: The suffix of the one-pass runs' names in the figure.
+ONE_PASS = "(one pass)"
 
 
 def edge_note(sweep: dict[str, Any]) -> str:
@@ -237,7 +239,8 @@ PANELS = {
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
     """Accuracy against the run clock at every evaluation (:data:`PANELS`, the targets dotted),
-    a row of panels with its legend per :data:`~astarpo.analysis.figures.MAX_LEGEND` names."""
+    a row of panels with its legend per :data:`~astarpo.analysis.figures.MAX_LEGEND` names;
+    the one-pass runs, where there are any, in a row of their own (names ``... (one pass)``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -248,6 +251,9 @@ def plot(result: dict[str, Any], path: Any) -> Any:
     by_name = groups(result["runs"])
     names = list(by_name)
     rows = [names[i : i + MAX_LEGEND] for i in range(0, len(names), MAX_LEGEND)]
+    if result.get("one_pass"):
+        one = {f"{n} {ONE_PASS}": v for n, v in groups(result["one_pass"]["runs"]).items()}
+        by_name, names, rows = by_name | one, names + list(one), [*rows, list(one)]
     fig = Figure(figsize=(WIDTH, 4.2 * len(rows)), layout="constrained")
     FigureCanvasAgg(fig)
     for part, row in zip(fig.subfigures(len(rows), 1, squeeze=False).flat, rows, strict=True):
@@ -255,7 +261,10 @@ def plot(result: dict[str, Any], path: Any) -> Any:
         for ax, (key, title) in zip(axes, PANELS.items(), strict=True):
             for name in row:
                 curves = [curve(run, key, clock) for run, clock in by_name[name]]
-                seed_errorbars(ax, curves, name, f"C{names.index(name) % 10}", name == REUSED)
+                dashed = name.startswith(REUSED)  # A*-PO on its Stage 2 clock
+                base = name.removesuffix(f" {ONE_PASS}")  # a one-pass run: its main run's colour
+                color = f"C{names.index(base if base in names else name) % 10}"
+                seed_errorbars(ax, curves, name, color, dashed)
             if key == "expected_accuracy":
                 for label, level in result["summary"]["targets"].items():
                     ax.axhline(level, color="gray", ls=":", lw=0.8)

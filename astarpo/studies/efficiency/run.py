@@ -54,10 +54,11 @@ OUTPUTS = ("reference", "held_out_pass.jsonl", "values.jsonl")
 
 
 def _describe(res: dict[str, Any]) -> str:
-    last = res["evals"][-1]
+    last, streamed = res["evals"][-1], res.get("stage1_streamed")
+    stage1 = f"{streamed['seconds']:.1f} s streamed" if streamed else f"{res['stage1_s']:.1f} s"
     return (
         f"lr {res['lr']:g}, {res['steps']} steps, clock {res['clock_s']:.1f} s (Stage 1 "
-        f"{res['stage1_s']:.1f} s), expected acc {last['expected_accuracy']:.3f}, greedy "
+        f"{stage1}), expected acc {last['expected_accuracy']:.3f}, greedy "
         f"{last['accuracy']:.3f}, kl {last['kl']:.3f}"
     )
 
