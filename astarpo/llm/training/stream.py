@@ -99,7 +99,8 @@ class StreamedStage1:
 
     Attributes:
         on: ``stream_stage1``.
-        prompts: Prompts estimated so far (this run, a resumed one included).
+        prompts: Distinct prompts estimated so far (this run, a resumed one included); every
+            training row of a prompt gets its value at once.
         samples: Stage 1 samples drawn for them.
         seconds: Their time.
 
@@ -111,6 +112,7 @@ class StreamedStage1:
         self.on = bool(getattr(trainer.args, "stream_stage1", False))
         self.prompts, self.samples, self.seconds = 0, 0, 0.0
         self._generator: HFGenerator | None = None
+        self._rows: dict[str, list[int]] | None = None
         if self.on:
             _check_supported(trainer, v_star_table)
 
@@ -131,8 +133,13 @@ class StreamedStage1:
                     trainer.reward_funcs,
                     stream_stage1_config(trainer.args, t),
                 )
-                trainer.v_star[new] = lookup_v_star(table, [r["prompt"] for r in rows])
-            self.prompts += len(new)
+                # every row of those prompts, those of later batches (duplicates) included
+                prompts = dict.fromkeys(str(r["prompt"]) for r in rows)
+                same = [i for p in prompts for i in self._rows_of(trainer)[p]]
+                trainer.v_star[same] = lookup_v_star(
+                    table, [trainer.rows[i]["prompt"] for i in same]
+                )
+            self.prompts += len(table)
             self.samples += sum(len(row.rewards) for row in table)
             self.seconds += times["time/stage1"]
         return {
@@ -140,6 +147,14 @@ class StreamedStage1:
             "stream/samples": float(self.samples),
             "stream/seconds": self.seconds,
         }
+
+    def _rows_of(self, trainer: Any) -> dict[str, list[int]]:
+        """Prompt -> the indices of the training rows that hold it (built once)."""
+        if self._rows is None:
+            self._rows = {}
+            for i, row in enumerate(trainer.rows):
+                self._rows.setdefault(str(row["prompt"]), []).append(i)
+        return self._rows
 
     def _reference_generator(self, trainer: Any) -> HFGenerator:
         if self._generator is None:  # shares the reference's weights: built once, no copy

@@ -119,3 +119,21 @@ def test_a_resume_without_streamed_values_is_refused(tokenizer, tmp_path):
         trainer.stream.restore(trainer, None)
     with pytest.raises(ValueError, match="holds no streamed values"):
         trainer.stream.restore(trainer, {"v": [0.0], "prompts": 1, "samples": 3, "seconds": 1.0})
+
+
+def test_a_duplicate_prompt_gets_its_value_once_for_every_row(tokenizer, tmp_path):
+    from toy_setup import addition_rows
+
+    base = addition_rows(2)
+    rows = [dict(r) for _ in range(3) for r in base]  # prompt j at rows j, j + 2, j + 4
+    trainer = toy_trainer(
+        tokenizer, tmp_path, rows=rows, table=None, rewards=REWARDS, batch_size=2, **STREAM
+    )
+    record = trainer.step()
+    first = {int(i) % 2 for i in trainer.order.permutation(0)[:2]}  # the prompts drawn
+    filled = {j + k for j in first for k in (0, 2, 4)}
+    assert set(np.flatnonzero(~np.isnan(trainer.v_star)).tolist()) == filled
+    for j in first:
+        assert len({float(trainer.v_star[j + k]) for k in (0, 2, 4)}) == 1
+    assert record["stream/prompts"] == len(first)
+    assert record["stream/samples"] == len(first) * STREAM["stream_n_samples"]
