@@ -16,7 +16,7 @@ from typing import Any
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.objective import check_beta
 
-__all__ = ["Stage1Config"]
+__all__ = ["Stage1Config", "training_stage1_config"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +162,28 @@ class Stage1Config:
     def replace(self, **changes: Any) -> Stage1Config:
         """A copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def training_stage1_config(
+    config: Any, n_samples: int, beta1: float, seed: int, allocation: str = "fixed"
+) -> Stage1Config:
+    """The Stage 1 a trainer runs itself (a refresh, the streamed Stage 1): ``n_samples`` per
+    prompt, ``beta1``, ``allocation`` (adaptive: the default pilot and cap, widened to hold
+    ``n_samples``), the training ``config``'s sampling (``max_new_tokens``, ``temperature``,
+    ``top_p``) and ``reward_timeout``, ``seed``, ``generation_batch_size // n_samples`` prompts
+    per generate call (at least 1), no progress bar."""
+    default = Stage1Config()
+    return Stage1Config(
+        n_samples=n_samples,
+        beta1=beta1,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=seed,
+        prompts_per_call=max(1, config.generation_batch_size // n_samples),
+        allocation=allocation,
+        pilot_samples=min(default.pilot_samples, n_samples),
+        max_samples=max(default.max_samples, n_samples),
+        reward_timeout=config.reward_timeout,
+        progress=False,
+    )

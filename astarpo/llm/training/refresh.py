@@ -41,7 +41,7 @@ import torch
 from astarpo.llm.models.lora import AdapterDisabledReference
 from astarpo.llm.parallel.dist import unwrap_model
 from astarpo.llm.rollout.base import derive_seed
-from astarpo.llm.stage1.config import Stage1Config
+from astarpo.llm.stage1.config import Stage1Config, training_stage1_config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import ValueTable, lookup_v_star
 from astarpo.llm.training.checkpoint import CheckpointError, checkpoints
@@ -72,25 +72,12 @@ def refresh_rule(config: Any) -> dict[str, Any] | None:
 
 def refresh_stage1_config(config: Any, step: int) -> Stage1Config:
     """The :class:`~astarpo.llm.stage1.config.Stage1Config` of the refresh after ``step``: the
-    rule's N, ``beta1`` and allocation (adaptive: Stage 1's default pilot and cap, widened to
-    hold N), the run's sampling and reward deadline, the seed ``derive_seed(seed, "refresh",
-    step)`` and ``generation_batch_size // N`` prompts per generate call (at least 1)."""
-    n = int(config.refresh_n_samples)
-    default = Stage1Config()
-    return Stage1Config(
-        n_samples=n,
-        beta1=config.refresh_beta1,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        seed=derive_seed(config.seed, "refresh", step),
-        prompts_per_call=max(1, config.generation_batch_size // n),
-        allocation=config.refresh_allocation,
-        pilot_samples=min(default.pilot_samples, n),
-        max_samples=max(default.max_samples, n),
-        reward_timeout=config.reward_timeout,
-        progress=False,
-    )
+    rule's N, ``beta1`` and allocation and the seed ``derive_seed(seed, "refresh", step)``
+    (:func:`~astarpo.llm.stage1.config.training_stage1_config`: the run's sampling, reward
+    deadline and ``generation_batch_size // N`` prompts per generate call)."""
+    seed = derive_seed(config.seed, "refresh", step)
+    n, beta1 = int(config.refresh_n_samples), config.refresh_beta1
+    return training_stage1_config(config, n, beta1, seed, config.refresh_allocation)
 
 
 def refresh_folder(output_dir: str | Path, step: int) -> Path:

@@ -33,7 +33,7 @@ import numpy as np
 
 from astarpo.llm.rollout.base import derive_seed
 from astarpo.llm.rollout.hf import HFGenerator
-from astarpo.llm.stage1.config import Stage1Config
+from astarpo.llm.stage1.config import Stage1Config, training_stage1_config
 from astarpo.llm.stage1.estimate import estimate_values
 from astarpo.llm.stage1.table import lookup_v_star
 from astarpo.llm.training.metrics import timed
@@ -43,21 +43,12 @@ __all__ = ["StreamedStage1", "stream_stage1_config"]
 
 def stream_stage1_config(config: Any, step: int) -> Stage1Config:
     """The :class:`~astarpo.llm.stage1.config.Stage1Config` of the streamed Stage 1 before
-    ``step``: ``stream_n_samples`` per prompt (fixed allocation), ``stream_beta1``, the run's
-    sampling and reward deadline, the seed ``derive_seed(seed, "stream", step)`` and
-    ``generation_batch_size // N`` prompts per generate call (at least 1)."""
-    n = int(config.stream_n_samples)
-    return Stage1Config(
-        n_samples=n,
-        beta1=config.stream_beta1,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        seed=derive_seed(config.seed, "stream", step),
-        prompts_per_call=max(1, config.generation_batch_size // n),
-        reward_timeout=config.reward_timeout,
-        progress=False,
-    )
+    ``step``: ``stream_n_samples`` per prompt (fixed allocation), ``stream_beta1`` and the seed
+    ``derive_seed(seed, "stream", step)``
+    (:func:`~astarpo.llm.stage1.config.training_stage1_config`: the run's sampling, reward
+    deadline and ``generation_batch_size // N`` prompts per generate call)."""
+    seed = derive_seed(config.seed, "stream", step)
+    return training_stage1_config(config, int(config.stream_n_samples), config.stream_beta1, seed)
 
 
 def _check_supported(trainer: Any, v_star_table: Any) -> None:
