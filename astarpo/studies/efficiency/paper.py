@@ -4,8 +4,8 @@ is: total time with and without Stage 1, process CPU time, final accuracy, KL to
 and peak memory, per algorithm, as ratios (differences, for accuracy and KL) to A*-PO paired by
 seed, with Holm's adjustment over the whole family (:func:`summarize_paper`); the mechanism as
 steps to each target and the step cost, A*-PO over GRPO (:func:`mechanism_check`); the plateau
-rule (:func:`plateau`); its section of ``bench.md`` (:func:`paper_lines`) and its figure
-(:func:`plot_paper`).
+rule on the best algorithm (:func:`~astarpo.studies.efficiency.plateau.plateau`); its section
+of ``bench.md`` (:func:`paper_lines`) and its figure (:func:`plot_paper`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.curves import time_to_target, value_at
+from astarpo.analysis.curves import time_to_target
 from astarpo.analysis.figures import (
     CURVES,
     MAX_LEGEND,
@@ -26,24 +26,20 @@ from astarpo.analysis.figures import (
 )
 from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
 from astarpo.studies.efficiency.mechanism import by_arm
+from astarpo.studies.efficiency.plateau import plateau, value_at_step
 from astarpo.studies.efficiency.summary import POSITIVE, curve, memory_mb, summarize
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
 __all__ = [
     "PAPER_ROWS",
-    "PLATEAU_GAIN",
     "RATIOS",
     "mechanism_check",
     "paper_lines",
-    "plateau",
     "plot_paper",
     "summarize_all",
     "summarize_paper",
 ]
 
-#: The plateau rule: the best run name's mean expected accuracy may gain less than this
-#: (absolute) over the last quarter of the steps.
-PLATEAU_GAIN = 0.01
 #: The ratios of the table, A*-PO's over each algorithm's: name -> what it reads.
 RATIOS = {
     "time": "total time (Stage 1 + training)",
@@ -74,44 +70,9 @@ def _readings(run: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _final(run: dict[str, Any], key: str, steps: float) -> float | None:
-    times, values = curve(run, key, "step")
-    return value_at(times, values, steps) if times else None
-
-
 def _reach(runs: list[dict[str, Any]], clock: str, level: float) -> list[float | None]:
     """Per run, the ``clock`` reading at which its expected accuracy first reaches ``level``."""
     return [time_to_target(*curve(r, "expected_accuracy", clock), level) for r in runs]
-
-
-def _window_mean(run: dict[str, Any], low: float, high: float) -> float | None:
-    """The mean expected accuracy of ``run``'s evaluations at steps in ``(low, high]``."""
-    steps, values = curve(run, "expected_accuracy", "step")
-    inside = [v for s, v in zip(steps, values, strict=True) if low < s <= high]
-    return sum(inside) / len(inside) if inside else None
-
-
-def plateau(runs: list[dict[str, Any]], steps: int) -> dict[str, Any]:
-    """The plateau rule on one run name's seeds: ``gain`` (the paired difference of the expected
-    accuracy at the last step and at 3/4 of the steps) and ``plateaued`` (its mean below
-    :data:`PLATEAU_GAIN`).
-
-    ``window`` reads the same question on every evaluation, not two: the paired difference of
-    the mean over the evaluations in the last quarter of the steps, ``(3/4, 1]``, and over those
-    of the quarter before, ``(1/2, 3/4]`` (``None`` per seed where a window holds none). It is
-    printed beside the rule, not used by it: where single evaluations are noisy it says whether
-    a gain (or its absence) is more than the noise of two readings.
-    """
-    at = [[_final(r, "expected_accuracy", s) for r in runs] for s in (steps, 0.75 * steps)]
-    gain = paired_difference(at[0], at[1])
-    last = [_window_mean(r, 0.75 * steps, steps) for r in runs]
-    before = [_window_mean(r, 0.5 * steps, 0.75 * steps) for r in runs]
-    return {
-        "gain": gain,
-        "window": paired_difference(last, before),
-        "plateaued": bool(gain["diff"] < PLATEAU_GAIN),
-        "rule": PLATEAU_GAIN,
-    }
 
 
 def mechanism_check(a: list[dict[str, Any]], g: list[dict[str, Any]], target: float) -> dict:
@@ -163,7 +124,8 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
         }
         differences[arm] = {
             key: paired_difference(
-                [_final(r, key, steps) for r in base], [_final(r, key, steps) for r in rs]
+                [value_at_step(r, key, steps) for r in base],
+                [value_at_step(r, key, steps) for r in rs],
             )
             for key in ("expected_accuracy", "kl")
         }
@@ -171,9 +133,9 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
             pvalues[f"{arm}/{name}"] = float(r["p"])
     best = max(
         groups,
-        key=lambda a: mean_interval([_final(r, "expected_accuracy", steps) for r in groups[a]])[
-            "mean"
-        ],
+        key=lambda a: mean_interval(
+            [value_at_step(r, "expected_accuracy", steps) for r in groups[a]]
+        )["mean"],
     )
     mechanism = {}
     if base and "grpo" in groups and len(groups["grpo"]) == len(base):
@@ -198,32 +160,33 @@ def summarize_all(result: dict[str, Any], targets: dict[str, float] | None = Non
     return s
 
 
-def _window_line(pl: dict[str, Any]) -> list[str]:
-    """The plateau's windowed reading (:func:`plateau`), where the result has it."""
-    w = pl.get("window")
-    if not w or not w.get("pairs"):
-        return []
+def _plateau_lines(pl: dict[str, Any]) -> list[str]:
+    """The plateau rule's sentence (:func:`~astarpo.studies.efficiency.plateau.plateau`) and
+    the two-reading gain beside it."""
+    verdict = "has plateaued" if pl["plateaued"] else "has NOT plateaued: give the runs more steps"
+    w, rate, rule = pl["window"], pl["rate"], pl["rule"]
+    per = f"per {rule['per_steps']:,} steps"
     return [
+        f"Plateau rule: the best run ({pl['best']}) gains {fmt_ci(_as_ci(w))} expected accuracy "
+        f"from the mean of its evaluations in the third quarter of the steps to the mean of "
+        f"those in the last ({w['pairs']} seeds): {fmt_ci(_as_ci(rate))} {per}. A run has "
+        f"plateaued when that rate is below {rule['gain']:g} {per} and its interval's upper "
+        f"end below {rule['bound']:g}. It {verdict}.",
         "",
-        f"The same run read on windows (not the rule): the mean of its evaluations in the last "
-        f"quarter minus the mean of those in the quarter before, {fmt_ci(_as_ci(w))} "
-        f"({w['pairs']} seeds).",
+        f"Read on two evaluations instead (the last step minus 3/4 of the steps; not the rule): "
+        f"{fmt_ci(_as_ci(pl['gain']))}.",
     ]
 
 
 def paper_lines(result: dict[str, Any]) -> list[str]:
     """The paper protocol's section of ``bench.md`` (from ``summary["paper"]``)."""
     p = result["summary"]["paper"]
-    pl, adj = p["plateau"], p["holm"]
-    verdict = "has plateaued" if pl["plateaued"] else "has NOT plateaued: give the runs more steps"
+    adj = p["holm"]
     lines = [
         "",
         f"## The paper's protocol: {p['steps']} steps for every run",
         "",
-        f"Plateau rule: the best run ({pl['best']}) gains {fmt_ci(_as_ci(pl['gain']))} expected "
-        f"accuracy over the last quarter of the steps; below {pl['rule']:g} it has plateaued. "
-        f"It {verdict}.",
-        *_window_line(pl),
+        *_plateau_lines(p["plateau"]),
         "",
         "A*-PO's over each algorithm's (ratio [95% interval], paired by seed; Holm-adjusted "
         "p-value over every comparison of this table and the next, one family); the paper's "

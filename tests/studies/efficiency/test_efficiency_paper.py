@@ -15,7 +15,8 @@ from study_fakes import fake_result, run_spec
 from astarpo.analysis.stats import holm
 from astarpo.studies.efficiency import worker
 from astarpo.studies.efficiency.config import PAPER_QUICK, PAPER_SHAPE, EfficiencyConfig, presets
-from astarpo.studies.efficiency.paper import PLATEAU_GAIN, plateau, plot_paper, summarize_all
+from astarpo.studies.efficiency.paper import plot_paper, summarize_all
+from astarpo.studies.efficiency.plateau import PLATEAU_BOUND, PLATEAU_GAIN, PLATEAU_STEPS, plateau
 from astarpo.studies.efficiency.report import to_markdown
 
 
@@ -96,40 +97,73 @@ def test_paper_summary_on_synthetic_runs_with_known_answers():
     assert m["step_cost"]["ratio"] == pytest.approx((8 / 8) / (16 / 8))
     assert m["product"] == pytest.approx(m["steps"]["ratio"] * m["step_cost"]["ratio"])
     assert p["arms"]["grpo"]["steps_to_target"]["50%"]["mean"] == pytest.approx(8.0)
-    assert p["plateau"]["best"] == "astarpo" and p["plateau"]["plateaued"]
+    # A*-PO gains 0.005 from (4, 6] to (6, 8]: a slope of 2.5 per 1,000 steps, no plateau
+    assert p["plateau"]["best"] == "astarpo" and not p["plateau"]["plateaued"]
+    assert p["plateau"]["rate"]["diff"] == pytest.approx(0.005 * 1000 / 2)
 
 
-def test_plateau_rule_reads_the_last_quarter_of_the_steps():
-    flat = [paper_run("a", i, [0, 6, 8], [0.2, 0.5, 0.5 + 0.004 * (i + 1)], 8.0) for i in range(3)]
-    rising = [paper_run("a", i, [0, 6, 8], [0.2, 0.4, 0.45 + 0.01 * i], 8.0) for i in range(3)]
-    got = plateau(flat, 8)
-    assert got["gain"]["diff"] == pytest.approx(0.008) and got["plateaued"]
-    got = plateau(rising, 8)
-    assert got["gain"]["diff"] == pytest.approx(0.06) and not got["plateaued"]
-    assert got["rule"] == PLATEAU_GAIN
-    # the last quarter starts between evaluations: read on the straight line between them
-    half = [paper_run("a", 0, [0, 4, 8], [0.2, 0.5, 0.6], 8.0)]
-    got = plateau(half, 8)
-    assert got["gain"]["diff"] == pytest.approx(0.6 - 0.55) and not got["plateaued"]
-    assert math.isnan(got["gain"]["low"])  # one seed: no interval
+def test_plateau_rule_reads_window_means_of_the_two_last_quarters_as_a_rate():
+    # T = 1,000: windows (500, 750] and (750, 1000], one evaluation each; the rate per 1,000
+    # steps is 4 times the window gain
+    ev = [0, 750, 1000]
+    flat = [paper_run("a", i, ev, [0.2, 0.5, 0.5 + 0.004 * (i + 1)], 8.0) for i in range(3)]
+    rising = [paper_run("a", i, ev, [0.2, 0.4, 0.45 + 0.01 * i], 8.0) for i in range(3)]
+    got = plateau(flat, 1000)  # gains 0.004, 0.008, 0.012: mean 0.008, upper end 0.018
+    high = 0.008 + 4.302653 * 0.004 / math.sqrt(3)
+    assert got["window"]["diff"] == pytest.approx(0.008)
+    assert got["window"]["high"] == pytest.approx(high)
+    assert got["rate"]["diff"] == pytest.approx(0.032) and got["rate"]["high"] == pytest.approx(
+        4 * high
+    )
+    assert got["plateaued"] and got["rule"] == {
+        "gain": PLATEAU_GAIN,
+        "bound": PLATEAU_BOUND,
+        "per_steps": PLATEAU_STEPS,
+    }
+    got = plateau(rising, 1000)  # 0.06 a quarter, 0.24 per 1,000 steps: above the gain
+    assert got["rate"]["diff"] == pytest.approx(0.24) and not got["plateaued"]
+    # a mean below the gain whose interval does not rule out PLATEAU_BOUND: not a plateau
+    noisy = [
+        paper_run("a", i, ev, [0.2, 0.5, 0.5 + d], 8.0) for i, d in enumerate((-0.06, 0.0, 0.09))
+    ]
+    got = plateau(noisy, 1000)
+    assert got["rate"]["diff"] < PLATEAU_GAIN < PLATEAU_BOUND < got["rate"]["high"]
+    assert not got["plateaued"]
+    # the same gains over the quarter of an 8-step run: a slope 125 times steeper
+    short = [paper_run("a", i, [0, 6, 8], [0.2, 0.5, 0.5 + 0.004 * (i + 1)], 8.0) for i in range(3)]
+    got = plateau(short, 8)
+    assert got["window"]["diff"] == pytest.approx(0.008) and not got["plateaued"]
+    assert got["rate"]["diff"] == pytest.approx(0.008 * 500)
+    # one seed: no interval, no plateau however flat
+    got = plateau([flat[0]], 1000)
+    assert got["window"]["pairs"] == 1 and math.isnan(got["window"]["high"])
+    assert not got["plateaued"]
 
 
-def test_plateau_window_reads_every_evaluation_of_the_two_last_quarters():
-    # the rule compares two evaluations (steps 6 and 8): a dip at step 6 makes it a gain of 0.1;
-    # the windows (4, 6] and (6, 8] average two evaluations each: a gain of 0.05
-    steps = list(range(9))
+def test_plateau_rule_averages_every_evaluation_and_prints_two_readings_beside():
+    # two readings (steps 750 and 1000) see a dip at step 750 as a gain of 0.1; the windows
+    # (500, 750] and (750, 1000] average two evaluations each: a gain of about 0.05
+    steps = [125 * i for i in range(9)]
     runs = [
         paper_run("a", i, steps, [0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.5, 0.6, 0.6 + 0.002 * i], 8.0)
         for i in range(3)
     ]
-    got = plateau(runs, 8)
-    assert got["gain"]["diff"] == pytest.approx(0.102) and not got["plateaued"]
+    got = plateau(runs, 1000)
+    assert got["gain"]["diff"] == pytest.approx(0.102)
     assert got["window"]["diff"] == pytest.approx(0.6 + 0.0005 * 2 - 0.55)
-    assert got["window"]["pairs"] == 3 and got["window"]["low"] < got["window"]["diff"]
-    # a run whose evaluations leave a window empty is left out of the windowed reading
-    sparse = [paper_run("a", 0, [0, 8], [0.2, 0.6], 8.0)]
-    got = plateau(sparse, 8)
+    assert got["window"]["pairs"] == 3 and not got["plateaued"]
+    # level from step 500 on, swinging by 0.1 around 0.6: the two readings (0.5 at step 750,
+    # 0.7 at step 1000) say a gain of 0.2, the windows (0.6 and 0.6) none
+    swing = [0.2, 0.4, 0.5, 0.6, 0.6, 0.7, 0.5, 0.5, 0.7]
+    runs = [paper_run("a", i, steps, [*swing[:-1], swing[-1] + 0.001 * i], 8.0) for i in range(3)]
+    got = plateau(runs, 1000)
+    assert got["gain"]["diff"] == pytest.approx(0.201) and got["plateaued"]
+    assert got["window"]["diff"] == pytest.approx(0.0005)
+    # a run whose evaluations leave a window empty is left out of the rule
+    sparse = [paper_run("a", 0, [0, 1000], [0.2, 0.6], 8.0)]
+    got = plateau(sparse, 1000)
     assert got["window"]["pairs"] == 0 and got["window"]["missing"] == 1
+    assert not got["plateaued"]
 
 
 def test_paper_report_and_figure(tmp_path):
@@ -141,7 +175,8 @@ def test_paper_report_and_figure(tmp_path):
     assert f"Every run: 8 steps over the same prompt order {shape}" in md
     assert "## The paper's protocol: 8 steps for every run" in md
     assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
-    assert "It has plateaued." in md
+    assert "(2 seeds): 2.5 [2.5, 2.5] per 1,000 steps. A run has plateaued when" in md
+    assert "It has NOT plateaued: give the runs more steps." in md
     assert "0.75 [" in md or "0.75 (" in md  # the total-time ratio
     assert (
         "Learning-rate sweep (score: average of the validation expected accuracy over 8 steps" in md
