@@ -286,7 +286,7 @@ TASK_PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 
 #: ``--quick`` on the paper protocol, over the task's ``--quick``: a few steps per run.
-PAPER_QUICK: dict[str, Any] = dict(steps=6, eval_every_steps=3, batch_size=16)
+PAPER_QUICK: dict[str, Any] = dict(steps=6, eval_every_steps=2, batch_size=16)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:

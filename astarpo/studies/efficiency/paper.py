@@ -166,6 +166,12 @@ def _plateau_lines(pl: dict[str, Any]) -> list[str]:
     verdict = "has plateaued" if pl["plateaued"] else "has NOT plateaued: give the runs more steps"
     w, rate, rule = pl["window"], pl["rate"], pl["rule"]
     per = f"per {rule['per_steps']:,} steps"
+    if not w["pairs"]:
+        return [
+            f"Plateau rule: not read. No seed of the best run ({pl['best']}) has an evaluation "
+            "in both of the last two quarters of the steps; evaluate at least every quarter of "
+            "the steps (`--eval-every-steps`)."
+        ]
     return [
         f"Plateau rule: the best run ({pl['best']}) gains {fmt_ci(_as_ci(w))} expected accuracy "
         f"from the mean of its evaluations in the third quarter of the steps to the mean of "

@@ -19,7 +19,14 @@ from astarpo.analysis.curves import value_at
 from astarpo.analysis.stats import paired_difference
 from astarpo.studies.efficiency.summary import curve
 
-__all__ = ["PLATEAU_BOUND", "PLATEAU_GAIN", "PLATEAU_STEPS", "plateau", "value_at_step"]
+__all__ = [
+    "PLATEAU_BOUND",
+    "PLATEAU_GAIN",
+    "PLATEAU_STEPS",
+    "by_horizon",
+    "plateau",
+    "value_at_step",
+]
 
 #: The plateau rule (:func:`plateau`), on the best run name's window gain read as a rate per
 #: :data:`PLATEAU_STEPS` steps: its mean must be below this (expected accuracy; 0.02 over the
@@ -89,3 +96,38 @@ def plateau(runs: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         "plateaued": bool(met),
         "rule": {"gain": PLATEAU_GAIN, "bound": PLATEAU_BOUND, "per_steps": PLATEAU_STEPS},
     }
+
+
+def by_horizon(runs: list[dict[str, Any]], horizons: list[int]) -> list[dict[str, Any]]:
+    """The plateau rule read at each horizon ``t`` of longer runs, on the run name that is best
+    at ``t``: a run's first ``t`` steps stand for a ``t``-step run where the learning rate is
+    constant and each step is seeded by its index (the library's trainers), so one long run
+    answers "from which length on would the rule be met?".
+
+    Args:
+        runs: runs of one or more run names (``arm``), each with ``evals`` up to at least the
+            largest horizon.
+        horizons: the step counts ``t`` to read.
+
+    Returns:
+        Per horizon ``{"steps", "best", "accuracy", **plateau(best's runs, t)}``, ``accuracy``
+        the mean expected accuracy at step ``t`` per run name.
+    """
+    names = sorted({r["arm"] for r in runs})
+    rows = []
+    for t in horizons:
+        acc = {}
+        for name in names:
+            got = [value_at_step(r, "expected_accuracy", t) for r in runs if r["arm"] == name]
+            vals = [v for v in got if v is not None]
+            acc[name] = sum(vals) / len(vals) if vals else math.nan
+        best = max(names, key=lambda n: -math.inf if math.isnan(acc[n]) else acc[n])
+        rows.append(
+            {
+                "steps": t,
+                "best": best,
+                "accuracy": acc,
+                **plateau([r for r in runs if r["arm"] == best], t),
+            }
+        )
+    return rows

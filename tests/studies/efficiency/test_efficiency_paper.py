@@ -16,7 +16,13 @@ from astarpo.analysis.stats import holm
 from astarpo.studies.efficiency import worker
 from astarpo.studies.efficiency.config import PAPER_QUICK, PAPER_SHAPE, EfficiencyConfig, presets
 from astarpo.studies.efficiency.paper import plot_paper, summarize_all
-from astarpo.studies.efficiency.plateau import PLATEAU_BOUND, PLATEAU_GAIN, PLATEAU_STEPS, plateau
+from astarpo.studies.efficiency.plateau import (
+    PLATEAU_BOUND,
+    PLATEAU_GAIN,
+    PLATEAU_STEPS,
+    by_horizon,
+    plateau,
+)
 from astarpo.studies.efficiency.report import to_markdown
 
 
@@ -177,6 +183,11 @@ def test_paper_report_and_figure(tmp_path):
     assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
     assert "(2 seeds): 2.5 [2.5, 2.5] per 1,000 steps. A run has plateaued when" in md
     assert "It has NOT plateaued: give the runs more steps." in md
+    sparse = paper_result()  # evaluations at steps 0 and 8 only: both windows empty
+    for r in sparse["runs"]:
+        r["evals"] = [r["evals"][0], r["evals"][-1]]
+    sparse["summary"] = summarize_all(sparse)
+    assert "Plateau rule: not read. No seed of the best run" in to_markdown(sparse)
     assert "0.75 [" in md or "0.75 (" in md  # the total-time ratio
     assert (
         "Learning-rate sweep (score: average of the validation expected accuracy over 8 steps" in md
@@ -226,3 +237,24 @@ def test_every_algorithm_trains_the_same_steps_in_the_papers_shape(tiny_model, t
     # the two clocks of Stage 1 and training, evaluation excluded
     assert res["wall_seconds"] == res["clock_s"] and res["algo"] == arm and res["seed"] == 0
     assert 0 < res["cpu_seconds"] == res["evals"][-1]["cpu_time"]
+
+
+def test_plateau_by_horizon_reads_each_prefix_as_a_shorter_run():
+    # "a" rises to step 1000 and then stays level; "b" is below it until step 1000, above after
+    ev = [125 * i for i in range(17)]
+    a = [0.2 + 0.05 * min(i, 8) + 0.001 * s for s in range(3) for i in range(17)]
+    b = [0.1 + 0.04 * i + 0.001 * s for s in range(3) for i in range(17)]
+    runs = [paper_run("a", s, ev, a[17 * s : 17 * s + 17], 8.0) for s in range(3)]
+    runs += [paper_run("b", s, ev, b[17 * s : 17 * s + 17], 8.0) for s in range(3)]
+    rows = by_horizon(runs, [1000, 2000])
+    assert [r["best"] for r in rows] == ["a", "b"]
+    assert rows[0]["accuracy"]["a"] == pytest.approx(0.6 + 0.001)
+    # at 1,000 steps "a" still rises (0.1 from (500, 750] to (750, 1000]): no plateau; the
+    # reading is the rule on the runs' first 1,000 steps, evaluations after them unread
+    cut = [paper_run("a", s, ev[:9], a[17 * s : 17 * s + 9], 8.0) for s in range(3)]
+    assert rows[0]["window"] == plateau(cut, 1000)["window"]
+    assert rows[0]["window"]["diff"] == pytest.approx(0.1) and not rows[0]["plateaued"]
+    # at 2,000 steps "b" is best, rising 0.04 per evaluation: 0.16 a quarter, 0.32 per 1,000
+    assert rows[1]["rate"]["diff"] == pytest.approx(0.32) and not rows[1]["plateaued"]
+    # "a" alone at 2,000 steps: level from step 1,000, a plateau
+    assert by_horizon(runs[:3], [2000])[0]["plateaued"]
