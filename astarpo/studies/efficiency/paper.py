@@ -26,7 +26,7 @@ from astarpo.analysis.figures import (
 )
 from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
 from astarpo.studies.efficiency.mechanism import by_arm
-from astarpo.studies.efficiency.plateau import plateau, value_at_step
+from astarpo.studies.efficiency.plateau import by_horizon, plateau, value_at_step
 from astarpo.studies.efficiency.summary import POSITIVE, curve, memory_mb, summarize
 from astarpo.studies.harness.report import fmt, fmt_ci, fmt_ratio, table
 
@@ -103,7 +103,9 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
         ``algo`` in final expected accuracy and KL
         (:func:`~astarpo.analysis.stats.paired_difference`); ``holm`` the adjusted p-value of
         every comparison of the two, keyed ``algo/name`` (one family); ``mechanism`` per
-        target (:func:`mechanism_check`, with GRPO); ``plateau`` the rule on the best run name.
+        target (:func:`mechanism_check`, with GRPO); ``plateau`` the rule on the best run name;
+        ``horizons`` the rule on each run's first T/2, 3T/4 and T steps
+        (:func:`~astarpo.studies.efficiency.plateau.by_horizon`).
     """
     steps, groups = int(result["config"]["steps"]), by_arm(result["runs"])
     arms: dict[str, dict[str, Any]] = {}
@@ -148,6 +150,7 @@ def summarize_paper(result: dict[str, Any], targets: dict[str, float]) -> dict[s
         "holm": holm(pvalues),
         "mechanism": mechanism,
         "plateau": {"best": best, **plateau(groups[best], steps)},
+        "horizons": by_horizon(result["runs"], sorted({steps // 2, 3 * steps // 4, steps})),
     }
 
 
@@ -184,6 +187,29 @@ def _plateau_lines(pl: dict[str, Any]) -> list[str]:
     ]
 
 
+def _horizon_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The rule on each run's first t steps, as a t-step run (``summary["paper"]["horizons"]``)."""
+    if len(rows) < 2:
+        return []
+    cells = [
+        [
+            str(h["steps"]),
+            h["best"],
+            fmt(h["accuracy"][h["best"]], 3),
+            fmt_ci(_as_ci(h["rate"])) if h["window"]["pairs"] else "n/a",
+            "yes" if h["plateaued"] else "no",
+        ]
+        for h in rows
+    ]
+    return [
+        "",
+        "The rule on each run's first t steps, read as a t-step run (constant learning rate, "
+        "steps seeded by their index):",
+        "",
+        *table(["t", "best at t", "its expected accuracy", "rate per 1,000 steps", "met"], cells),
+    ]
+
+
 def paper_lines(result: dict[str, Any]) -> list[str]:
     """The paper protocol's section of ``bench.md`` (from ``summary["paper"]``)."""
     p = result["summary"]["paper"]
@@ -193,6 +219,7 @@ def paper_lines(result: dict[str, Any]) -> list[str]:
         f"## The paper's protocol: {p['steps']} steps for every run",
         "",
         *_plateau_lines(p["plateau"]),
+        *_horizon_lines(p["horizons"]),
         "",
         "A*-PO's over each algorithm's (ratio [95% interval], paired by seed; Holm-adjusted "
         "p-value over every comparison of this table and the next, one family); the paper's "

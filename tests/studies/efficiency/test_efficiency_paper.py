@@ -183,6 +183,10 @@ def test_paper_report_and_figure(tmp_path):
     assert "| paper: grpo | 0.46 / 0.48 / 0.55 |" in md  # the paper's row under ours
     assert "(2 seeds): 2.5 [2.5, 2.5] per 1,000 steps. A run has plateaued when" in md
     assert "It has NOT plateaued: give the runs more steps." in md
+    # the rule at T/2, 3T/4 and T: A*-PO best at each, its accuracy at step 4 the mean of 0.4
+    # and 0.41
+    assert [h["steps"] for h in result["summary"]["paper"]["horizons"]] == [4, 6, 8]
+    assert "| 4 | astarpo | 0.405 |" in md and "| 8 | astarpo | 0.6 |" in md
     sparse = paper_result()  # evaluations at steps 0 and 8 only: both windows empty
     for r in sparse["runs"]:
         r["evals"] = [r["evals"][0], r["evals"][-1]]
