@@ -6,9 +6,10 @@ Run from the repository root::
         [--start 400] [--every 200]
 
 The argument: a study's ``bench.json`` (or any JSON with ``runs``), or a study's output folder
-(its ``runs/*/result.json``, finished runs only). Each run's first ``t`` steps stand for a
-``t``-step run (constant learning rate, steps seeded by their index; see
-:func:`astarpo.studies.efficiency.plateau.by_horizon`). Prints a Markdown table: per horizon,
+(its ``runs/*/result.json``: the finished measured runs, the sweep's left out), of the paper
+protocol. Each run's first ``t`` steps stand for a ``t``-step run (constant learning rate,
+steps seeded by their index; see :func:`astarpo.studies.efficiency.plateau.by_horizon`).
+Prints a Markdown table: per horizon,
 the best run name, its expected accuracy, the earlier two-reading gain, the rule's window gain
 and its rate per 1,000 steps (95% intervals over seeds), whether the rule is met, and A*-PO's
 expected accuracy and its difference from the best, paired by seed.
@@ -28,10 +29,29 @@ from astarpo.studies.efficiency.plateau import by_horizon, value_at_step
 
 
 def load(src: Path) -> list[dict[str, Any]]:
-    """The runs of a result JSON or of a study folder's finished runs."""
+    """The runs of a result JSON or of a study folder's finished measured runs (``SystemExit``
+    saying what is wrong for a missing path, a JSON without ``runs`` or a clock-protocol
+    study, whose runs differ in steps)."""
     if src.is_dir():
-        return [json.loads(p.read_text()) for p in sorted(src.glob("runs/*/result.json"))]
-    runs: list[dict[str, Any]] = json.loads(src.read_text())["runs"]
+        found = sorted(src.glob("runs/*/result.json"))
+        found = [p for p in found if not p.parent.name.startswith("sweep-")]
+        specs = [json.loads((p.parent / "spec.json").read_text()) for p in found]
+        protocol = specs[0]["config"].get("protocol", "clock") if specs else "paper"
+        runs = [json.loads(p.read_text()) for p in found]
+    elif src.is_file():
+        try:
+            result = json.loads(src.read_text())
+            runs = result["runs"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise SystemExit(f"{src}: not a study result (a JSON object with 'runs'): {e}") from e
+        protocol = result.get("config", {}).get("protocol", "paper")
+    else:
+        raise SystemExit(f"{src}: no such file or folder (give a bench.json or a study's --out)")
+    if protocol != "paper":
+        raise SystemExit(
+            f"{src}: a {protocol}-protocol study; the plateau rule reads steps, which only the "
+            "paper protocol gives every run alike (--protocol paper)"
+        )
     return runs
 
 

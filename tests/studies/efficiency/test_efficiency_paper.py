@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -262,3 +264,15 @@ def test_plateau_by_horizon_reads_each_prefix_as_a_shorter_run():
     assert rows[1]["rate"]["diff"] == pytest.approx(0.32) and not rows[1]["plateaued"]
     # "a" alone at 2,000 steps: level from step 1,000, a plateau
     assert by_horizon(runs[:3], [2000])[0]["plateaued"]
+
+
+def test_plateau_horizons_script_prints_the_pilot_table_on_the_page():
+    root = Path(__file__).resolve().parents[3]
+    script = [sys.executable, str(root / "benchmarks" / "plateau_horizons.py")]
+    pilot = str(root / "docs" / "figures" / "paper_plateau_pilot.json")
+    out = subprocess.run([*script, pilot], capture_output=True, text=True, check=True).stdout
+    assert out in (root / "docs" / "baselines.md").read_text()  # the page's table, verbatim
+    assert "| 1200 | grpo | 0.895 |" in out and out.count("| yes |") == 3
+    clock = str(root / "docs" / "figures" / "bench_addition_trl_fair.json")
+    got = subprocess.run([*script, clock], capture_output=True, text=True)
+    assert got.returncode == 1 and "a clock-protocol study" in got.stderr
