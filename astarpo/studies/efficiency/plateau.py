@@ -3,7 +3,7 @@ held-out expected accuracy stopped rising by the last step? Read on the means of
 evaluations in the run's last two quarters, as a slope per :data:`PLATEAU_STEPS` steps, paired
 over seeds with a 95% interval (:func:`plateau`).
 
-The rule was stated before the 1,000-step run of ``docs/figures/paper_protocol.json`` was made;
+The rule was stated before the 1,000-step run (``docs/figures/paper_1000.json``) was made;
 an earlier rule read two single evaluations (the last step against ``3T/4``), which swing with
 the policy: a 1,600-step pilot (``docs/figures/paper_plateau_pilot.json``) saw it flip from
 one horizon to the next on runs whose window means stayed level. That reading is still

@@ -273,6 +273,10 @@ def test_plateau_horizons_script_prints_the_pilot_table_on_the_page():
     out = subprocess.run([*script, pilot], capture_output=True, text=True, check=True).stdout
     assert out in (root / "docs" / "baselines.md").read_text()  # the page's table, verbatim
     assert "| 1200 | grpo | 0.895 |" in out and out.count("| yes |") == 3
+    run = str(root / "docs" / "figures" / "paper_1000.json")  # the 1,000-step run: no plateau
+    out = subprocess.run([*script, run], capture_output=True, text=True, check=True).stdout
+    assert out in (root / "docs" / "baselines.md").read_text()
+    assert "| 1000 | rloo | 0.903 |" in out and "| yes |" not in out
     clock = str(root / "docs" / "figures" / "bench_addition_trl_fair.json")
     got = subprocess.run([*script, clock], capture_output=True, text=True)
     assert got.returncode == 1 and "a clock-protocol study" in got.stderr

@@ -19,6 +19,7 @@ PAGE = ROOT / "docs" / "baselines.md"
 # (committed run, the start of its row on the page, the time measure the row reads)
 ROWS = [
     ("paper_protocol.json", "| same, 600 steps, rates swept at 600 (the full run)", "cpu_time"),
+    ("paper_1000.json", "| same, 1,000 steps, rates swept at 1,000", "cpu_time"),
     ("paper_addition.json", "| **paper's protocol, addition task**", "cpu_time"),
 ]
 VS = ("grpo", "rloo", "ppo", "rebel")
