@@ -82,8 +82,8 @@ demo: $(STAMP)
 	$(BIN)/astarpo demo --out runs/demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check astarpo tests benchmarks
-	$(BIN)/ruff format --check astarpo tests benchmarks
+	$(BIN)/ruff check astarpo tests experiments
+	$(BIN)/ruff format --check astarpo tests experiments
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

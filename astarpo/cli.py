@@ -1,8 +1,9 @@
 """The ``astarpo`` command line: parses the verb and hands over to :mod:`astarpo.commands`.
 
 Verbs: ``theory`` (bandit experiments), ``value`` (Stage 1), ``train`` (Stage 2 and baselines),
-``eval`` (benchmarks), ``demo`` (the CPU demo end to end), ``study`` (the LLM studies of
-:mod:`astarpo.studies`), ``bench`` (short for ``study efficiency``).
+``eval`` (benchmarks), ``demo`` (the CPU demo end to end). The studies that measure this
+project's own claims are not verbs: they live in the repository's ``experiments/`` folder (not
+installed) and run from a clone as ``python -m experiments.NAME``.
 
 Errors: an ordinary mistake prints one ``error: ...`` line to stderr, exit code 2 for a usage
 error (a bad flag or argument, raised as ``SystemExit("error: ...")`` by a verb) and 1 for a
@@ -38,16 +39,11 @@ VERBS: dict[str, str] = {
     "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, rloo, ppo, rebel)",
     "eval": "accuracy of a model on benchmark files (greedy pass@1, sampled avg@k)",
     "demo": "the CPU demo: SFT reference, Stage 1, A*-PO, evaluation and a report",
-    "study": "the LLM studies (astarpo study --list): efficiency, zero-pass",
-    "bench": "A*-PO against GRPO/RLOO/PPO/REBEL side by side (astarpo study efficiency)",
 }
 
 
-#: Verbs that are a study's short name: ``astarpo bench`` is ``astarpo study efficiency``.
-STUDY_VERBS = {"bench": "efficiency"}
-
 #: Verbs that take ``--config FILE`` (:mod:`astarpo.commands.config_file`).
-CONFIG_VERBS = ("value", "train", "eval", "study", "bench")
+CONFIG_VERBS = ("value", "train", "eval")
 
 
 class Parser(argparse.ArgumentParser):
@@ -77,21 +73,12 @@ def build_parser(
     for verb, help_text in VERBS.items():
         p = sub.add_parser(verb, help=help_text, description=help_text)
         if verbs is None or verb in verbs:
-            module = importlib.import_module(f"astarpo.commands.{verb_module(verb)}")
-            if verb in STUDY_VERBS:  # the study's own flags
-                module.add_study_arguments(p, STUDY_VERBS[verb])
-            else:
-                module.add_arguments(p, **({"algo": algo} if verb == "train" and algo else {}))
+            module = importlib.import_module(f"astarpo.commands.{verb}")
+            module.add_arguments(p, **({"algo": algo} if verb == "train" and algo else {}))
             if verb in CONFIG_VERBS:
                 add_config_argument(p)
             p.set_defaults(_module=module)
     return parser
-
-
-def verb_module(verb: str) -> str:
-    """The module of :mod:`astarpo.commands` that runs ``verb`` (a study's short name:
-    ``study``)."""
-    return "study" if verb in STUDY_VERBS else verb
 
 
 def prescan(argv: Sequence[str]) -> argparse.Namespace:
@@ -149,12 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             verb_parsers = next(
                 a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)
             )
-            target, section = verb_parsers[wanted[0]], wanted[0]
-            if section == "study":  # the named study's own parser and section
-                from astarpo.commands.study import config_target
-
-                target, section = config_target(target, argv)
-            apply_config_file(target, section, spec)
+            apply_config_file(verb_parsers[wanted[0]], wanted[0], spec)
         args = parser.parse_args(argv)
     except SystemExit as e:  # a refused file or flag: SystemExit("error: ..."); --help: 0
         if not isinstance(e.code, str):

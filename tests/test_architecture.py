@@ -1,5 +1,6 @@
-"""The package's import graph, read with ``ast``: no cycles, no private names across modules,
-and ``import astarpo`` stays light (no transformers, no vLLM)."""
+"""The import graph of the two houses, read with ``ast``: the library (``astarpo/``) and the lab
+(``experiments/``): no cycles, no private names across modules, the library never imports the
+lab, and ``import astarpo`` stays light (no transformers, no vLLM)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "astarpo"
+LAB = ROOT.parent / "experiments"
 
 # Subpackages of astarpo.llm from the bottom up: a module may import only from its own
 # subpackage or from one listed before it (and from astarpo's core modules).
@@ -27,18 +29,19 @@ LAYERS = [
     "toy",
 ]
 
-# What may not import the studies (astarpo.studies sits above every library layer), and the
-# studies' own rule: the harness imports no study, a study only the harness and itself.
-BELOW_STUDIES = ("astarpo.llm", "astarpo.theory", "astarpo.objective", "astarpo.oracle")
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in ROOT.rglob("*.py")}
+def _modules(house: Path = ROOT) -> dict[str, Path]:
+    """The modules of one house (the lab's tests left out)."""
+    return {_module_name(p): p for p in house.rglob("*.py") if "tests" not in p.parts}
+
+
+def _both() -> dict[str, Path]:
+    return {**_modules(ROOT), **_modules(LAB)}
 
 
 def _imports(path: Path, name: str) -> list[tuple[str, list[str], int]]:
@@ -66,7 +69,7 @@ def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     for name, path in modules.items():
         deps = set()
         for mod, names, _ in _imports(path, name):
-            if not mod.startswith("astarpo"):
+            if not mod.startswith(("astarpo", "experiments")):
                 continue
             for n in names:
                 if f"{mod}.{n}" in modules:
@@ -106,15 +109,15 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
 
 
 def test_no_import_cycles() -> None:
-    cycle = find_cycle(_graph(_modules()))
+    cycle = find_cycle(_graph(_both()))
     assert cycle is None, f"import cycle: {' -> '.join(cycle or [])}"
 
 
 def test_no_private_names_imported_across_modules() -> None:
     bad = []
-    for name, path in _modules().items():
+    for name, path in _both().items():
         for mod, names, line in _imports(path, name):
-            if mod.startswith("astarpo") and mod != name:
+            if mod.startswith(("astarpo", "experiments")) and mod != name:
                 bad += [
                     f"{path}:{line}: {n} from {mod}"
                     for n in names
@@ -147,40 +150,38 @@ def test_llm_dependencies_point_one_way() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_nothing_below_the_studies_imports_them() -> None:
-    graph = _graph(_modules())
+def test_the_library_never_imports_the_lab() -> None:
     bad = [
-        f"{name} imports {dep}"
-        for name, deps in graph.items()
-        if name.startswith(BELOW_STUDIES) or name in ("astarpo", "astarpo.analysis")
-        for dep in deps
-        if dep.startswith("astarpo.studies")
+        f"{path}:{line}: imports {mod}"
+        for name, path in _modules(ROOT).items()
+        for mod, _, line in _imports(path, name)
+        if mod == "experiments" or mod.startswith("experiments.")
     ]
     assert not bad, "\n".join(bad)
 
 
 def _study(module: str) -> str | None:
-    """The subpackage of ``astarpo.studies`` a module belongs to (``harness``, a study's name,
+    """The subpackage of ``experiments`` a module belongs to (``harness``, a study's name,
     ``registry``), or None."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[:2] == ["astarpo", "studies"] else None
+    return parts[1] if len(parts) > 1 and parts[0] == "experiments" else None
 
 
 def test_a_study_imports_only_the_harness_itself_and_what_it_builds_on() -> None:
-    from astarpo.studies.registry import STUDIES
+    from experiments.registry import STUDIES
 
     builds_on = {s.package.split(".")[-1]: s.builds_on for s in STUDIES.values()}
     bad = []
-    for name, deps in _graph(_modules()).items():
+    for name, deps in _graph(_modules(LAB)).items():
         own = _study(name)
-        if own is None or own == "registry":
+        if own not in builds_on:  # the harness, the registry, benchmarks, theory_claims
             continue
         for dep in deps:
             other = _study(dep)
             if other is not None and other not in ("harness", own, *builds_on.get(own, ())):
                 bad.append(f"{name} imports {dep}")
     assert not bad, "\n".join(bad)
-    assert _study("astarpo.studies.harness.runner") == "harness" and _study("astarpo.x") is None
+    assert _study("experiments.harness.runner") == "harness" and _study("astarpo.x") is None
 
 
 def test_core_does_not_import_llm_or_theory() -> None:
@@ -206,16 +207,20 @@ def test_modules_and_functions_are_short() -> None:
     allowed_functions = {
         "astarpo.llm.training.trainer.step": "one Stage 2 step, read top to bottom in 5 phases",
         "astarpo.llm.stage1.estimate.estimate_values": "Stage 1's batch loop with resume checks",
+        "experiments.benchmarks.gpu_step_cost.child": "one measured child process of the GPU "
+        "benchmark, read top to bottom",
     }
     allowed_modules = {
         "astarpo.llm.training.trainer": "the Stage 2 loop read top to bottom (< 400 lines); its "
         "argument handling is in training.inputs, its checks in training.guards and "
         "training.run_dir, its updates in training.update, the saved model folder in "
         "training.final_model, the stop signals in training.preemption",
+        "experiments.theory_claims.fill_page": "the page template's namespace: the helpers its "
+        "expressions call, evaluated against the experiments' JSON",
     }
     long_modules = []
     long_functions = []
-    for name, path in _modules().items():
+    for name, path in _both().items():
         text = path.read_text()
         if len(text.splitlines()) > 360 and name not in allowed_modules:
             long_modules.append(f"{name}: {len(text.splitlines())} lines")

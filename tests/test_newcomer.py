@@ -32,15 +32,13 @@ CANNOT_RUN = {
     "make ": "the install itself (CI runs make test)",
     "pip install": "the install itself",
     "python -m venv": "the install itself",
-    "astarpo bench --peers trl": "needs the bench-trl extra (make test-trl runs it)",
+    "python -m experiments.efficiency --peers trl": "needs the bench-trl extra (make test-trl)",
 }
 
 #: Per verb, what makes a command its smallest setting (added unless the flag is given).
 SMALLEST: dict[str, list[str]] = {
     "demo": ["--quick", "--no-progress"],
     "theory": ["--quick"],
-    "bench": ["--quick"],
-    "study": ["--quick"],
     "value": ["--n-samples", "2", "--max-new-tokens", "8", "--limit", "6", "--no-progress"],
     "train": ["--max-steps", "2", "--batch-size", "2", "--max-new-tokens", "8", "--progress", "0"],
     "eval": ["--limit", "2", "--max-new-tokens", "8", "--no-progress"],
@@ -60,7 +58,7 @@ def shell_commands(text: str) -> list[str]:
     out = []
     for block in _blocks(text, "bash"):
         out += [line.split("  #")[0].split(" # ")[0].strip() for line in block.splitlines()]
-    out += re.findall(r"`((?:astarpo|python benchmarks/)[^`\n]*)`", text)
+    out += re.findall(r"`(astarpo [^`\n]*)`", text)
     return [c for c in out if c and not c.startswith("#")]
 
 
@@ -81,10 +79,9 @@ def runnable(cmd: str) -> str | None:
 def smallest(cmd: str) -> list[str]:
     """``cmd`` as an argv on its smallest setting, placeholders filled in."""
     argv = [PLACEHOLDERS.get(a, a) for a in shlex.split(cmd)]
-    if argv[0] == "python":  # a script of the clone, run from another directory
+    if argv[0] == "python":  # the lab: python -m experiments[.NAME], run in the clone
         argv[0] = sys.executable
-        argv[1] = str(ROOT / argv[1])
-        if "--quick" not in argv:
+        if len(argv) > 2 and "--quick" not in argv:
             argv.append("--quick")
         return argv
     argv[0] = str(Path(sys.executable).with_name("astarpo"))
@@ -137,7 +134,13 @@ def test_every_documented_command_runs_from_an_empty_directory(tmp_path: Path) -
             if tuple(argv) in seen:
                 continue
             seen.add(tuple(argv))
-            done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+            cwd = work
+            if cmd.startswith("python -m experiments"):  # the lab runs from the clone
+                cwd = ROOT
+                if "--out" in argv:  # its output goes to the empty directory, not the clone
+                    at = argv.index("--out") + 1
+                    argv[at] = str(work / argv[at])
+            done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
             ran.append(cmd)
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr)[-1500:]

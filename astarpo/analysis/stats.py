@@ -33,6 +33,7 @@ __all__ = [
     "NAN",
     "bootstrap_interval",
     "holm",
+    "interval_order",
     "log_bootstrap_interval",
     "mean_ci",
     "mean_interval",
@@ -332,3 +333,14 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - j) * p))
         adjusted[k] = running
     return {k: adjusted.get(k, NAN) for k in pvalues}
+
+
+def interval_order(a: Sequence[float], b: Sequence[float]) -> str:
+    """Two measurements ``(mean, lo, hi)`` compared by their 95% intervals (a conservative
+    test): ``"lower"`` when ``a``'s interval lies wholly below ``b``'s, ``"higher"`` when wholly
+    above, ``"overlap"`` otherwise."""
+    if a[2] < b[1]:
+        return "lower"
+    if a[1] > b[2]:
+        return "higher"
+    return "overlap"

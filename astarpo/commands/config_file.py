@@ -57,7 +57,7 @@ MAX_DEPTH = 10
 # directory, and whether it may be deleted (--out stays required, --overwrite a flag).
 _NOT_REPEATED = ("output_dir", "overwrite_output_dir")
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
-_VERBS = ("theory", "value", "train", "eval", "demo", "study", "bench")
+_VERBS = ("theory", "value", "train", "eval", "demo")
 
 
 def presets() -> list[str]:
@@ -113,8 +113,9 @@ def resolve_config_path(spec: str) -> Path:
     )
 
 
-def config_values(path: Path, verb: str) -> dict[str, Any]:
-    """The option values that the file at ``path`` gives ``verb`` (keys with underscores).
+def config_values(path: Path, verb: str, sections: tuple[str, ...] = _VERBS) -> dict[str, Any]:
+    """The option values that the file at ``path`` gives ``verb`` (keys with underscores): the
+    whole file, or its section ``verb`` when it is divided into ``sections`` (the verbs).
 
     Raises:
         SystemExit: the file cannot be read or parsed, is not a mapping, or names a section that
@@ -150,7 +151,8 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
         return {k.replace("-", "_"): v for k, v in values.items()}
     # A verb's name is always a section (no option has one): ``train:`` with nothing under it
     # is an empty section, ``train: 5`` a mistake.
-    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in _VERBS]
+    known = sections
+    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in known]
     for k in sections:
         if not isinstance(data[k], Mapping) and data[k] is not None:
             raise SystemExit(
@@ -159,11 +161,11 @@ def config_values(path: Path, verb: str) -> dict[str, Any]:
                 f"{shown(data[k])}."
             )
     if sections:
-        foreign = [k for k in sections if k not in _VERBS]
+        foreign = [k for k in sections if k not in known]
         if foreign:
             raise SystemExit(
                 f"error: --config {path}: section {shown(foreign[0])} is not a verb "
-                f"({', '.join(_VERBS)})."
+                f"({', '.join(known)})."
             )
         flat = [k for k in data if k not in sections]
         if flat:
@@ -324,7 +326,9 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> None:
+def apply_config_file(
+    parser: argparse.ArgumentParser, verb: str, spec: str, sections: tuple[str, ...] = _VERBS
+) -> None:
     """Set the defaults of ``parser`` (one verb's) from the file ``spec`` names.
 
     Flags parsed afterwards override these defaults. An option the file sets is no longer
@@ -335,7 +339,7 @@ def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> 
             of the wrong type.
     """
     path = resolve_config_path(spec)
-    values = config_values(path, verb)
+    values = config_values(path, verb, sections)
     actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
     defaults: dict[str, Any] = {}
     for key, value in values.items():
@@ -343,7 +347,7 @@ def apply_config_file(parser: argparse.ArgumentParser, verb: str, spec: str) -> 
         if action is None:
             raise SystemExit(
                 f"error: --config {path}: unknown key {shown(key)}: not an option of "
-                f"`astarpo {verb}` (see astarpo {verb} --help)."
+                f"`{parser.prog}` (see {parser.prog} --help)."
             )
         if isinstance(action, NotAnOption):  # a field of another algorithm than --algo
             raise SystemExit(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.theory.verdicts import order
+from astarpo.analysis.stats import interval_order
 
 __all__ = [
     "AT_OPTIMUM",
@@ -171,7 +171,7 @@ def fixed_point_verdict(starts: dict[str, dict[str, Any]]) -> tuple[str, str]:
     if not all(s in ("settled", "at optimum") for s in states.values()):
         return "not resolved", ", ".join(f"from {k}: {s}" for k, s in states.items())
     same = all(
-        order(starts[a]["kl_after"], starts[b]["kl_after"]) == "overlap"
+        interval_order(starts[a]["kl_after"], starts[b]["kl_after"]) == "overlap"
         for a, b in itertools.pairwise(starts)
     )
     if not same:

@@ -64,7 +64,7 @@ def test_every_verb_checks_its_output_paths_before_any_work(tmp_path, capsys, mo
     import astarpo.commands.train as train_command
     import astarpo.commands.value as value_command
     import astarpo.llm.toy.demo as demo
-    import astarpo.studies.efficiency.run as bench_run
+    import experiments.efficiency.run as bench_run
 
     for module, name in [
         (value_command, "load_model"),
@@ -93,8 +93,6 @@ def test_every_verb_checks_its_output_paths_before_any_work(tmp_path, capsys, mo
         (["train", "--model", "toy", "--data", data, "--out", str(afile)], f"--out {afile} is a"),
         (["demo", "--quick", "--out", str(afile)], f"--out {afile} is a file"),
         (["demo", "--cache-dir", str(afile), "--out", str(tmp_path / "d")], "--cache-dir"),
-        (["bench", "--quick", "--out", str(afile / "b")], f"--out {afile / 'b'}: {afile}"),
-        (["bench", "--cache-dir", str(afile), "--out", str(tmp_path / "b")], "--cache-dir"),
         (["theory", "horizon", "--quick", "--out", str(afile)], f"--out {afile} is a file"),
     ]
     for argv, message in commands:

@@ -1,4 +1,5 @@
-"""Helpers of the real-vLLM tests (``test_vllm_real.py``) and ``benchmarks/vllm_throughput.py``.
+"""Helpers of the real-vLLM tests (``test_vllm_real.py``) and
+``experiments/benchmarks/vllm_throughput.py``.
 
 Kept free of vLLM and pytest imports: the CLI subprocesses of the tests import
 :func:`first_digit_reward` from here (``--reward vllm_helpers:first_digit_reward``).

@@ -4,7 +4,8 @@ with 2-digit operands: 38 tokens), the response lengths at which the benchmark m
 target.
 
 A :class:`ToyTask` bundles what a run on a task needs besides its algorithm: the rows, the
-reward, the token budget and the toy model's shape. The benchmark (``astarpo bench --task``)
+reward, the token budget and the toy model's shape. The benchmark (``python -m
+experiments.efficiency --task``)
 and :func:`astarpo.llm.toy.demo.run_demo`'s data come from here.
 """
 

@@ -4,7 +4,7 @@ Faults are planted by tests/llm/faults.py (a reward or ``generate`` that stalls,
 its own process with SIGKILL or sends SIGTERM on one rank, once): every rank stops, the
 stalled or failed rank is named in ``torchrun``'s failure summary, and rerunning (Stage 1) or
 ``--resume`` (Stage 2) gives exactly the result of an uninterrupted run. The wall times of
-these cases are measured by ``benchmarks/failure_stop_times.py``, not asserted here.
+these cases are measured by ``experiments/benchmarks/failure_stop_times.py``, not asserted here.
 """
 
 from __future__ import annotations

@@ -1,2 +1,0 @@
-"""The adaptive-N study (``astarpo study adaptive-n``): Stage 1's V* error, fixed N against the
-adaptive allocation, on the v_ref ladder where the exact V* is known."""

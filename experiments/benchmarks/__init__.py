@@ -1,0 +1,2 @@
+"""Benchmarks: scripts that time or measure one thing against another in one run and print the
+ratios (``python -m experiments.benchmarks.NAME --help``)."""
