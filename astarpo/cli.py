@@ -30,8 +30,8 @@ from astarpo.commands.config_file import (
     apply_config_file,
     config_values,
     resolve_config_path,
-    shown,
 )
+from astarpo.commands.console import shown
 
 VERBS: dict[str, str] = {
     "theory": "exact log-linear bandit experiments (horizon, samples, grid, coverage, ..., all)",

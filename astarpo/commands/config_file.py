@@ -3,7 +3,8 @@
 Every key of the file is the name of one of the verb's options, with underscores or dashes
 (``learning_rate: 1.0e-6`` is ``--learning-rate 1e-6``), and its value is checked as the flag's
 would be: the option's type, its choices (an error lists them), one value or a list for a
-repeatable option, ``true``/``false`` for a switch (``overwrite: true``); ``null`` only for an
+repeatable option, a mapping for an option that takes a JSON object (``model_overrides:
+{hidden_size: 32}``), ``true``/``false`` for a switch (``overwrite: true``); ``null`` only for an
 option without a default. Options given on the command line override the file. A file may
 hold one section per verb (``value:``, ``train:``, ...): each verb then reads its own section
 and ignores the others, so one file describes a whole pipeline (the packaged
@@ -27,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from astarpo.commands.fields import CommaList, NotAnOption
+from astarpo.commands.console import shown
+from astarpo.commands.fields import NotAnOption
+from astarpo.config import CommaList, JSONObject
 
 __all__ = [
     "PRESETS_DIR",
@@ -40,7 +43,6 @@ __all__ = [
     "config_values",
     "presets",
     "resolve_config_path",
-    "shown",
 ]
 
 #: The folder of the packaged presets (``paper.yaml``).
@@ -113,9 +115,13 @@ def resolve_config_path(spec: str) -> Path:
     )
 
 
-def config_values(path: Path, verb: str, sections: tuple[str, ...] = _VERBS) -> dict[str, Any]:
+def config_values(
+    path: Path, verb: str, sections: tuple[str, ...] = _VERBS, names: Collection[str] = ()
+) -> dict[str, Any]:
     """The option values that the file at ``path`` gives ``verb`` (keys with underscores): the
-    whole file, or its section ``verb`` when it is divided into ``sections`` (the verbs).
+    whole file, or its section ``verb`` when it is divided into ``sections`` (the verbs). A key
+    of ``names`` (the verb's options) is a value: a mapping there is an option's JSON object;
+    any other key holding a mapping is a section.
 
     Raises:
         SystemExit: the file cannot be read or parsed, is not a mapping, or names a section that
@@ -152,22 +158,26 @@ def config_values(path: Path, verb: str, sections: tuple[str, ...] = _VERBS) -> 
     # A verb's name is always a section (no option has one): ``train:`` with nothing under it
     # is an empty section, ``train: 5`` a mistake.
     known = sections
-    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in known]
-    for k in sections:
+    found = [
+        k
+        for k, v in data.items()
+        if k in known or (isinstance(v, Mapping) and str(k).replace("-", "_") not in names)
+    ]
+    for k in found:
         if not isinstance(data[k], Mapping) and data[k] is not None:
             raise SystemExit(
                 f"error: --config {path}: section {shown(k)} must hold the verb's options "
                 f"(a mapping of option names to values), got {type(data[k]).__name__}: "
                 f"{shown(data[k])}."
             )
-    if sections:
-        foreign = [k for k in sections if k not in known]
+    if found:
+        foreign = [k for k in found if k not in known]
         if foreign:
             raise SystemExit(
                 f"error: --config {path}: section {shown(foreign[0])} is not a verb "
                 f"({', '.join(known)})."
             )
-        flat = [k for k in data if k not in sections]
+        flat = [k for k in data if k not in found]
         if flat:
             raise SystemExit(
                 f"error: --config {path}: key {shown(flat[0])} stands outside the verb sections; "
@@ -220,46 +230,6 @@ def check_size(data: Any, path: Path) -> None:
         todo.extend((child, depth + 1) for child in children)
 
 
-def shown(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` for an error message, cut to at most ``limit`` characters (``...`` marks
-    a cut).
-
-    Only as much of a list or mapping is visited as is shown, so a huge structure (or one that
-    YAML aliases share exponentially) costs no more than a small one.
-    """
-    out: list[str] = []
-    room = limit + 1  # one more than shown: a longer text is cut
-
-    def emit(text: str) -> bool:
-        nonlocal room
-        out.append(text[: max(room, 0)])
-        room -= len(text)
-        return room > 0
-
-    def render(v: Any) -> bool:  # False once the room is spent
-        if isinstance(v, Mapping):
-            if not emit("{"):
-                return False
-            for i, (k, x) in enumerate(v.items()):
-                if (i and not emit(", ")) or not render(k) or not emit(": ") or not render(x):
-                    return False
-            return emit("}")
-        if isinstance(v, (list, tuple)):
-            if not emit("[" if isinstance(v, list) else "("):
-                return False
-            for i, x in enumerate(v):
-                if (i and not emit(", ")) or not render(x):
-                    return False
-            return emit("]" if isinstance(v, list) else ")")
-        if isinstance(v, (str, bytes)):
-            return emit(repr(v[: max(room, 0)]))  # never the repr of a long text
-        return emit(repr(v))
-
-    render(value)
-    text = "".join(out)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
     """``value`` checked and converted as the flag's text would be: the option's type (YAML
     reads ``1e-6`` as a string), its choices and its number of values."""
@@ -288,6 +258,8 @@ def _convert(action: argparse.Action, key: str, value: Any, path: Path) -> Any:
         return [_convert_one(action, where, v) for v in items]
     if isinstance(action.type, CommaList) and isinstance(value, list):  # the flag's a,b
         value = ",".join(_text(where, v) for v in value)
+    if isinstance(action.type, JSONObject) and isinstance(value, Mapping):  # the flag's {...}
+        value = json.dumps(value, default=str)
     return _convert_one(action, where, value)
 
 
@@ -339,7 +311,8 @@ def apply_config_file(
             of the wrong type.
     """
     path = resolve_config_path(spec)
-    values = config_values(path, verb, sections)
+    dests = {a.dest for a in parser._actions if a.dest not in ("help", "config")}
+    values = config_values(path, verb, sections, dests - set(sections))
     actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
     defaults: dict[str, Any] = {}
     for key, value in values.items():

@@ -23,8 +23,9 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.commands.console import format_table
-from astarpo.commands.fields import CommaList, Repeatable
+from astarpo.commands.fields import Repeatable
 from astarpo.commands.paths import check_output
+from astarpo.config import CommaList
 from astarpo.llm.data.files import standard_json
 from astarpo.llm.eval import (
     PROMPTS_PER_CALL,

@@ -30,14 +30,9 @@ from astarpo.commands.common import (
     load_model,
     load_prompts_from_args,
 )
-from astarpo.commands.fields import (
-    NotAnOption,
-    add_field_arguments,
-    field_values,
-    flag_of,
-    name_flags,
-)
+from astarpo.commands.fields import NotAnOption
 from astarpo.commands.paths import check_output
+from astarpo.config import add_field_arguments, field_values, flag_of, name_flags
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
 from astarpo.llm.stage1.table import ValueTable

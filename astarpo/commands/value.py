@@ -29,8 +29,8 @@ from astarpo.commands.common import (
     needs_hf_model,
     refuse_existing,
 )
-from astarpo.commands.fields import add_field_arguments, field_values, name_flags
 from astarpo.commands.paths import check_output
+from astarpo.config import add_field_arguments, field_values, name_flags
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank

@@ -25,8 +25,8 @@ from astarpo.commands.config_file import (
     config_values,
     presets,
     resolve_config_path,
-    shown,
 )
+from astarpo.commands.console import shown
 from astarpo.llm import AStarPOConfig, AStarPOTrainer
 from astarpo.llm.rewards.builtin import exact_match_reward
 from astarpo.llm.stage1.config import Stage1Config

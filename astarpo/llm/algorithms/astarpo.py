@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from astarpo.config import doc_field
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.config import check_choice, doc_field
+from astarpo.llm.algorithms.config import check_choice
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
 from astarpo.objective import advantage_regression_loss, check_beta, optimal_advantage

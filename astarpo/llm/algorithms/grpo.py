@@ -11,18 +11,14 @@ their extra forward pass (as TRL's GRPO does).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
+from astarpo.config import doc_field
 from astarpo.llm.algorithms.base import RolloutBatch, old_token_logp, single_update
-from astarpo.llm.algorithms.config import (
-    check_choice,
-    check_nonneg,
-    check_positive_fields,
-    doc_field,
-)
+from astarpo.llm.algorithms.config import check_choice, check_nonneg, check_positive_fields
 from astarpo.llm.algorithms.losses import (
     Aggregation,
     KLKind,
@@ -76,11 +72,8 @@ class GroupConfig(TrainConfig):
         "Weight of the KL(pi || pi_ref) penalty in the loss; 0 (default, as in Dr.GRPO and DAPO) "
         "skips the reference forward. DeepSeekMath's GRPO used 0.04.",
     )
-    kl_kind: KLKind = field(
-        default="k3",
-        metadata={"help": "KL estimator of the penalty: 'k1', 'k2' or 'k3' (GRPO's)."},
-    )
-    loss_aggregation: Aggregation = field(default="token_mean", metadata={"help": AGGREGATION_HELP})
+    kl_kind: KLKind = doc_field("k3", "KL estimator of the penalty: 'k1', 'k2' or 'k3' (GRPO's).")
+    loss_aggregation: Aggregation = doc_field("token_mean", AGGREGATION_HELP)
 
     def __post_init__(self) -> None:
         super().__post_init__()

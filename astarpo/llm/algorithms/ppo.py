@@ -13,18 +13,14 @@ state at the position that predicts :math:`y_t`, so ``values[:, t]`` lines up wi
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
+from astarpo.config import doc_field
 from astarpo.llm.algorithms.base import RolloutBatch, old_token_logp, single_update
-from astarpo.llm.algorithms.config import (
-    check_choice,
-    check_nonneg,
-    check_positive_fields,
-    doc_field,
-)
+from astarpo.llm.algorithms.config import check_choice, check_nonneg, check_positive_fields
 from astarpo.llm.algorithms.gae import gae, value_loss
 from astarpo.llm.algorithms.grpo import AGGREGATION_HELP, AGGREGATIONS
 from astarpo.llm.algorithms.losses import (
@@ -113,7 +109,7 @@ class PPOConfig(TrainConfig):
     whiten_advantages: bool = doc_field(
         True, "Normalize the GAE advantages to zero mean and unit std over the batch's tokens."
     )
-    loss_aggregation: Aggregation = field(default="token_mean", metadata={"help": AGGREGATION_HELP})
+    loss_aggregation: Aggregation = doc_field("token_mean", AGGREGATION_HELP)
 
     def __post_init__(self) -> None:
         super().__post_init__()

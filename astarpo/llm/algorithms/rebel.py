@@ -10,8 +10,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from astarpo.config import doc_field
 from astarpo.llm.algorithms.base import RolloutBatch, single_update
-from astarpo.llm.algorithms.config import check_positive_fields, doc_field
+from astarpo.llm.algorithms.config import check_positive_fields
 from astarpo.llm.algorithms.losses import rebel_loss
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from astarpo.llm.algorithms.config import check_choice, doc_field
+from astarpo.config import doc_field
+from astarpo.llm.algorithms.config import check_choice
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT
 from astarpo.llm.rollout.base import SamplingConfig
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from astarpo.config import doc_field
 from astarpo.llm.rollout.base import SamplingConfig
 from astarpo.objective import check_beta
 
@@ -25,7 +26,7 @@ class Stage1Config:
 
     .. math:: \hat V^*(x) = \beta_1 \log \frac1N \sum_{i=1}^N e^{r(x, y_i)/\beta_1}
 
-    from ``n_samples`` reference responses (each field's ``help`` metadata says what it does);
+    from ``n_samples`` reference responses (each field's help says what it does);
     with ``allocation="adaptive"`` the number of responses differs by prompt (``n_samples`` is
     then the most their mean reaches over each generate call's prompts, :mod:`astarpo.allocation`).
     ``n_samples``, ``beta1``, the sampling fields, ``seed``, ``prompts_per_call`` and the
@@ -39,86 +40,62 @@ class Stage1Config:
         256
     """
 
-    n_samples: int = field(
-        default=8, metadata={"help": "N, reference responses sampled per prompt (the paper: 8)."}
+    n_samples: int = doc_field(8, "N, reference responses sampled per prompt (the paper: 8).")
+    beta1: float = doc_field(
+        0.5,
+        "KL strength of V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5): small beta1 "
+        "moves V* towards the best of the N rewards, large beta1 towards their mean.",
     )
-    beta1: float = field(
-        default=0.5,
-        metadata={
-            "help": "KL strength of V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5): "
-            "small beta1 moves V* towards the best of the N rewards, large beta1 towards their "
-            "mean."
-        },
+    max_new_tokens: int = doc_field(
+        SamplingConfig.max_new_tokens,  # training's default too: tables must match it
+        "Most generated tokens per response (EOS included); training refuses a table sampled "
+        "with another budget than its own max_new_tokens.",
     )
-    max_new_tokens: int = field(
-        default=SamplingConfig.max_new_tokens,  # training's default too: tables must match it
-        metadata={
-            "help": "Most generated tokens per response (EOS included); training refuses a "
-            "table sampled with another budget than its own max_new_tokens."
-        },
+    temperature: float = doc_field(
+        1.0, "Sampling temperature (0 = greedy, allowed only with n_samples 1)."
     )
-    temperature: float = field(
-        default=1.0,
-        metadata={"help": "Sampling temperature (0 = greedy, allowed only with n_samples 1)."},
+    top_p: float = doc_field(1.0, "Nucleus-sampling mass in (0, 1]; 1 = off.")
+    seed: int = doc_field(
+        0,
+        "Base seed; each batch's seed is derived from it and the batch's prompt keys, so a "
+        "resumed run samples what an uninterrupted one would.",
     )
-    top_p: float = field(
-        default=1.0, metadata={"help": "Nucleus-sampling mass in (0, 1]; 1 = off."}
+    prompts_per_call: int = doc_field(
+        8,
+        "Prompts per generate call (prompts_per_call x n_samples responses); keep it when "
+        "resuming. Not the batch_size of training, which counts prompts per step.",
     )
-    seed: int = field(
-        default=0,
-        metadata={
-            "help": "Base seed; each batch's seed is derived from it and the batch's prompt "
-            "keys, so a resumed run samples what an uninterrupted one would."
-        },
+    allocation: str = doc_field(
+        "fixed",
+        "How samples are spread over prompts: 'fixed' (n_samples each, the paper) or "
+        "'adaptive' (pilot_samples each, then the rest of each call's n_samples x prompts "
+        "budget where the pilot found few successes, at most max_samples per prompt; the rule "
+        "of astarpo.allocation.allocate).",
+        choices=("fixed", "adaptive"),
     )
-    prompts_per_call: int = field(
-        default=8,
-        metadata={
-            "help": "Prompts per generate call (prompts_per_call x n_samples responses); keep "
-            "it when resuming. Not the batch_size of training, which counts prompts per step."
-        },
+    pilot_samples: int = doc_field(
+        4,
+        "With allocation 'adaptive': samples per prompt of the pilot round, <= n_samples. "
+        "Ignored with 'fixed'.",
     )
-    allocation: str = field(
-        default="fixed",
-        metadata={
-            "help": "How samples are spread over prompts: 'fixed' (n_samples each, the paper) "
-            "or 'adaptive' (pilot_samples each, then the rest of each call's n_samples x "
-            "prompts budget where the pilot found few successes, at most max_samples per "
-            "prompt; the rule of astarpo.allocation.allocate)."
-        },
+    max_samples: int = doc_field(
+        32,
+        "With allocation 'adaptive': most samples of one prompt, >= n_samples. Ignored with "
+        "'fixed'.",
     )
-    pilot_samples: int = field(
-        default=4,
-        metadata={
-            "help": "With allocation 'adaptive': samples per prompt of the pilot round, "
-            "<= n_samples. Ignored with 'fixed'."
-        },
+    reward_timeout: float = doc_field(
+        600.0,
+        "Deadline in seconds of one call of a custom reward function on a batch; a call past it "
+        "stops the run with an error naming the function. 0 = none.",
     )
-    max_samples: int = field(
-        default=32,
-        metadata={
-            "help": "With allocation 'adaptive': most samples of one prompt, >= n_samples. "
-            "Ignored with 'fixed'."
-        },
+    filter_all_wrong: bool = doc_field(
+        False,
+        "Leave the all-wrong prompts (pass rate 0) out of the returned table (and of an export); "
+        "the table file keeps them. The paper keeps them. Every prompt all wrong is an error (no "
+        "empty table).",
     )
-    reward_timeout: float = field(
-        default=600.0,
-        metadata={
-            "help": "Deadline in seconds of one call of a custom reward function on a batch; a "
-            "call past it stops the run with an error naming the function. 0 = none."
-        },
-    )
-    filter_all_wrong: bool = field(
-        default=False,
-        metadata={
-            "help": "Leave the all-wrong prompts (pass rate 0) out of the returned table (and "
-            "of an export); the table file keeps them. The paper keeps them. Every prompt all "
-            "wrong is an error (no empty table)."
-        },
-    )
-    progress: bool = field(
-        default=True,
-        metadata={"help": "Show a tqdm progress bar (off a terminal it refreshes every 30 s)."},
+    progress: bool = doc_field(
+        True, "Show a tqdm progress bar (off a terminal it refreshes every 30 s)."
     )
 
     def __post_init__(self) -> None:

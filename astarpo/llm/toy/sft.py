@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from astarpo.config import doc_field
 from astarpo.llm.eval import answer_probability
 from astarpo.llm.models.loading import load_pretrained_model
 from astarpo.llm.models.logprobs import pack, sequence_logprobs
@@ -36,42 +37,38 @@ __all__ = ["SFTConfig", "cached_sft", "check_accuracy", "default_cache_dir", "sf
 
 @dataclass(frozen=True)
 class SFTConfig:
-    """Settings of :func:`sft`.
+    """Settings of :func:`sft` (each field's help says what it does)."""
 
-    Args:
-        steps: Optimizer steps. Default 600.
-        batch_size: Examples per step. Default 64.
-        learning_rate: AdamW learning rate (linear warm-up over the first 5% of steps, then
-            constant). Default 3e-3.
-        seed: Seed of the example order.
-        target_accuracy: Stop early at the first check where the mean exact-answer probability
-            (:func:`~astarpo.llm.eval.answer_probability`, the expected sampled accuracy) on
-            the check rows reaches this; ``steps`` is then the most steps run. None (default):
-            always run ``steps``. The benchmark uses it to start from a reference of a given
-            weakness, whatever the number of steps that takes.
-        check_every: Steps between two checks of ``target_accuracy``. Default 5.
-        threads: torch's CPU threads while fine-tuning and checking (restored after). The
-            result depends on it (it sets the order of floating-point sums), so it is fixed
-            here rather than taken from the machine, and is part of the cache key: with the
-            caller's count, the scratchpad reference fine-tuned on one core differed from the
-            one fine-tuned on two (315 steps to the target against 300). Default 2, the count
-            the committed benchmark references were made with.
-    """
-
-    steps: int = 600
-    batch_size: int = 64
-    learning_rate: float = 3e-3
-    seed: int = 0
-    target_accuracy: float | None = None
-    check_every: int = 5
-    threads: int = 2
+    steps: int = doc_field(600, "Optimizer steps (the most, with target_accuracy).")
+    batch_size: int = doc_field(64, "Examples per step.")
+    learning_rate: float = doc_field(
+        3e-3, "AdamW learning rate (linear warm-up over the first 5% of steps, then constant)."
+    )
+    seed: int = doc_field(0, "Seed of the example order.")
+    target_accuracy: float | None = doc_field(
+        None,
+        "Stop early at the first check where the mean exact-answer probability "
+        "(astarpo.llm.eval.answer_probability, the expected sampled accuracy) on the check rows "
+        "reaches this, in (0, 1); steps is then the most steps run. None: always run steps. The "
+        "benchmark uses it to start from a reference of a given weakness, whatever the number "
+        "of steps that takes.",
+    )
+    check_every: int = doc_field(5, "Steps between two checks of target_accuracy.")
+    threads: int = doc_field(
+        2,
+        "torch's CPU threads while fine-tuning and checking (restored after). The result "
+        "depends on it (it sets the order of floating-point sums), so it is fixed here rather "
+        "than taken from the machine, and is part of the cache key: with the caller's count, "
+        "the scratchpad reference fine-tuned on one core differed from the one fine-tuned on "
+        "two (315 steps to the target against 300). 2 is the count the committed benchmark "
+        "references were made with.",
+    )
 
     def __post_init__(self) -> None:
-        if min(self.steps, self.batch_size, self.check_every, self.threads) < 1:
-            raise ValueError(
-                "steps, batch_size, check_every and threads must be >= 1, got "
-                f"{self.steps}, {self.batch_size}, {self.check_every}, {self.threads}."
-            )
+        for name in ("steps", "batch_size", "check_every", "threads"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
         if self.target_accuracy is not None and not 0 < self.target_accuracy < 1:

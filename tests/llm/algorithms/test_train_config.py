@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from astarpo.config import config_fields
 from astarpo.llm.algorithms import config as config_helpers
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.algorithms.registry import ALGORITHMS
@@ -41,7 +42,7 @@ def test_the_cached_sampling_is_no_field():
     fields = dataclasses.asdict(cfg)
     assert "_sampling" not in fields and "sampling" not in fields
     assert "_sampling" not in repr(cfg)
-    names = [name for name, _, _ in config_helpers.config_fields(AStarPOConfig)]
+    names = [name for name, _, _ in config_fields(AStarPOConfig)]
     assert [f.name for f in dataclasses.fields(cfg)] == names
 
 

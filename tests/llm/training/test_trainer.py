@@ -318,7 +318,7 @@ def test_docs_list_every_config_field() -> None:
     """docs/llm.md's config table names every AStarPOConfig field with its default."""
     from pathlib import Path
 
-    from astarpo.llm.algorithms.config import config_fields
+    from astarpo.config import config_fields
 
     page = (Path(__file__).parents[3] / "docs" / "llm.md").read_text()
     for name, default, help_text in config_fields(AStarPOConfig):
