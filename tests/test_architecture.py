@@ -167,21 +167,131 @@ def _study(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[0] == "experiments" else None
 
 
-def test_a_study_imports_only_the_harness_itself_and_what_it_builds_on() -> None:
+def _studies() -> set[str]:
+    """The study subpackages of the lab (those the registry names)."""
     from experiments.registry import STUDIES
 
-    builds_on = {s.package.split(".")[-1]: s.builds_on for s in STUDIES.values()}
+    return {s.package.split(".")[-1] for s in STUDIES.values()}
+
+
+def study_violations(graph: dict[str, set[str]], studies: set[str]) -> list[str]:
+    """The imports of ``graph`` by which a study reaches another subpackage of the lab than the
+    harness and itself (a study shares through the harness or through files on disk)."""
     bad = []
-    for name, deps in _graph(_modules(LAB)).items():
+    for name, deps in sorted(graph.items()):
         own = _study(name)
-        if own not in builds_on:  # the harness, the registry, benchmarks, theory_claims
+        if own not in studies:  # the harness, the registry, benchmarks, theory_claims
             continue
-        for dep in deps:
-            other = _study(dep)
-            if other is not None and other not in ("harness", own, *builds_on.get(own, ())):
-                bad.append(f"{name} imports {dep}")
-    assert not bad, "\n".join(bad)
+        bad += [
+            f"{name} imports {dep}"
+            for dep in sorted(deps)
+            if _study(dep) is not None and _study(dep) not in ("harness", own)
+        ]
+    return bad
+
+
+def test_a_study_imports_only_the_harness_and_itself() -> None:
+    assert study_violations(_graph(_modules(LAB)), _studies()) == []
+    planted = {"experiments.refresh.run": {"experiments.ladder.run", "experiments.harness.x"}}
+    assert study_violations(planted, {"refresh", "ladder"}) == [
+        "experiments.refresh.run imports experiments.ladder.run"
+    ]
     assert _study("experiments.harness.runner") == "harness" and _study("astarpo.x") is None
+
+
+#: The packages whose exported names (``__all__``) the lab may import.
+PUBLIC = ("astarpo", "astarpo.llm", "astarpo.theory", "astarpo.analysis")
+
+
+def lab_violations(imports: list[tuple[str, list[str], str]]) -> list[str]:
+    """Of ``(module imported, names imported from it, where)``, the imports of the library
+    that are not ``from P import X`` with ``P`` one of :data:`PUBLIC` and ``X`` in its
+    ``__all__`` (or a plain ``import astarpo``)."""
+    import importlib
+
+    exported = {p: set(importlib.import_module(p).__all__) for p in PUBLIC}
+    bad = []
+    for mod, names, where in imports:
+        if mod != "astarpo" and not mod.startswith("astarpo."):
+            continue
+        if not names:
+            if mod != "astarpo":
+                bad.append(f"{where}: import {mod} (import names from {', '.join(PUBLIC)})")
+            continue
+        if mod not in exported:
+            bad.append(f"{where}: from {mod} import {', '.join(names)} (not a public package)")
+            continue
+        bad += [f"{where}: {n} is not in {mod}.__all__" for n in names if n not in exported[mod]]
+    return bad
+
+
+def test_the_lab_imports_only_names_the_library_exports() -> None:
+    found = [
+        (mod, names, f"{path.relative_to(LAB.parent)}:{line}")
+        for name, path in _modules(LAB).items()
+        for mod, names, line in _imports(path, name)
+    ]
+    assert lab_violations(found) == []
+    planted = [
+        ("astarpo.llm.stage1.table", ["ValueTable"], "a.py:1"),
+        ("astarpo.llm", ["check_choice"], "a.py:2"),
+        ("astarpo.llm.rewards", [], "a.py:3"),
+        ("astarpo.llm", ["ValueTable"], "a.py:4"),
+        ("astarpo", [], "a.py:5"),
+        ("numpy", [], "a.py:6"),
+    ]
+    assert lab_violations(planted) == [
+        "a.py:1: from astarpo.llm.stage1.table import ValueTable (not a public package)",
+        "a.py:2: check_choice is not in astarpo.llm.__all__",
+        "a.py:3: import astarpo.llm.rewards (import names from astarpo, astarpo.llm, "
+        "astarpo.theory, astarpo.analysis)",
+    ]
+
+
+def test_every_exported_name_is_a_documented_public_api() -> None:
+    """Each name the public packages export resolves and has a docstring of its own (a class or
+    function) or a ``#:`` comment in its module (a constant)."""
+    import importlib
+    import inspect
+
+    bad = []
+    for package in PUBLIC:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            if name == "__version__":
+                continue
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                if not (obj.__doc__ or "").strip():
+                    bad.append(f"{package}.{name}: no docstring")
+                continue
+            owner = next((m for m in _defining_modules(package) if f"\n{name}" in _source(m)), None)
+            if owner is None or not _commented(_source(owner), name):
+                bad.append(f"{package}.{name}: a constant without a #: comment where defined")
+    assert not bad, "\n".join(bad)
+
+
+def _defining_modules(package: str) -> list[str]:
+    return [n for n in _modules() if n == package or n.startswith(f"{package}.")]
+
+
+def _source(module: str) -> str:
+    return "\n" + _modules()[module].read_text()
+
+
+def _commented(text: str, name: str) -> bool:
+    """Whether the module-level assignment of ``name`` in ``text`` follows a ``#:`` comment or
+    has a docstring (a string statement) right after it."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    for i, node in enumerate(tree.body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+            after = tree.body[i + 1] if i + 1 < len(tree.body) else None
+            doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            return above.startswith("#:") or doc
+    return False
 
 
 def test_core_does_not_import_llm_or_theory() -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "t_test_p",
 ]
 
+#: Not a number: the mean or bound of an interval that has none (fewer than two values).
 NAN = float("nan")
 
 

@@ -5,7 +5,8 @@ is their average. As in the rest of the ``update`` experiment, the *fixed point*
 estimated by the parameters averaged over a window of steps and over the seeds. The rule
 compares two successive windows of equal length, :math:`[T/2, 3T/4)` and :math:`[3T/4, T)`,
 through the quantity the page reports (the KL of that average's policy to :math:`\pi^*`), and
-runs from two starts must end at the same place (:data:`RULE`, printed on docs/theory.md).
+runs from two starts must end at the same place (:data:`FIXED_POINT_RULE`, printed on
+docs/theory.md).
 Equal lengths matter: the average over a shorter window is noisier, and the KL is convex, so
 a shorter first window would show a spurious fall.
 """
@@ -23,7 +24,7 @@ from astarpo.analysis.stats import interval_order
 
 __all__ = [
     "AT_OPTIMUM",
-    "RULE",
+    "FIXED_POINT_RULE",
     "TOLERANCE",
     "fixed_point_verdict",
     "window_average",
@@ -40,7 +41,7 @@ RESAMPLES = 1000
 _Z = 1.959963984540054
 
 #: The rule as docs/theory.md prints it.
-RULE = (
+FIXED_POINT_RULE = (
     "the fixed point of a run is estimated by the parameters averaged over a window of steps "
     "and over the seeds; $c = \\ln(\\mathrm{KL}_{[3T/4,T)} / \\mathrm{KL}_{[T/2,3T/4)})$ "
     "compares two successive windows of equal length through the KL of that average's policy "

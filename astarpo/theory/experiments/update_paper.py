@@ -9,7 +9,7 @@ minibatch steps per batch, clip 1.0 and entropy bonus 0.001), two starts
 (:math:`\theta^*_{10^{-3}}` and :math:`\pi_{\mathrm{ref}}`) and two constant step rules that the
 ``small-beta`` experiment found workable at :math:`10^{-3}` (:data:`STEP_RULES`). Each run is T
 steps long; the parameter averages over :math:`[T/4, T/2)` and :math:`[T/2, T)` decide by
-:data:`~astarpo.theory.convergence.RULE` whether the run has reached its fixed point.
+:data:`~astarpo.theory.convergence.FIXED_POINT_RULE` whether the run has reached its fixed point.
 
 Along the path, at every evaluation point: the exact second moment of the one-sample on-policy
 gradient (:func:`~astarpo.theory.variance.gradient_moments`) against Monte Carlo draws, for the
