@@ -1,5 +1,6 @@
 """The adaptive-N study's settings: the ladder's (whose sets and samples it reads) plus the
-rules compared."""
+rules compared: fixed N and the adaptive allocation of Stage 1 (``stage1``: its ``beta1``,
+pilot, cap and prompts per call)."""
 
 from __future__ import annotations
 
@@ -7,56 +8,71 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.harness.protocol import option
-from experiments.ladder.config import QUICK as LADDER_QUICK
-from experiments.ladder.config import LadderConfig
+from astarpo import doc_field
+from astarpo.llm import Stage1Config
+from experiments.harness.config import check_integers, nested
+from experiments.harness.ladder_sets import QUICK as LADDER_QUICK
+from experiments.harness.ladder_sets import LadderConfig
 
-__all__ = ["AdaptiveNConfig", "presets"]
+__all__ = ["BINS", "AdaptiveNConfig", "presets"]
+
+#: The bins of the ladder the study builds: the ladder's, with an easy bin first.
+BINS = ("0:-1", "-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf")
 
 
 @dataclass(frozen=True)
 class AdaptiveNConfig(LadderConfig):
-    """Settings of :func:`~experiments.adaptive_n.run.run` (see each field's ``help``).
+    """Settings of :func:`~experiments.adaptive_n.run.run` (each field's help says what it
+    does).
 
     The ladder's fields say which prompt sets and how many reference samples per prompt
-    (``k``) the study reads when it runs the ladder itself (``ladder`` empty); an easy bin
+    (``k``) the study reads when it builds the ladder itself (``ladder`` empty); an easy bin
     (log10 v_ref in (-1, 0]) is added to the ladder's bins, since an allocation can only move
-    samples between prompts that differ.
+    samples between prompts that differ. With ``ladder``, ``bins`` selects among the ladder's
+    bins (the default: all of them).
     """
 
-    bins: tuple[str, ...] = option(
-        ("0:-1", "-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf"),
-        "Bins of log10 v_ref, each 'HI:LO' (the ladder's, with an easy bin '0:-1' first).",
+    bins: tuple[str, ...] = doc_field(
+        BINS,
+        "Bins of log10 v_ref, each 'HI:LO' (the ladder's, with an easy bin '0:-1' first); with "
+        "--ladder, the ladder's bins to read (the default: all of them).",
     )
-    ladder: str = option(
+    ladder: str = doc_field(
         "",
         "A finished `python -m experiments.ladder` folder to read ladder_prompts.jsonl and "
-        "ladder_samples.jsonl from; empty: run the ladder with this config's fields into "
+        "ladder_samples.jsonl from; empty: build the ladder with this config's fields into "
         "OUT/ladder.",
     )
-    beta1: float = option(
-        0.5, "Stage 1 KL strength of every estimate (the paper: 0.5).", positive=True
-    )
-    fixed: tuple[int, ...] = option(
+    fixed: tuple[int, ...] = doc_field(
         (2, 4, 8, 16, 32, 64), "Fixed N compared (the first N of each prompt's k samples)."
     )
-    adaptive: tuple[int, ...] = option(
+    adaptive: tuple[int, ...] = doc_field(
         (4, 8, 16, 32),
         "Mean samples per prompt of the adaptive rule (its budgets; each also a fixed N "
         "gives a paired comparison).",
     )
-    pilot: int = option(2, "The adaptive rule's pilot samples per prompt.", 1)
-    cap: int = option(64, "The adaptive rule's most samples of one prompt (<= k).", 1)
-    prompts_per_call: int = option(
-        256, "Prompts sharing one budget (Stage1Config.prompts_per_call; the calls mix bins).", 1
+    stage1: Stage1Config = nested(
+        Stage1Config(pilot_samples=2, max_samples=64, prompts_per_call=256, progress=False),
+        {
+            "beta1": "beta1",
+            "pilot": "pilot_samples",
+            "cap": "max_samples",
+            "prompts_per_call": "prompts_per_call",
+        },
     )
-    calls_seed: int = option(0, "Seed of the calls' composition (the prompts' shuffle).", 0)
+    calls_seed: int = doc_field(0, "Seed of the calls' composition (the prompts' shuffle).")
 
     def __post_init__(self) -> None:
+        """Check the fields (``ValueError`` naming the first that is wrong)."""
         super().__post_init__()
+        check_integers(self, calls_seed=0)
         for name in ("fixed", "adaptive"):
             values = getattr(self, name)
-            if not isinstance(values, tuple) or not values or min(values) < 1:
+            if (
+                not isinstance(values, tuple)
+                or not values
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)
+            ):
                 raise ValueError(
                     f"{name} must be a non-empty tuple of integers >= 1, got {values!r}."
                 )
@@ -65,13 +81,21 @@ class AdaptiveNConfig(LadderConfig):
                 f"fixed N up to {max(self.fixed)} needs k >= {max(self.fixed)} samples per "
                 f"prompt, got k = {self.k}; raise k or drop the larger N."
             )
-        if not self.pilot <= min(self.adaptive) <= max(self.adaptive) <= self.cap <= self.k:
+        pilot, cap = self.stage1.pilot_samples, self.stage1.max_samples
+        if not pilot <= min(self.adaptive) <= max(self.adaptive) <= cap <= self.k:
             raise ValueError(
                 "the adaptive rule needs pilot <= every budget <= cap <= k, got pilot "
-                f"{self.pilot}, budgets {self.adaptive}, cap {self.cap}, k {self.k}."
+                f"{pilot}, budgets {self.adaptive}, cap {cap}, k {self.k}."
             )
+
+    def ladder_config(self) -> LadderConfig:
+        """The ladder the study builds when no ``ladder`` folder is given: this config's
+        ladder fields."""
+        return LadderConfig.from_dict(
+            {k: v for k, v in self.to_dict().items() if k in LadderConfig().to_dict()}
+        )
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:
-    """``--quick``: the ladder's quick sets (:data:`~experiments.ladder.config.QUICK`)."""
+    """``--quick``: the ladder's quick sets (:data:`~experiments.harness.ladder_sets.QUICK`)."""
     return dict(LADDER_QUICK) if quick else {}

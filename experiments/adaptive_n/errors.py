@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.allocation import allocate
-from astarpo.analysis.stats import holm, mean_interval, paired_difference
-from astarpo.objective import check_beta, optimal_value
+from astarpo import allocate, optimal_value
+from astarpo.analysis import holm, mean_interval, paired_difference
 
 __all__ = ["adaptive_estimates", "estimator_errors", "exact_v_star", "fixed_estimates"]
 
@@ -37,7 +36,10 @@ def exact_v_star(v_ref: np.ndarray | Sequence[float], beta1: float) -> np.ndarra
     r"""The exact :math:`V^*(x) = \beta_1 \log(1 + v_{ref}(x)(e^{1/\beta_1} - 1))` of a 0/1 reward
     with solve rate ``v_ref`` ``[X]`` (computed with ``log1p``/``expm1``: exact for tiny
     ``v_ref``, where :math:`V^* \approx \beta_1 v_{ref} (e^{1/\beta_1} - 1)`)."""
-    beta1 = check_beta(beta1, "beta1")
+    if isinstance(beta1, bool) or not isinstance(beta1, (int, float)) or not beta1 > 0:
+        raise ValueError(f"beta1 must be a number > 0, got {beta1!r}.")
+    if not math.isfinite(beta1):
+        raise ValueError(f"beta1 must be finite, got {beta1!r}.")
     p = np.asarray(v_ref, dtype=np.float64)
     if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
         raise ValueError("v_ref must be probabilities in [0, 1].")

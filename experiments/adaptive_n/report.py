@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.figures import errorbars, figure, legend_below, log_y_labels, save, styled
+from astarpo.analysis import errorbars, figure, legend_below, log_y_labels, save, styled
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, process_lines, table
 from experiments.harness.report import write as write_report

@@ -78,7 +78,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-        from astarpo.llm.toy.problems import addition_task
+        from astarpo.llm import addition_task
 
         rows = addition_task(8, seed=0)
         (work / "p.jsonl").write_text(

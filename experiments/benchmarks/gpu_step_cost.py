@@ -84,7 +84,7 @@ def hash_reward(prompts: Any, completions: Any, **_: Any) -> list[float]:
 def make_tokenizer(vocab_size: int) -> Any:
     """A word-level tokenizer of ``vocab_size`` ids: specials, the digits, ``+``, ``=``, then
     filler words ``<wI>``."""
-    from astarpo.llm.models.toy import make_word_tokenizer
+    from astarpo.llm import make_word_tokenizer
 
     words = [*"0123456789+=", *(f"<w{i}>" for i in range(15, vocab_size))]
     return make_word_tokenizer(words, split="<w[0-9]+>|.")
@@ -96,11 +96,7 @@ def child(args: Any) -> dict[str, Any]:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from astarpo.llm.algorithms.registry import ALGORITHMS
-    from astarpo.llm.rollout.backend import build_generator
-    from astarpo.llm.stage1.config import Stage1Config
-    from astarpo.llm.stage1.estimate import estimate_values
-    from astarpo.llm.training.trainer import Trainer
+    from astarpo.llm import ALGORITHMS, Stage1Config, Trainer, build_generator, estimate_values
 
     device = torch.device(args.device)
     shape = SHAPES[args.shape]
@@ -209,7 +205,7 @@ def main() -> None:
     if args.algo:
         print(json.dumps(child(args)))
         return
-    from astarpo.analysis.stats import paired_ratio
+    from astarpo.analysis import paired_ratio
 
     result: dict[str, Any] = {"settings": vars(args) | {"N": N, "G": G, **SHAPE}, "runs": {}}
     for algo in args.algos.split(","):

@@ -27,12 +27,8 @@ from typing import Any
 
 import torch
 
-from astarpo.analysis.figures import errorbars, figure, legend_below, save, styled
-from astarpo.analysis.stats import paired_ratio
-from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-from astarpo.llm.toy.problems import scratchpad_task
-from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.trainer import Trainer
+from astarpo.analysis import errorbars, figure, legend_below, paired_ratio, save, styled
+from astarpo.llm import Trainer, get_task, make_char_tokenizer, make_toy_model, scratchpad_task
 from experiments.benchmarks.common import parser
 from experiments.efficiency.mechanism import predicted_ratio
 from experiments.harness.measure import alternate
@@ -65,7 +61,9 @@ def measure(length: int, steps: int, warmup: int, batch: int, seed: int = 0) -> 
     base = make_toy_model(tok, seed=seed, **get_task("scratchpad").model).eval()
     _no_eos(base, int(tok.eos_token_id))
     rows = scratchpad_task(batch * 4, seed=seed, digits=4)
-    cfg = Protocol(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
+    cfg = Protocol.from_dict(
+        dict(task="scratchpad", max_new_tokens=max(length, 78), batch_size=batch)
+    )
     trainers = {}
     for algo in ALGOS:
         out = Path(tempfile.mkdtemp(prefix=f"ls-{algo}-"))

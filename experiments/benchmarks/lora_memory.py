@@ -30,7 +30,7 @@ def _step(args: argparse.Namespace) -> dict:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from astarpo.llm.models.lora import AdapterDisabledReference, apply_lora, parameter_bytes
+    from astarpo.llm import AdapterDisabledReference, apply_lora, parameter_bytes
 
     def rss_peak_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from astarpo.analysis.stats import paired_difference
+from astarpo.analysis import paired_difference
 from experiments.benchmarks.common import parser
 from experiments.efficiency.plateau import by_horizon, value_at_step
 

@@ -17,19 +17,23 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from astarpo.llm.data.prompts import benchmark_path, load_prompts
-from astarpo.llm.eval import BENCHMARKS
-from astarpo.llm.rewards.builtin import RewardReport
-from astarpo.llm.rewards.math_verify import MathVerifyReward
+from astarpo.llm import BENCHMARKS, MathVerifyReward, RewardReport, benchmark_path, load_prompts
 from experiments.benchmarks.common import seconds
 
 
 def in_process(prompts: list[str], completions: list[str], golds: list[str]) -> list[float]:
-    """In-process math-verify's scores (no timeout protection), as a reward's call."""
-    from astarpo.llm.rewards import math_verify_worker as w
+    """math-verify's scores in this process (no timeout protection), as a reward's call: each
+    completion's answer (``\\boxed{}`` first) against its gold read as LaTeX math, the
+    extraction :class:`astarpo.llm.MathVerifyReward` uses."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-    pairs = zip(completions, golds, strict=True)
-    return [w.score({"completion": c, "gold": g}).get("score", 0.0) for c, g in pairs]
+    pred_config = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+    out = []
+    for c, g in zip(completions, golds, strict=True):
+        gold = parse(f"${g}$", extraction_config=(LatexExtractionConfig(), ExprExtractionConfig()))
+        pred = parse(c, extraction_config=pred_config)
+        out.append(float(bool(gold and pred and verify(gold, pred))))
+    return out
 
 
 def verified(

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from dataclasses import replace
 
 import torch
 
-from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-from astarpo.llm.toy.sft import SFTConfig, check_accuracy, sft
-from experiments.harness.protocol import REF_SEED, SFT_BATCH, Protocol, splits
+from astarpo.llm import check_accuracy, make_char_tokenizer, make_toy_model, sft
+from experiments.harness.protocol import REF_SEED, Protocol, splits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg, tok = Protocol(), make_char_tokenizer()
     rows, model = splits(cfg), make_toy_model(tok, seed=REF_SEED)
     # The bench's schedule (warm-up from sft_steps) with the stop disabled.
-    config = SFTConfig(cfg.sft_steps, SFT_BATCH, cfg.sft_lr)
+    config = replace(cfg.sft, target_accuracy=None)
     stopped: list[int] = []
 
     def at_step(step: int, loss: float) -> None:
         if step % 5 == 0 and not stopped:
-            if check_accuracy(model, tok, rows["check"]) >= cfg.reference_target:
+            if check_accuracy(model, tok, rows["check"]) >= (cfg.sft.target_accuracy or 0.0):
                 stopped.append(step)
         if step % args.every == 0 or (stopped and stopped[-1] == step):
             val = check_accuracy(model, tok, rows["check"])

@@ -147,8 +147,7 @@ def child(args: argparse.Namespace) -> None:
 
 def reference(args: argparse.Namespace, tmp: str) -> str:
     """The folder of the setting's reference (see the module doc), saved under ``tmp``."""
-    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-    from astarpo.llm.toy.tasks import get_task
+    from astarpo.llm import get_task, make_char_tokenizer, make_toy_model
     from experiments.harness.protocol import Protocol, make_reference
 
     task = get_task(args.task)
@@ -157,7 +156,9 @@ def reference(args: argparse.Namespace, tmp: str) -> str:
     if args.untrained:
         make_toy_model(make_char_tokenizer(), seed=0, **task.model).save_pretrained(tmp)
         return tmp
-    cfg = Protocol(task=args.task, max_new_tokens=args.max_new_tokens, sft_lr=task.sft_lr)
+    cfg = Protocol.from_dict(
+        dict(task=args.task, max_new_tokens=args.max_new_tokens, sft_lr=task.sft_lr)
+    )
     make_reference(cfg, Path(tmp))
     return str(Path(tmp) / "reference")
 
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args)
         return 0
-    from astarpo.analysis.stats import paired_ratio
+    from astarpo.analysis import paired_ratio
     from experiments.harness.report import fmt_ci
 
     load0 = os.getloadavg()

@@ -26,8 +26,7 @@ from experiments.benchmarks.common import parser, seconds
 
 def _rates(gen: Any, prompts: list[str], sampling: Any, args: Any) -> dict[str, float]:
     """``samples_per_s`` and ``tokens_per_s`` of ``gen`` on ``prompts`` after a warm-up call."""
-    from astarpo.llm.data.prompts import prompt_key
-    from astarpo.llm.rollout.base import derive_seed
+    from astarpo.llm import derive_seed, prompt_key
 
     n, batch_size = args.n_samples, args.prompts_per_call
     gen.generate(prompts[:batch_size], n, sampling, 12345)  # warm-up, not timed
@@ -57,17 +56,21 @@ def main() -> None:
 
     import torch
 
-    from astarpo.commands.common import load_model
-    from astarpo.llm.data.prompts import load_prompts
-    from astarpo.llm.rollout.base import SamplingConfig
-    from astarpo.llm.rollout.hf import HFGenerator
-    from astarpo.llm.rollout.vllm import VLLMGenerator
-    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm import (
+        HFGenerator,
+        SamplingConfig,
+        VLLMGenerator,
+        addition_task,
+        load_pretrained_model,
+        load_prompts,
+        load_tokenizer,
+    )
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = "bfloat16" if device == "cuda" else "float32"
-    model, tok = load_model(args.model, device, dtype)
-    model = model.to(getattr(torch, dtype)).eval()
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    tok = load_tokenizer(args.model)
+    model = load_pretrained_model(args.model, dtype=dtype, device=device)
+    model = model.to(dtype).eval()
     if args.data:
         prompts = [r["prompt"] for r in load_prompts(args.data, limit=args.prompts)]
     else:

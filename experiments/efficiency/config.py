@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from astarpo.llm.algorithms.registry import ALGORITHMS
-from experiments.harness.protocol import DROP_ARM, STAGE1_ARMS, Protocol, option
+from astarpo import doc_field
+from astarpo.llm import ALGORITHMS, TrainConfig
+from experiments.harness.config import check_choices, check_integers, check_positive, nested
+from experiments.harness.protocol import DROP_ARM, STAGE1_ARMS, TRAIN, TRAIN_FLAGS, Protocol
 
 __all__ = [
     "ARM_LABELS",
     "FAIR_TUNING",
     "PAPER_QUICK",
-    "PAPER_SHAPE",
     "PEER_ARMS",
     "PROTOCOLS",
     "QUICK",
@@ -30,9 +30,6 @@ __all__ = [
 
 #: The two protocols (``protocol``): equal wall-clock budgets, or the paper's equal steps.
 PROTOCOLS = ("clock", "paper")
-#: The training settings of every run on the paper protocol (its section 5: 2 minibatches per
-#: batch, entropy bonus 0.001, gradient clip 1.0; N, G, beta1 and beta2 are the config's).
-PAPER_SHAPE: dict[str, Any] = dict(minibatches=2, entropy_coef=1e-3, max_grad_norm=1.0)
 
 #: Runs of another library per ``peers`` entry (:mod:`experiments.efficiency.peers`), and
 #: their names in the report.
@@ -42,82 +39,84 @@ ARM_LABELS: dict[str, str] = {"trl_grpo": "TRL GRPO", "trl_a2po": "TRL A2PO"}
 
 @dataclass(frozen=True)
 class EfficiencyConfig(Protocol):
-    """Settings of :func:`~experiments.efficiency.run.run` (see each field's ``help``)."""
+    """Settings of :func:`~experiments.efficiency.run.run` (each field's help says what it
+    does); ``train`` holds the clock protocol's budget of every run (``max_train_seconds``) and
+    the paper protocol's steps and evaluation interval (``steps``, ``eval_every_steps``)."""
 
-    algos: tuple[str, ...] = option(
+    algos: tuple[str, ...] = doc_field(
         ("astarpo", "grpo", "rloo", "ppo", "rebel"),
         "Algorithms to compare; must include astarpo (the baseline of the ratios).",
     )
-    drop_all_wrong: bool = option(
+    drop_all_wrong: bool = doc_field(
         True, "Also run astarpo_drop: A*-PO without the prompts whose N Stage 1 samples all fail."
     )
-    adaptive_n: bool = option(
+    adaptive_n: bool = doc_field(
         False,
         "Also run A*-PO with another Stage 1 (at A*-PO's rate, Stage 1 inside each run): "
         "astarpo_adaptive (the adaptive rule, n_samples per prompt on average), "
         "astarpo_adaptive_half (adaptive, half the samples) and astarpo_half (fixed, n_samples/2).",
     )
-    seeds: int = option(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).", 1)
-    max_train_seconds: float = option(
-        60.0, "Wall-clock budget of every run; A*-PO's Stage 1 is inside it.", positive=True
-    )
-    lr_grid: tuple[float, ...] = option(
-        (1e-4, 3e-4, 1e-3), "Learning rates of the sweep (one: no sweep), by validation curve."
-    )
-    learning_rates: dict[str, float] = dataclasses.field(
-        default_factory=dict,
-        metadata={
-            "help": "A fixed learning rate per algorithm (JSON, e.g. '{\"astarpo\": 3.33e-5}'): "
-            "those algorithms skip the sweep and train at it (e.g. the rates an earlier run's "
-            "sweep chose); the others are swept over lr_grid."
+    seeds: int = doc_field(3, "Seeds 0 .. seeds-1 per run (95% t-intervals over them).")
+    train: TrainConfig = nested(
+        replace(TRAIN, max_train_seconds=60.0, max_steps=200, eval_steps=20),
+        {
+            **{name: name for name in TRAIN_FLAGS},
+            "max_train_seconds": "max_train_seconds",
+            "steps": "max_steps",
+            "eval_every_steps": "eval_steps",
         },
     )
-    batch_grid: tuple[int, ...] = option(
+    lr_grid: tuple[float, ...] = doc_field(
+        (1e-4, 3e-4, 1e-3), "Learning rates of the sweep (one: no sweep), by validation curve."
+    )
+    learning_rates: dict[str, float] = doc_field(
+        {},
+        "A fixed learning rate per algorithm (JSON, e.g. '{\"astarpo\": 3.33e-5}'): those "
+        "algorithms skip the sweep and train at it (e.g. the rates an earlier run's sweep "
+        "chose); the others are swept over lr_grid.",
+    )
+    batch_grid: tuple[int, ...] = doc_field(
         (),
         "Prompts per step swept per algorithm on the clock protocol, after the rate, at the "
         "rate it chose (empty: every run takes batch_size). A choice on an edge extends the "
         "grid as the rate's does (grid_extensions).",
     )
-    batch_sizes: dict[str, int] = dataclasses.field(
-        default_factory=dict,
-        metadata={
-            "help": "Fixed prompts per step per algorithm on the clock protocol (JSON, e.g. "
-            "'{\"astarpo\": 64}'): those algorithms skip the batch sweep (e.g. the sizes an "
-            "earlier run's sweep chose); the others are swept over batch_grid."
-        },
+    batch_sizes: dict[str, int] = doc_field(
+        {},
+        "Fixed prompts per step per algorithm on the clock protocol (JSON, e.g. "
+        "'{\"astarpo\": 64}'): those algorithms skip the batch sweep (e.g. the sizes an "
+        "earlier run's sweep chose); the others are swept over batch_grid.",
     )
-    workers: int = option(
+    workers: int = doc_field(
         1,
         "Measured runs at once, each on `threads` cores. Above 1 the wall time falls, but runs "
         "side by side share the memory bandwidth: their times are not those of runs alone.",
-        1,
     )
-    sweep_workers: int = option(
+    sweep_workers: int = doc_field(
         1,
         "Sweep runs at once, each on `threads` cores (every algorithm's grid, then each round "
         "of extensions, side by side); the measured runs stay `workers` at a time. Above 1 the "
         "sweep's wall time falls; its runs share the memory bandwidth.",
-        1,
     )
-    grid_extensions: int = option(
-        2, "Times the sweep may add a rate beyond the grid's edge the choice sits on.", 0
+    grid_extensions: int = doc_field(
+        2, "Times the sweep may add a rate beyond the grid's edge the choice sits on."
     )
-    sweep_seconds: float = option(20.0, "Budget of a sweep run (Stage 1 reused).", positive=True)
-    sweep_seed: int = option(1000, "Seed of the sweep runs (not a main seed).")
-    target_fractions: tuple[float, ...] = option(
+    sweep_seconds: float = doc_field(20.0, "Budget of a sweep run (Stage 1 reused).")
+    sweep_seed: int = doc_field(1000, "Seed of the sweep runs (not a main seed).")
+    target_fractions: tuple[float, ...] = doc_field(
         (0.25, 0.5, 0.75), "Targets: fractions of the way from the reference to the best final."
     )
-    peers: tuple[str, ...] = option(
+    peers: tuple[str, ...] = doc_field(
         (),
         "Other libraries on the same protocol: trl (TRL's GRPO and A2PO trainers; the "
         'bench-trl extra: torch==2.13.0 first, then pip install -e ".[bench-trl]").',
     )
-    one_pass: bool = option(
+    one_pass: bool = doc_field(
         False,
         "Then A*-PO and GRPO again on a pool no run goes through twice (sized from the "
         "main runs): Stage 1 paid for every prompt.",
     )
-    protocol: str = option(
+    protocol: str = doc_field(
         "clock",
         "clock: every run on one wall-clock budget (max_train_seconds), A*-PO's Stage 1 inside "
         "it. paper: every run for `steps` steps over the same prompt order in the paper's shape "
@@ -125,16 +124,24 @@ class EfficiencyConfig(Protocol):
         "without Stage 1 measured.",
         choices=PROTOCOLS,
     )
-    steps: int = option(200, "Steps of every run, sweep runs too, on the paper protocol.", 1)
-    eval_every_steps: int = option(
-        20, "Held-out evaluation every this many steps on the paper protocol (not timed).", 1
-    )
-    sweep_seeds: int = option(
-        1, "Seeds of each sweep score, from sweep_seed on (the score is their mean).", 1
+    sweep_seeds: int = doc_field(
+        1, "Seeds of each sweep score, from sweep_seed on (the score is their mean)."
     )
 
     def __post_init__(self) -> None:
+        """Check the fields (``ValueError`` naming the first that is wrong)."""
         super().__post_init__()
+        check_choices(self)
+        check_integers(self, seeds=1, workers=1, sweep_workers=1, grid_extensions=0)
+        check_integers(self, sweep_seeds=1, sweep_seed=0)
+        check_positive(self, "sweep_seconds")
+        if not self.train.max_train_seconds > 0:  # 0 would be no budget at all
+            seconds = self.train.max_train_seconds
+            raise ValueError(f"max_train_seconds must be a finite number > 0, got {seconds}.")
+        if self.train.eval_steps < 1:
+            raise ValueError(
+                f"eval_every_steps must be an integer >= 1, got {self.train.eval_steps}."
+            )
         peers = self.peers
         if not isinstance(peers, tuple) or any(p not in PEER_ARMS for p in peers):
             raise ValueError(f"peers must be a tuple drawn from {tuple(PEER_ARMS)}, got {peers!r}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.stats import mean_interval, paired_ratio, t_interval
+from astarpo.analysis import mean_interval, paired_ratio, t_interval
 from experiments.harness.report import fmt_ci, fmt_ratio, table
 from experiments.harness.training import PHASES
 

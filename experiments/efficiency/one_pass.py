@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.stats import paired_ratio
+from astarpo.analysis import paired_ratio
 from experiments.efficiency.mechanism import seen
 from experiments.efficiency.summary import REUSED
 from experiments.harness.report import fmt, fmt_ci, fmt_ratio, table

@@ -13,18 +13,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.curves import time_to_target
-from astarpo.analysis.figures import (
+from astarpo.analysis import (
     CURVES,
     MAX_LEGEND,
     WIDTH,
     errorbars,
+    holm,
     legend_below,
+    mean_interval,
+    paired_difference,
+    paired_ratio,
     save,
     seed_errorbars,
     styled,
+    time_to_target,
 )
-from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
 from experiments.efficiency.mechanism import by_arm
 from experiments.efficiency.plateau import by_horizon, plateau, value_at_step
 from experiments.efficiency.summary import POSITIVE, curve, memory_mb, summarize

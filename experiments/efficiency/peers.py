@@ -16,10 +16,7 @@ from typing import Any
 
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
-from astarpo.llm.rewards.builtin import exact_match_reward
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.training.callbacks import Schedule
-from astarpo.llm.training.metrics import timed
+from astarpo.llm import Schedule, ValueTable, exact_match_reward, timed
 from experiments.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
 
 __all__ = [
@@ -115,8 +112,8 @@ DIFFERENCES = (
 def peer_info(cfg: EfficiencyConfig) -> dict[str, Any]:
     """``{"version", "differences"}``: :data:`DIFFERENCES` with ``cfg``'s sizes, as
     ``{setting: {"trl": ..., "ours": ...}}``."""
-    b, g = cfg.batch_size, cfg.group_size
-    sizes = {"B": b, "G": g, "BG": b * g, "GB": cfg.generation_batch_size}
+    b, g = cfg.train.batch_size, cfg.grpo.group_size
+    sizes = {"B": b, "G": g, "BG": b * g, "GB": cfg.train.generation_batch_size}
     rows = {k: {"trl": t.format(**sizes), "ours": o.format(**sizes)} for k, t, o in DIFFERENCES}
     return {"version": TRL_VERSION, "differences": rows}
 
@@ -190,11 +187,11 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
         max_steps=10**9,
         gradient_accumulation_steps=1,
         activation_checkpointing=False,  # TRL defaults to True
-        bf16=cfg.mixed_precision == "bf16" or (cfg.mixed_precision == "auto" and cuda),
+        bf16=cfg.train.mixed_precision == "bf16" or (cfg.train.mixed_precision == "auto" and cuda),
         use_cpu=not cuda,
         temperature=1.0,
         top_p=1.0,
-        max_completion_length=cfg.max_new_tokens,
+        max_completion_length=cfg.train.max_new_tokens,
         report_to="none",
         save_strategy="no",
         logging_strategy="no",
@@ -207,8 +204,8 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
         from trl import GRPOTrainer as trainer_type
 
         own: dict[str, Any] = dict(
-            per_device_train_batch_size=cfg.batch_size * cfg.group_size,
-            num_generations=cfg.group_size,
+            per_device_train_batch_size=cfg.train.batch_size * cfg.grpo.group_size,
+            num_generations=cfg.grpo.group_size,
             beta=0.0,
             top_k=0,
             use_vllm=False,
@@ -218,10 +215,10 @@ def _trainer(arm: str, spec: dict[str, Any], cfg: EfficiencyConfig, policy: Any,
         from trl.experimental.a2po import A2POTrainer as trainer_type  # type: ignore[assignment, unused-ignore]
 
         own = dict(
-            per_device_train_batch_size=cfg.batch_size,
-            num_value_samples=cfg.n_samples,
-            beta1=cfg.beta1,
-            beta2=cfg.beta2,
+            per_device_train_batch_size=cfg.train.batch_size,
+            num_value_samples=cfg.stage1.n_samples,
+            beta1=cfg.stage1.beta1,
+            beta2=cfg.astarpo.beta2,
             filter_all_incorrect=False,
         )
     return trainer_type(
@@ -250,7 +247,7 @@ def run_peer(
         raise ValueError(f"unknown peer arm {arm!r}; expected one of {PEER_ARMS['trl']}.")
     spent = {"time/generate": 0.0, "time/stage1": 0.0}
     clock = PeerClock(
-        float(spec["seconds"]), cfg.eval_every_seconds, eval_fn, lambda: spent["time/stage1"]
+        float(spec["seconds"]), cfg.train.eval_every_seconds, eval_fn, lambda: spent["time/stage1"]
     )
     trainer = _trainer(arm, spec, cfg, policy, tok, clock)
     if arm == "trl_a2po":
@@ -268,7 +265,7 @@ def run_peer(
         "clock_s": clock.stage1_s + clock.train_s,
         "steps": clock.steps,
         "pool": len(trainer.train_dataset),
-        "samples_per_prompt": cfg.group_size if arm == "trl_grpo" else 1,
+        "samples_per_prompt": cfg.grpo.group_size if arm == "trl_grpo" else 1,
         "phases": {
             "stage1": clock.stage1_s,
             "generate": spent["time/generate"],

@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.curves import value_at
-from astarpo.analysis.stats import paired_difference
+from astarpo.analysis import paired_difference, value_at
 from experiments.efficiency.summary import curve
 
 __all__ = [

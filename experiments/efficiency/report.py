@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from astarpo.analysis.figures import (
+from astarpo.analysis import (
     CURVES,
     MAX_LEGEND,
     WIDTH,
@@ -19,13 +19,13 @@ from astarpo.analysis.figures import (
     seed_errorbars,
     styled,
 )
-from experiments.efficiency.config import ARM_LABELS, PAPER_SHAPE
+from experiments.efficiency.config import ARM_LABELS
 from experiments.efficiency.mechanism import markdown_lines
 from experiments.efficiency.one_pass import markdown_lines as one_pass_lines
 from experiments.efficiency.paper import paper_lines, plot_paper, summarize_all
 from experiments.efficiency.summary import METRICS, REUSED, curve, groups, summarize
 from experiments.harness.output import OutputDir
-from experiments.harness.protocol import DROP_ARM, STAGE1_ARMS
+from experiments.harness.protocol import DROP_ARM, PAPER_SHAPE, STAGE1_ARMS
 from experiments.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
 from experiments.harness.report import write as write_report
 

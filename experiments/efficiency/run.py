@@ -18,23 +18,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from astarpo.analysis.curves import curve_area
-from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.analysis import curve_area
+from astarpo.llm import make_char_tokenizer
 from experiments.efficiency import report
 from experiments.efficiency.config import EfficiencyConfig, arms, peer_arms
 from experiments.efficiency.one_pass import ONE_PASS_ARMS, one_pass_pool_size
 from experiments.efficiency.paper import summarize_all
 from experiments.efficiency.peers import check_peers, peer_info
 from experiments.efficiency.summary import curve, summarize
+from experiments.efficiency.worker import run_one
 from experiments.harness.measure import evaluate_policy, timed_stage1
-from experiments.harness.output import OutputDir
 from experiments.harness.protocol import (
     DROP_ARM,
     SFT,
@@ -43,12 +43,10 @@ from experiments.harness.protocol import (
     make_reference,
     splits,
 )
-from experiments.harness.runner import Runner, rotated, sweep_all
+from experiments.harness.runner import Runner, entry, open_output, rotated, sweep_all
 
-__all__ = ["ENTRY", "OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_scores"]
+__all__ = ["OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_scores"]
 
-#: The function a run's process calls.
-ENTRY = "experiments.efficiency.worker:run_one"
 #: What the study writes besides ``runs/`` and ``bench.json/md/png``.
 OUTPUTS = ("reference", "held_out_pass.jsonl", "values.jsonl")
 
@@ -81,12 +79,13 @@ def sweep_scores(
     long as the measured ones). The runs of every point go ``sweep_workers`` at a time; on the
     paper protocol a slow one is not run again (``rerun_slow``): its score reads steps, not the
     clock."""
-    clock, horizon = ("step", cfg.steps) if cfg.protocol == "paper" else ("time", cfg.sweep_seconds)
+    paper = cfg.protocol == "paper"
+    clock, horizon = ("step", cfg.train.max_steps) if paper else ("time", cfg.sweep_seconds)
     seeds = range(cfg.sweep_seed, cfg.sweep_seed + cfg.sweep_seeds)
     runs = []
     for (arm, lr, batch), seed in product(points, seeds):
         spec = {**base, "arm": arm, "seed": seed, "lr": lr, "seconds": cfg.sweep_seconds}
-        spec.update(steps=cfg.steps, stage1_inside=False, hard=None)
+        spec.update(steps=cfg.train.max_steps, stage1_inside=False, hard=None)
         seeded = f"-seed{seed}" if cfg.sweep_seeds > 1 else ""
         sized = "" if batch is None else f"-b{batch}"
         runs.append((f"sweep-{arm}-lr{lr:g}{sized}{seeded}", with_batch(spec, batch)))
@@ -137,7 +136,7 @@ def sweep_batches(
         out, new = {}, []
         for arm, b in points:
             own = lrs[arm].get("scores", {}).get(f"{lrs[arm]['chosen']:g}")
-            if int(b) == cfg.batch_size and own is not None:
+            if int(b) == cfg.train.batch_size and own is not None:
                 out[(arm, b)] = own
             else:
                 new.append((arm, b))
@@ -145,7 +144,7 @@ def sweep_batches(
         out.update(zip(new, sweep_scores(runner, cfg, base, at), strict=True))
         return [out[p] for p in points]
 
-    grid = tuple(map(float, cfg.batch_grid or (cfg.batch_size,)))
+    grid = tuple(map(float, cfg.batch_grid or (cfg.train.batch_size,)))
     swept = sweep_all(score_all, todo, grid, cfg.grid_extensions, integer=True, say=runner.say)
     out = {**given, **{arm: {**w, "chosen": int(w["chosen"])} for arm, w in swept.items()}}
     return {**out, **{arm: out["astarpo"] for arm in (DROP_ARM, *STAGE1_ARMS)}}
@@ -163,7 +162,8 @@ def seed_runs(
     """Every run of ``names`` for every seed at its chosen rate (and, with ``batches``, its
     chosen prompts per step), Stage 1 inside the budget, the order rotated per seed
     (:func:`~experiments.harness.runner.rotated`), ``workers`` at a time."""
-    own = {"seconds": cfg.max_train_seconds, "steps": cfg.steps, "stage1_inside": True}
+    own = {"seconds": cfg.train.max_train_seconds, "steps": cfg.train.max_steps}
+    own["stage1_inside"] = True
     batch = {arm: w["chosen"] for arm, w in (batches or {}).items()}
     return runner.run_all(
         [
@@ -207,15 +207,14 @@ def run(
         RuntimeError: a peer of ``cfg.peers`` or the backend is not installed (before any run).
     """
     check_peers(cfg.peers)
-    check_backend(cfg.backend)
+    check_backend(cfg.train.backend)
     cfg = cfg.resolved()
-    output = OutputDir(out_dir, "bench", OUTPUTS)
-    output.clear(overwrite, resume)
+    output = open_output(out_dir, "bench", OUTPUTS, cfg, overwrite, resume)
     say = print if progress else (lambda *a, **k: None)
     runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, _describe, resume)
     torch.set_num_threads(cfg.threads)
     rows = splits(cfg)
-    say(f"[bench] reference (SFT to {cfg.reference_target} on validation, cached)")
+    say(f"[bench] reference (SFT to {cfg.sft.target_accuracy} on validation, cached)")
     for name in OUTPUTS:
         output.record(name)
     ref, sft_info = make_reference(cfg, output.path)
@@ -231,8 +230,8 @@ def run(
     say(f"[bench] Stage 1 alone: {stage1_s:.1f}s, {all_wrong}/{len(table)} pool prompts all wrong")
     del ref
     base = {
-        "entry": ENTRY,
-        "config": asdict(cfg),
+        "entry": entry(run_one),
+        "config": cfg.to_dict(),
         "reference": str(output.path / "reference"),
         "values": str(output.path / OUTPUTS[2]),
         "paths": ["reference", "values"],
@@ -242,9 +241,9 @@ def run(
     batches = sweep_batches(runner, cfg, swept, lrs)
     main = {**base, "train": rows["pool"], "eval": rows["held_out"], "hard": hard}
     result: dict[str, Any] = {
-        "config": asdict(cfg),
+        "config": cfg.to_dict(),
         "reference": {**ref_eval, "sft": sft_info},
-        "hard": {"held_out": sum(hard), "of": len(hard), "n_samples": cfg.n_samples},
+        "hard": {"held_out": sum(hard), "of": len(hard), "n_samples": cfg.stage1.n_samples},
         "stage1": {"seconds": stage1_s, "prompts": len(table), "all_wrong": all_wrong},
         "sweep": lrs,
         **({"sweep_batch": batches} if batches else {}),
@@ -273,13 +272,14 @@ def _one_pass(
     """A*-PO and GRPO again (same seeds and rates) on a pool no run revisits, A*-PO estimating
     V* of each prompt when first drawn, read on the main runs' targets: ``{"sizing", "config",
     "runs", "summary"}``."""
-    sizing = one_pass_pool_size(result["runs"], cfg.max_train_seconds, cfg.batch_size, limit=SFT)
+    budget, batch = cfg.train.max_train_seconds, cfg.train.batch_size
+    sizing = one_pass_pool_size(result["runs"], budget, batch, limit=SFT)
     wide = replace(cfg, pool_size=sizing["pool_size"])
     runner.say(f"[bench] one pass: pool of {wide.pool_size} prompts ({sizing['need']})")
     names = tuple(a for a in ONE_PASS_ARMS if a in cfg.algos)
-    spec = {**main, "config": asdict(wide), "train": splits(wide)["pool"], "stream_stage1": True}
+    spec = {**main, "config": wide.to_dict(), "train": splits(wide)["pool"], "stream_stage1": True}
     batches = result.get("sweep_batch")
     runs = seed_runs(runner, wide, spec, names, result["sweep"], "onepass-", batches)
-    config = {**asdict(wide), "algos": names}
+    config = {**wide.to_dict(), "algos": names}
     summary = summarize({**result, "config": config, "runs": runs}, result["summary"]["targets"])
     return {"sizing": sizing, "config": config, "runs": runs, "summary": summary}

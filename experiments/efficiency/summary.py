@@ -12,8 +12,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.curves import target_levels, time_to_target, value_at
-from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
+from astarpo.analysis import (
+    holm,
+    mean_interval,
+    paired_difference,
+    paired_ratio,
+    target_levels,
+    time_to_target,
+    value_at,
+)
 from experiments.efficiency.config import ARM_LABELS
 from experiments.efficiency.mechanism import by_arm, phase_seconds, summarize_mechanism
 

@@ -13,18 +13,11 @@ from typing import Any
 
 import torch
 
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.metrics import peak_memory
-from experiments.efficiency.config import (
-    PAPER_SHAPE,
-    PEER_ARMS,
-    EfficiencyConfig,
-    stage2_seconds,
-)
+from astarpo.llm import ValueTable, get_task, peak_memory
+from experiments.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
 from experiments.efficiency.peers import import_peer, run_peer
 from experiments.harness.measure import PeakRSS, evaluate_policy, timed_stage1
-from experiments.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
+from experiments.harness.protocol import DROP_ARM, PAPER_SHAPE, algorithm_config, arm_algorithm
 from experiments.harness.training import drop_all_wrong, load_run, train_run
 
 __all__ = ["run_one"]
@@ -81,9 +74,9 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "algo": arm_algorithm(arm),
         "seed": int(spec["seed"]),
         "lr": float(spec["lr"]),
-        "backend": cfg.backend,
+        "backend": cfg.train.backend,
         **fields,
-        "prompts": fields["steps"] * cfg.batch_size,
+        "prompts": fields["steps"] * cfg.train.batch_size,
         "memory": memory,
         "wall_seconds": fields["clock_s"],
         "cpu_seconds": fields["evals"][-1]["cpu_time"],
@@ -113,14 +106,15 @@ def _own_run(
                 raise RuntimeError(f"{DROP_ARM}: every prompt is all wrong in Stage 1; no pool.")
     if cfg.protocol == "paper":  # equal steps, no time limit, the paper's shape
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), 0.0)
-        steps, every = int(spec["steps"]), cfg.eval_every_steps
+        steps, every = int(spec["steps"]), cfg.train.eval_steps
         args = replace(args, max_steps=steps, eval_steps=every, eval_every_seconds=0.0)
         args = replace(args, **PAPER_SHAPE)
     else:
         seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
     if stream:  # Stage 1 of each prompt when first drawn, in the training clock
-        streamed: dict[str, Any] = {"stream_n_samples": cfg.n_samples, "stream_beta1": cfg.beta1}
+        streamed: dict[str, Any] = {"stream_n_samples": cfg.stage1.n_samples}
+        streamed["stream_beta1"] = cfg.stage1.beta1
         args = replace(args, **{"stream_stage1": True, **streamed})
     rewards = [get_task(cfg.task).reward]
     fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)

@@ -1,7 +1,9 @@
 """The lab's command line: ``python -m experiments.NAME [flags]`` runs study ``NAME`` of
 :data:`~experiments.registry.STUDIES` (``python -m experiments`` lists them), one flag per
-config field (a tuple takes a comma-separated list, a dict a JSON object, a bool
-``--x``/``--no-x``) with its presets under the flags given, and prints its Markdown report.
+setting of its config (:func:`~experiments.harness.config.flat_view`: a tuple takes a
+comma-separated list, a dict a JSON object, a bool ``--x``/``--no-x``) with its presets under
+the flags given, and prints its Markdown report. The flags and the ``--config`` file are the
+library's (:func:`astarpo.add_field_arguments`, :func:`astarpo.apply_config_file`).
 
 Errors are one ``error: ...`` line on stderr (exit 2 for a usage error, 1 for a failed run), as
 the ``astarpo`` verbs do; ``--debug`` shows the traceback instead.
@@ -15,12 +17,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from astarpo.cli import error_text, one_line, prescan
-from astarpo.commands.config_file import add_config_argument, apply_config_file
-from astarpo.commands.fields import add_field_arguments, field_values, flag_of, name_flags
-from astarpo.commands.paths import check_output
+from astarpo import (
+    add_config_argument,
+    add_field_arguments,
+    apply_config_file,
+    check_output,
+    field_values,
+    flag_of,
+    name_flags,
+)
+from experiments.harness.config import flat_view
 
-__all__ = ["SECTIONS", "build_parser", "main", "run"]
+__all__ = ["SECTIONS", "build_parser", "config_spec", "error_text", "main", "one_line", "run"]
 
 #: The sections a sectioned ``--config`` file of a study may hold (each study reads its
 #: :attr:`~experiments.registry.Study.section`: ``bench`` for the efficiency study, ``study``
@@ -31,6 +39,34 @@ SECTIONS = ("bench", "study")
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (newlines become ``; ``)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+#: Errors whose message is the whole story; another is named with its type and ``--debug``.
+ORDINARY = (ValueError, KeyError, OSError, ImportError, RuntimeError, TimeoutError)
+
+
+def error_text(e: BaseException) -> str:
+    """The message of ``e`` for the one ``error:`` line (an unexpected type is named, with the
+    hint to rerun with ``--debug``)."""
+    msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    if isinstance(e, ORDINARY) and msg:
+        return msg
+    return f"{type(e).__name__}: {msg} (an internal error; rerun with --debug for the traceback)"
+
+
+def config_spec(argv: Sequence[str]) -> str | None:
+    """The ``--config`` of ``argv`` (None without one), read before the parser is built."""
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config="):
+            return arg.partition("=")[2]
+    return None
 
 
 def build_parser(name: str) -> argparse.ArgumentParser:
@@ -60,7 +96,8 @@ def build_parser(name: str) -> argparse.ArgumentParser:
         help=f"write {study.stem}.md and {study.stem}.png again from --out's {study.stem}.json",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    add_field_arguments(parser.add_argument_group(f"{name} settings"), study.config, unset=True)
+    settings = flat_view(study.config)
+    add_field_arguments(parser.add_argument_group(f"{name} settings"), settings, unset=True)
     add_config_argument(parser)
     return parser
 
@@ -73,7 +110,8 @@ def run(name: str, args: argparse.Namespace) -> int:
 
     study = STUDIES[name]
     check_output(args.out, "--out", folder=True)  # before any work
-    given = field_values(study.config, args)
+    settings = flat_view(study.config)
+    given = field_values(settings, args)
     for key, value in given.items():
         if key.endswith("_dir"):
             check_output(value, flag_of(key), folder=True)
@@ -81,9 +119,9 @@ def run(name: str, args: argparse.Namespace) -> int:
         study.rerender(OutputDir(args.out, study.stem))
     else:
         try:
-            cfg = study.config(**{**study.presets(given, args.quick), **given})
+            cfg = study.config.from_dict({**study.presets(given, args.quick), **given})
         except ValueError as e:
-            raise SystemExit(f"error: {name_flags(str(e), study.config)}") from e
+            raise SystemExit(f"error: {name_flags(str(e), settings)}") from e
         study.run(cfg, args.out, overwrite=args.overwrite, resume=args.resume)
     print((Path(args.out) / f"{study.stem}.md").read_text())
     return 0
@@ -97,7 +135,7 @@ def main(name: str, argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(name)
-        spec = prescan(argv).config
+        spec = config_spec(argv)
         if spec is not None:  # the file's values become the defaults; flags override
             apply_config_file(parser, STUDIES[name].section, spec, SECTIONS)
         args = parser.parse_args(argv)

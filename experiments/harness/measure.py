@@ -1,11 +1,14 @@
 r"""What the runs of a study measure: :class:`PeakRSS` (memory), :func:`timed_stage1`,
 :func:`sample_scores` (one scored sample per prompt and its :math:`\log \pi - \log \pi_{ref}`),
-:func:`evaluate_policy` (held-out accuracy and KL through :mod:`astarpo.llm.eval`) and
-:func:`alternate` (steps timed side by side, for the micro-benchmarks).
+:func:`evaluate_policy` (held-out accuracy and KL through :mod:`astarpo.llm.eval`),
+:func:`evaluate_sets` (exact held-out curves from the gold response's probability),
+:class:`SuccessCounter` (a reward that counts successes per prompt kind) and :func:`alternate`
+(steps timed side by side, for the micro-benchmarks).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -16,21 +19,26 @@ from typing import Any
 import numpy as np
 import torch
 
-from astarpo.llm.eval import answer_probability, evaluate
-from astarpo.llm.models.logprobs import sequence_logprobs
-from astarpo.llm.rollout.backend import build_generator
-from astarpo.llm.rollout.base import SamplingConfig
-from astarpo.llm.rollout.hf import HFGenerator
-from astarpo.llm.rollout.scored import sample_and_score
-from astarpo.llm.stage1.estimate import estimate_values
-from astarpo.llm.stage1.provenance import model_name
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.metrics import peak_memory, timed
+from astarpo.llm import (
+    HFGenerator,
+    SamplingConfig,
+    ValueTable,
+    answer_probability,
+    build_generator,
+    estimate_values,
+    evaluate,
+    get_task,
+    model_name,
+    peak_memory,
+    reward_name,
+    sample_and_score,
+    sequence_logprobs,
+    timed,
+)
 from experiments.harness.protocol import Protocol
 
-__all__ = ["PeakRSS", "alternate", "evaluate_policy", "gold_logprobs", "sample_scores"]
-__all__ += ["timed_stage1"]
+__all__ = ["PeakRSS", "SuccessCounter", "alternate", "evaluate_policy", "evaluate_sets"]
+__all__ += ["gold_logprobs", "sample_scores", "timed_stage1"]
 
 
 class PeakRSS:
@@ -83,7 +91,7 @@ def timed_stage1(
     arm: str = "astarpo",
 ) -> tuple[ValueTable, float]:
     """``(table, seconds)`` of Stage 1 on ``rows`` from scratch (``path`` overwritten) on
-    ``cfg.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it; it is
+    ``cfg.train.backend`` (a vLLM engine starts under ``path.parent``, timed: a run pays it; it is
     closed before the function returns), under run ``arm``'s rule
     (``cfg.stage1_config(seed, arm)``); with ``shard = (i, k)``, only shard ``i``'s prompts,
     into ``path``'s part file. The table records ``ref``'s name (``config._name_or_path``),
@@ -91,9 +99,9 @@ def timed_stage1(
     path.unlink(missing_ok=True)
     times: dict[str, float] = {}
     with timed(times, "stage1", next(ref.parameters()).device):  # CUDA synchronized
-        workdir, batch = path.parent / f"vllm_{path.stem}", cfg.generation_batch_size
+        workdir, batch = path.parent / f"vllm_{path.stem}", cfg.train.generation_batch_size
         gen = build_generator(
-            cfg.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
+            cfg.train.backend, ref, tokenizer, batch_size=batch, seed=seed, workdir=workdir
         )
         reward = [get_task(cfg.task).reward]
         stage1 = cfg.stage1_config(seed, arm)
@@ -121,10 +129,11 @@ def sample_scores(
 ) -> dict[str, np.ndarray]:
     """One response per row at temperature 1: ``reward`` (the task's or ``reward``, with the
     deadline), ``log_ratio`` (``log pi - log pi_ref``), ``tokens`` and ``truncated``, ``[B]``."""
-    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
-    rewards, sampling = [reward or get_task(cfg.task).reward], SamplingConfig(cfg.max_new_tokens)
+    gen = HFGenerator(model, tokenizer, cfg.train.generation_batch_size)
+    rewards = [reward or get_task(cfg.task).reward]
+    sampling = SamplingConfig(cfg.train.max_new_tokens)
     scored = sample_and_score(
-        gen.generate, rows, 1, sampling, seed, rewards, timeout=cfg.reward_timeout
+        gen.generate, rows, 1, sampling, seed, rewards, timeout=cfg.train.reward_timeout
     )
     out, pad = scored.rollout, int(tokenizer.pad_token_id)
     with torch.no_grad():
@@ -154,16 +163,16 @@ def evaluate_policy(
     ``truncated_rate`` and, where ``hard`` marks some rows, ``hard_(expected_)accuracy``."""
     was_training = model.training
     model.eval()
-    gen = HFGenerator(model, tokenizer, cfg.generation_batch_size)
+    gen = HFGenerator(model, tokenizer, cfg.train.generation_batch_size)
     greedy = evaluate(
         gen,
         rows,
         [get_task(cfg.task).reward],
-        sampling=SamplingConfig(cfg.max_new_tokens, 0.0),
+        sampling=SamplingConfig(cfg.train.max_new_tokens, 0.0),
         seed=seed,
-        batch_size=cfg.generation_batch_size,
+        batch_size=cfg.train.generation_batch_size,
         progress=False,
-        reward_timeout=cfg.reward_timeout,
+        reward_timeout=cfg.train.reward_timeout,
     )
     correct = np.array(greedy["correct"], dtype=np.float64)
     sampled = sample_scores(model, ref, tokenizer, rows, cfg, seed + 1)
@@ -220,3 +229,54 @@ def gold_logprobs(
         with torch.no_grad():
             out.append(sequence_logprobs(model, prompts, responses, pad).logp.double().cpu())
     return torch.cat(out).numpy() if out else np.zeros(0)
+
+
+class SuccessCounter:
+    """``reward``, counting samples and successes (reward > 0) per prompt kind: ``"hard"`` for
+    the prompts of ``hard``, else ``"easy"``; its scores, name, module and qualified name are
+    ``reward``'s (so the V* table's provenance check sees the reward it computes).
+
+    Args:
+        reward: The task's reward (TRL signature, takes ``truncated``).
+        hard: The hard prompts (exact texts).
+    """
+
+    def __init__(self, reward: Any, hard: Sequence[str]) -> None:
+        self.reward, self.hard = reward, frozenset(hard)
+        self.samples, self.successes = {"hard": 0, "easy": 0}, {"hard": 0, "easy": 0}
+        self.__name__ = reward_name(reward)
+        self.__module__ = str(getattr(reward, "__module__", type(reward).__module__))
+        self.__qualname__ = str(getattr(reward, "__qualname__", self.__name__))
+
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        completions: Sequence[str],
+        answer: Sequence[Any],
+        truncated: Sequence[bool] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        """Score like ``reward`` and count (``columns`` other than ``report`` are ignored)."""
+        scores = self.reward(
+            prompts, completions, answer, truncated=truncated, report=columns.get("report")
+        )
+        for prompt, score in zip(prompts, scores, strict=True):
+            kind = "hard" if prompt in self.hard else "easy"
+            self.samples[kind] += 1
+            self.successes[kind] += int((score or 0.0) > 0)
+        return list(scores)
+
+
+def evaluate_sets(
+    model: Any, tokenizer: Any, held_out: dict[str, list[dict[str, Any]]]
+) -> dict[str, float]:
+    """``{kind}_expected_accuracy`` (mean gold probability) and ``{kind}_log10_gold`` (mean
+    log10 of it) for each held-out set ``kind`` (``"hard"``, ``"easy"``)."""
+    was_training, res = model.training, {}
+    model.eval()
+    for kind, rows in held_out.items():
+        lp = gold_logprobs(model, tokenizer, rows)
+        res[f"{kind}_expected_accuracy"] = float(np.exp(lp).mean())
+        res[f"{kind}_log10_gold"] = float(lp.mean() / math.log(10.0))
+    model.train(was_training)
+    return res

@@ -1,37 +1,46 @@
-"""The training protocol a study's runs share: :class:`RunOptions` (how they start) and
-:class:`Protocol` (what every run trains under), fields declared with :func:`option` (default,
-help, constraint: checked on construction); from a protocol, :func:`splits` (the task's fixed
-rows), :func:`make_reference` (the weak SFT reference) and :func:`algorithm_config` (a run's).
+"""The training protocol a study's runs share (:class:`Protocol`): the task, its splits and the
+library configs every run trains under (``train``, each algorithm's, ``stage1``, ``sft``); from
+a protocol, :func:`splits` (the task's fixed rows), :func:`make_reference` (the weak SFT
+reference) and :func:`algorithm_config` (a run's).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.algorithms.config import check_choice
-from astarpo.llm.algorithms.registry import ALGORITHMS
-from astarpo.llm.algorithms.train_config import TrainConfig
-from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-from astarpo.llm.parallel.dist import resolve_device
-from astarpo.llm.stage1.config import Stage1Config
-from astarpo.llm.toy.sft import SFTConfig, cached_sft
-from astarpo.llm.toy.tasks import TASKS, get_task
+from astarpo import doc_field
+from astarpo.llm import (
+    ALGORITHMS,
+    AStarPOConfig,
+    GRPOConfig,
+    PPOConfig,
+    REBELConfig,
+    RLOOConfig,
+    SFTConfig,
+    Stage1Config,
+    TrainConfig,
+    cached_sft,
+    get_task,
+    make_char_tokenizer,
+    make_toy_model,
+    resolve_device,
+)
+from astarpo.llm import TASKS as TOY_TASKS
+from experiments.harness.config import StudyConfig, check_choices, check_integers, nested
 
 __all__ = [
     "DROP_ARM",
+    "LOOP_FIELDS",
+    "PAPER_SHAPE",
     "STAGE1_ARMS",
     "Protocol",
-    "RunOptions",
     "algorithm_config",
     "arm_algorithm",
     "check_backend",
     "make_reference",
-    "option",
     "splits",
 ]
 
@@ -52,100 +61,107 @@ STAGE1_ARMS: dict[str, tuple[str, float]] = {
 #: stopping check), the next ``SFT`` the SFT data, whose first ``pool_size`` rows are the
 #: training pool. Pinned so that a result stays reproducible.
 REF_SEED, HELD, SFT, VAL_START, CHECK = 0, 1000, 8000, 500, 200
-SFT_BATCH = 64
 
+#: The training settings of every run on the paper protocol (its section 5: 2 minibatches per
+#: batch, entropy bonus 0.001, gradient clip 1.0; N, G, beta1 and beta2 are the protocol's).
+PAPER_SHAPE: dict[str, Any] = dict(minibatches=2, entropy_coef=1e-3, max_grad_norm=1.0)
 
-def option(
-    default: Any, help: str, low: int | None = None, positive: bool = False, choices: Any = None
-) -> Any:
-    """A config field: ``default``, its ``help``, and its constraint: an integer >= ``low``, a
-    finite number > 0 (``positive``), or one of ``choices``."""
-    meta = {"help": help, "low": low, "positive": positive or None, "choices": choices}
-    meta = {k: v for k, v in meta.items() if v is not None}
-    return dataclasses.field(default=default, metadata=meta)
+#: The fields of ``TrainConfig`` (every algorithm's loop): an algorithm's config of the
+#: protocol takes them from its ``train``.
+LOOP_FIELDS = tuple(f.name for f in fields(TrainConfig))
+
+#: The loop of every run (the fields it sets besides the library's defaults).
+TRAIN = TrainConfig(
+    batch_size=32,
+    max_new_tokens=5,
+    eval_every_seconds=5.0,
+    device="cpu",
+    backend="hf",
+    generation_batch_size=256,
+    save_steps=0,
+    report_to="none",
+    progress=False,
+)
+#: The settings of ``train`` every study has.
+TRAIN_FLAGS = (
+    "batch_size",
+    "max_new_tokens",
+    "eval_every_seconds",
+    "device",
+    "mixed_precision",
+    "backend",
+    "micro_batch_size",
+    "generation_batch_size",
+    "reward_timeout",
+)
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    """How the runs of a study are started (the fields every study config has)."""
+class Protocol(StudyConfig):
+    """The protocol every run of a study trains under: the task and its splits (own fields),
+    and the library's configs: ``train`` (the loop of every run), each algorithm's config (its
+    own fields; the loop fields are ``train``'s), ``stage1`` (Stage 1: N and beta1; the
+    sampling, reward deadline and prompts per call are ``train``'s) and ``sft`` (the weak
+    reference's fine-tuning).
+    """
 
-    threads: int = option(1, "Torch CPU threads per run (1: steadier timings when shared).", 1)
-    rerun_slow: bool = option(
-        False, "Run again, once, a run whose CPU/wall time is below 0.9 (its core was shared)."
-    )
-
-    def __post_init__(self) -> None:
-        """Raise ``ValueError`` naming the first field that breaks its :func:`option` constraint."""
-        for f in dataclasses.fields(self):
-            v, low = getattr(self, f.name), f.metadata.get("low")
-            if low is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
-                raise ValueError(f"{f.name} must be an integer >= {low}, got {v!r}.")
-            number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            if f.metadata.get("positive") and not (number and v > 0):
-                raise ValueError(f"{f.name} must be a finite number > 0, got {v!r}.")
-            if "choices" in f.metadata:
-                check_choice(self, f.name, tuple(f.metadata["choices"]))
-
-
-@dataclass(frozen=True)
-class Protocol(RunOptions):
-    """The protocol every run of a study trains under (see each field's ``help``)."""
-
-    task: str = option(
+    task: str = doc_field(
         "addition",
         "The task: addition (answers of 3 digits and EOS: 4 tokens), scratchpad (worked "
         "solutions of 70 tokens with EOS) or scratchpad2 (2-digit operands: 38 tokens).",
-        choices=tuple(TASKS),
+        choices=tuple(TOY_TASKS),
     )
-    batch_size: int = option(32, "Prompts per step.", 1)
-    pool_size: int = option(1000, "Training prompts: the pool every run draws from.", 1)
-    eval_size: int = option(500, "Held-out prompts (the curves and the hard subset).", 1)
-    val_size: int = option(200, "Validation prompts of a sweep (disjoint from both).", 1)
-    max_new_tokens: int = option(5, "Token budget per response (EOS included).", 1)
-    eval_every_seconds: float = option(
-        5.0, "Held-out evaluation every this many s of training time (not counted).", None, True
+    pool_size: int = doc_field(1000, "Training prompts: the pool every run draws from.")
+    eval_size: int = doc_field(500, "Held-out prompts (the curves and the hard subset).")
+    val_size: int = doc_field(200, "Validation prompts of a sweep (disjoint from both).")
+    model_overrides: dict[str, Any] = doc_field(
+        {}, "Qwen2Config fields over the task's model (JSON)."
     )
-    n_samples: int = option(8, "Stage 1 reference samples per prompt (N; the paper: 8).", 1)
-    beta1: float = option(0.5, "Stage 1 KL strength (the paper: 0.5).", positive=True)
-    beta2: float = option(1e-3, "A*-PO regression strength (the paper: 1e-3).", positive=True)
-    group_size: int = option(8, "GRPO/RLOO samples per prompt (G).", 2)
-    eta: float = option(1e3, "REBEL's step size.", positive=True)
-    sft_steps: int = option(2000, "Most SFT steps of the (weak) reference.", 1)
-    reference_target: float = option(
-        0.35,
-        "SFT stops once the reference's expected accuracy on 200 validation problems "
-        "(checked every 5 steps) reaches this, in (0, 1): a weak reference.",
+    cache_dir: str | None = doc_field(
+        None, "SFT cache (default $ASTARPO_CACHE or ~/.cache/astarpo)."
     )
-    sft_lr: float = option(2e-3, "SFT learning rate.", positive=True)
-    model_overrides: dict[str, Any] = dataclasses.field(
-        default_factory=dict, metadata={"help": "Qwen2Config fields over the task's model (JSON)."}
+    train: TrainConfig = nested(TRAIN, TRAIN_FLAGS)
+    stage1: Stage1Config = nested(Stage1Config(progress=False), ("n_samples", "beta1"))
+    astarpo: AStarPOConfig = nested(AStarPOConfig(), ("beta2",))
+    grpo: GRPOConfig = nested(GRPOConfig(), ("group_size",))
+    rloo: RLOOConfig = nested(RLOOConfig(), ("group_size",))
+    ppo: PPOConfig = nested(PPOConfig())
+    rebel: REBELConfig = nested(REBELConfig(eta=1e3), ("eta",))
+    sft: SFTConfig = nested(
+        SFTConfig(steps=2000, learning_rate=2e-3, target_accuracy=0.35),
+        {"sft_steps": "steps", "sft_lr": "learning_rate", "reference_target": "target_accuracy"},
     )
-    device: str = option("cpu", "Device of every run: cpu, cuda or auto.")
-    mixed_precision: str = option("auto", "Mixed precision of every run: auto, bf16 or no.")
-    backend: str = option(
-        "hf",
-        "Generation backend of every run and Stage 1 (evaluation: HF; vllm: the vllm extra).",
-        choices=("hf", "vllm"),
-    )
-    micro_batch_size: int = option(
-        0, "Sequences per forward/backward pass (0: the whole minibatch; > 0: matched memory).", 0
-    )
-    generation_batch_size: int = option(256, "Rows per generate call of every run.", 1)
-    reward_timeout: float = option(600.0, "Deadline in s of a reward call (0: none).")
-    cache_dir: str | None = option(None, "SFT cache (default $ASTARPO_CACHE or ~/.cache/astarpo).")
 
     def __post_init__(self) -> None:
+        """Check the own fields and make every algorithm's config and ``stage1`` take
+        ``train``'s loop (``ValueError`` naming what is wrong)."""
         super().__post_init__()
-        if not 0 < self.reference_target < 1:
-            raise ValueError(f"reference_target must be in (0, 1), got {self.reference_target}.")
+        check_choices(self)
+        check_integers(self, pool_size=1, eval_size=1, val_size=1)
+        if self.train.backend not in ("hf", "vllm"):
+            raise ValueError(f"backend must be 'hf' or 'vllm', got {self.train.backend!r}.")
+        if not self.train.eval_every_seconds > 0:
+            raise ValueError(
+                f"eval_every_seconds must be a finite number > 0, got "
+                f"{self.train.eval_every_seconds!r}."
+            )
         if not isinstance(self.model_overrides, dict):
             raise ValueError(f"model_overrides must be a dict, got {self.model_overrides!r}.")
-        need = TASKS[self.task].response_tokens
-        if need is not None and self.max_new_tokens < need:
+        if not isinstance(self.sft.target_accuracy, float):
             raise ValueError(
-                f"max_new_tokens={self.max_new_tokens} cannot hold the {self.task} task's gold "
-                f"responses ({need} tokens with EOS); raise it to at least {need}."
+                f"reference_target must be a number in (0, 1), got {self.sft.target_accuracy!r}."
             )
+        need = TOY_TASKS[self.task].response_tokens
+        if need is not None and self.train.max_new_tokens < need:
+            raise ValueError(
+                f"max_new_tokens={self.train.max_new_tokens} cannot hold the {self.task} task's "
+                f"gold responses ({need} tokens with EOS); raise it to at least {need}."
+            )
+        loop = {name: getattr(self.train, name) for name in LOOP_FIELDS}
+        for f in fields(self):
+            if f.name != "train" and isinstance(getattr(self, f.name), TrainConfig):
+                object.__setattr__(self, f.name, replace(getattr(self, f.name), **loop))
+        object.__setattr__(self, "stage1", self.stage1_config(self.stage1.seed))
 
     def stage1_config(self, seed: int, arm: str = "astarpo") -> Stage1Config:
         """Stage 1 of run ``arm`` under this protocol (about ``generation_batch_size``
@@ -153,18 +169,17 @@ class Protocol(RunOptions):
         :data:`STAGE1_ARMS` (mean ``n = max(1, round(fraction * n_samples))``; adaptive: a
         pilot of ``max(1, n // 2)``, at most ``4 n_samples`` per prompt)."""
         allocation, fraction = STAGE1_ARMS.get(arm, ("fixed", 1.0))
-        n = max(1, round(fraction * self.n_samples))
-        return Stage1Config(
+        n = max(1, round(fraction * self.stage1.n_samples))
+        return replace(
+            self.stage1,
             n_samples=n,
-            beta1=self.beta1,
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=self.train.max_new_tokens,
             seed=seed,
-            prompts_per_call=max(1, self.generation_batch_size // n),
+            prompts_per_call=max(1, self.train.generation_batch_size // n),
             allocation=allocation,
             pilot_samples=max(1, n // 2),
-            max_samples=max(n, 4 * self.n_samples),
-            reward_timeout=self.reward_timeout,
-            progress=False,
+            max_samples=max(n, 4 * self.stage1.n_samples),
+            reward_timeout=self.train.reward_timeout,
         )
 
     def resolved(self) -> Any:
@@ -192,18 +207,19 @@ def splits(cfg: Protocol) -> dict[str, list[dict[str, str]]]:
 
 
 def make_reference(cfg: Protocol, out: Path) -> tuple[Any, dict[str, Any]]:
-    """The task's toy model fine-tuned (or read from the SFT cache) on ``cfg.device`` until its
-    expected accuracy on the check rows reaches ``reference_target``, saved with its tokenizer
+    """The task's toy model fine-tuned (``cfg.sft``, or read from the SFT cache) on
+    ``cfg.train.device`` until its expected accuracy on the check rows reaches
+    ``reference_target``, saved with its tokenizer
     to ``out/reference`` and named by its absolute path (``config._name_or_path``: the
     name a Stage 1 table made with it records, which the runs that load that folder check).
     Returns ``(model in eval mode, SFT info)``."""
     tokenizer = make_char_tokenizer()
     rows = splits(cfg)
     shape = {**get_task(cfg.task).model, **cfg.model_overrides}
-    model = make_toy_model(tokenizer, seed=REF_SEED, **shape).to(resolve_device(cfg.device))
-    sft_cfg = SFTConfig(cfg.sft_steps, SFT_BATCH, cfg.sft_lr, target_accuracy=cfg.reference_target)
+    model = make_toy_model(tokenizer, seed=REF_SEED, **shape)
+    model = model.to(resolve_device(cfg.train.device))
     model, info = cached_sft(
-        model, tokenizer, rows["sft"], sft_cfg, cfg.cache_dir, False, check_rows=rows["check"]
+        model, tokenizer, rows["sft"], cfg.sft, cfg.cache_dir, False, check_rows=rows["check"]
     )
     model.save_pretrained(out / "reference")
     tokenizer.save_pretrained(out / "reference")
@@ -229,17 +245,16 @@ def arm_algorithm(arm: str) -> str:
 def algorithm_config(
     arm: str, cfg: Protocol, seed: int, out: Path, learning_rate: float, seconds: float
 ) -> TrainConfig:
-    """The registry config of run ``arm`` (an algorithm, ``ValueError`` for another name, or
-    :data:`DROP_ARM`: ``allow_v_star_mismatch``, a subset of its Stage 1 table): every field it
-    shares with :class:`Protocol`, a budget of ``seconds`` (``max_steps`` unbounded)."""
+    """The config of run ``arm`` (an algorithm, ``ValueError`` for another name, or
+    :data:`DROP_ARM`: ``allow_v_star_mismatch``, a subset of its Stage 1 table): the
+    protocol's config of its algorithm with ``seed``, ``learning_rate`` and a budget of
+    ``seconds`` (``max_steps`` unbounded), writing to ``out``."""
     name = arm_algorithm(arm)
-    if name not in ALGORITHMS:
+    if name not in ALGORITHMS or not isinstance(getattr(cfg, name, None), TrainConfig):
         raise ValueError(f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}.")
-    config_type = ALGORITHMS[name].config
-    own = {f.name for f in dataclasses.fields(config_type)}
-    values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(Protocol) if f.name in own}
-    values.update(output_dir=str(out), seed=seed, max_steps=10**9, max_train_seconds=seconds)
-    values.update(learning_rate=learning_rate, save_steps=0, report_to="none", progress=False)
+    config: TrainConfig = getattr(cfg, name)
+    config = replace(config, output_dir=str(out), seed=seed, max_steps=10**9)
+    config = replace(config, max_train_seconds=seconds, learning_rate=learning_rate)
     if arm == DROP_ARM:  # its table's prompt-set fingerprint is the whole pool's
-        values["allow_v_star_mismatch"] = True
-    return config_type(**values)
+        config = replace(config, allow_v_star_mismatch=True)
+    return config

@@ -9,11 +9,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from astarpo.llm.data.files import standard_json
 from experiments.harness.output import OutputDir
 from experiments.harness.runner import MIN_CPU_SHARE
 
-__all__ = ["fmt", "fmt_ci", "fmt_ratio", "missing", "process_lines", "table", "write"]
+__all__ = ["fmt", "fmt_ci", "fmt_ratio", "missing", "process_lines", "standard_json", "table"]
+__all__ += ["write", "write_json"]
 
 
 def missing(x: Any) -> bool:
@@ -80,6 +80,29 @@ def process_lines(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def standard_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by ``None`` (in nested dicts, lists and
+    tuples too), so that ``json.dumps(..., allow_nan=False)`` writes standard JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: standard_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [standard_json(v) for v in obj]
+    return obj
+
+
+def write_json(output: OutputDir, result: dict[str, Any]) -> None:
+    """Write ``NAME.json`` into ``output`` (recorded in its manifest first): standard JSON
+    (:func:`standard_json`), written whole (a file beside it, then renamed); then seal every
+    folder the study recorded (:meth:`~experiments.harness.output.OutputDir.seal`)."""
+    path = output.record(f"{output.stem}.json")
+    tmp = path.with_name(f"{path.name}.tmp")
+    tmp.write_text(json.dumps(standard_json(result), indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+    output.seal()  # the study's folders are written: their files are the study's
+
+
 def write(
     output: OutputDir,
     result: dict[str, Any],
@@ -91,7 +114,6 @@ def write(
     ``plot(result, path)``) into ``output``, recording each in its manifest first."""
     stem = output.stem
     if with_json:
-        text = json.dumps(standard_json(result), indent=1, allow_nan=False)
-        output.record(f"{stem}.json").write_text(text + "\n")
+        write_json(output, result)
     output.record(f"{stem}.md").write_text(markdown)
     plot(result, output.record(f"{stem}.png"))

@@ -23,9 +23,12 @@ from experiments.harness.output import OutputDir
 
 __all__ = [
     "MIN_CPU_SHARE",
+    "RUN_NEUTRAL",
     "Runner",
+    "entry",
     "extend_grid",
     "main",
+    "open_output",
     "rotated",
     "run_process",
     "select",
@@ -35,6 +38,56 @@ __all__ = [
 
 #: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
 MIN_CPU_SHARE = 0.9
+#: Settings that do not change what a run computes (how many run at once): a ``--resume`` may
+#: change them, and a run's spec is compared without them.
+RUN_NEUTRAL = ("workers", "sweep_workers")
+
+
+def open_output(
+    out_dir: str | Path,
+    stem: str,
+    outputs: tuple[str, ...],
+    cfg: Any,
+    overwrite: bool,
+    resume: bool,
+    say: Callable[[str], Any] = print,
+) -> OutputDir:
+    """A study's :class:`OutputDir`, locked and cleared by the ``--overwrite`` policy (the
+    files it kept named), its settings (``cfg.to_dict()``) recorded; with ``resume``,
+    ``ValueError`` naming each setting that differs from the earlier run's (nothing deleted)."""
+    output = OutputDir(out_dir, stem, outputs)
+    kept = output.clear(overwrite, resume)
+    if kept:
+        shown = ", ".join(kept[:6]) + (f" and {len(kept) - 6} more" if len(kept) > 6 else "")
+        print(
+            f"--overwrite: kept {len(kept)} files the study did not write: {shown}",
+            file=sys.stderr,
+            flush=True,
+        )
+    settings = {k: v for k, v in cfg.to_dict().items() if k not in RUN_NEUTRAL}
+    settings = json.loads(json.dumps(settings))
+    earlier = output.settings()
+    if resume and earlier is not None and earlier != settings:
+        changed = [k for k in sorted({*earlier, *settings}) if earlier.get(k) != settings.get(k)]
+        said = "; ".join(
+            f"--{k.replace('_', '-')} {_text(earlier.get(k))} then, {_text(settings.get(k))} now"
+            for k in changed
+        )
+        raise ValueError(
+            f"--resume continues the earlier run in {output.path} with its settings, but {said}; "
+            "resume with the earlier settings, or pass --overwrite to start over (or choose "
+            "another --out). Nothing was changed."
+        )
+    if earlier is None or not resume:
+        output.keep_settings(settings)
+    return output
+
+
+def _text(value: Any) -> str:
+    """A setting as its flag takes it (a list comma-separated)."""
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "(none)" if value is None else str(value)
 
 
 def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
@@ -45,6 +98,14 @@ def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
+def entry(function: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    """The ``"entry"`` of a run's spec that calls ``function`` (``spec -> result``) in the
+    run's process: ``"MODULE:NAME"`` (a module-level function)."""
+    if "." in function.__qualname__ or function.__module__ == "__main__":
+        raise ValueError(f"a run's entry must be a module-level function, got {function!r}.")
+    return f"{function.__module__}:{function.__qualname__}"
 
 
 def _load() -> list[float]:
@@ -110,11 +171,11 @@ class Runner:
         resume: bool = False,
     ) -> Runner:
         """A study's start: its :class:`OutputDir` ``out_dir`` (stem ``stem``, other names
-        ``outputs``) cleared by the ``--overwrite`` policy (or kept, ``resume``), and a runner
-        with ``cfg``'s ``threads`` and ``rerun_slow`` that prints progress when ``progress``."""
-        output = OutputDir(out_dir, stem, outputs)
-        output.clear(overwrite, resume)
+        ``outputs``) opened by :func:`open_output` (locked; cleared by the ``--overwrite``
+        policy, or kept and its settings checked, ``resume``), and a runner with ``cfg``'s
+        ``threads`` and ``rerun_slow`` that prints progress when ``progress``."""
         say = print if progress else (lambda *a, **k: None)
+        output = open_output(out_dir, stem, outputs, cfg, overwrite, resume, say)
         return cls(output, cfg.threads, workers, cfg.rerun_slow, say, resume=resume)
 
     def run(
@@ -147,17 +208,40 @@ class Runner:
                 full[key] = str(Path(full[key]).resolve())
         return full
 
+    @staticmethod
+    def _comparable(spec: dict[str, Any]) -> dict[str, Any]:
+        """``spec`` as two runs of one study compare it wherever its folder lies: the paths
+        inside the study's folder (``out`` is ``STUDY/runs/NAME``) relative to it, the
+        settings of :data:`RUN_NEUTRAL` left out."""
+        root = Path(spec["out"]).parents[1]
+        out = {**spec, "config": dict(spec.get("config") or {})}
+        for key in RUN_NEUTRAL:
+            out["config"].pop(key, None)
+        for key in spec.get("paths", ()):
+            if isinstance(spec.get(key), str) and Path(spec[key]).is_relative_to(root):
+                out[key] = f"STUDY/{Path(spec[key]).relative_to(root)}"
+        return out
+
     def _finished(self, name: str, spec: dict[str, Any], again: bool) -> dict[str, Any] | None:
         """The result of run ``name`` if an earlier run of the study finished it with this
-        ``spec`` (its result holds the process clock, written last), else None (also for a
-        ``slow`` run not yet run again where ``again``: slow runs are run again)."""
+        ``spec`` (its result holds the process clock, written last; paths inside the study's
+        folder compared relative to it, so that a moved folder resumes), else None (also for
+        a ``slow`` run not yet run again where ``again``: slow runs are run again). A finished
+        run of another spec is moved aside to ``runs/NAME.replaced`` (never deleted)."""
         run_dir = (self.output.path / "runs" / name).resolve()
         try:
             old = json.loads((run_dir / "spec.json").read_text())
             res: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
         except (OSError, json.JSONDecodeError):
             return None
-        if "process" not in res or old != json.loads(json.dumps(self._full_spec(run_dir, spec))):
+        new = json.loads(json.dumps(self._full_spec(run_dir, spec)))
+        if "process" not in res:
+            return None
+        if self._comparable(old) != self._comparable(new):
+            aside = self.output.record(f"runs/{name}.replaced")
+            shutil.rmtree(aside, ignore_errors=True)
+            run_dir.rename(aside)
+            self.say(f"  {name}: finished earlier with another spec; kept as {aside}")
             return None
         clock = res["process"]
         if again and clock.get("slow") and "first_attempt" not in clock:
@@ -191,6 +275,7 @@ class Runner:
         tmp = run_dir / "result.json.tmp"  # the clock written last: a run that has it finished
         tmp.write_text(json.dumps(res, indent=1))
         os.replace(tmp, run_dir / "result.json")
+        self.output.seal(f"runs/{name}")  # its files are the study's (--overwrite deletes them)
         flag = " (slow: its core was shared)" if res["process"]["slow"] else ""
         self.say(f"  {name}: {self.describe(res)} [{wall:.0f} s wall, CPU/wall {share:.2f}{flag}]")
         return res

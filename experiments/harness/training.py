@@ -1,22 +1,24 @@
 """A run of the library's trainer inside a study's worker process: :func:`load_run` (a run's
-config, tokenizer, reference and policy), :func:`train_run` (the
-:class:`~astarpo.llm.training.trainer.Trainer` of a run config, with the fields every run's
+config, tokenizer, reference and policy), :func:`train_run` (the :class:`astarpo.llm.Trainer`
+of a run config, with the fields every run's
 result has) and :func:`drop_all_wrong` (the V* table and pool of ``astarpo_drop``)."""
 
 from __future__ import annotations
 
 import copy
-import typing
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from astarpo.llm.models.loading import load_pretrained_model
-from astarpo.llm.models.toy import make_char_tokenizer
-from astarpo.llm.parallel.dist import resolve_device
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.training.trainer import Trainer
+from astarpo.llm import (
+    Trainer,
+    ValueTable,
+    load_pretrained_model,
+    make_char_tokenizer,
+    resolve_device,
+)
+from experiments.harness.protocol import Protocol
 
 __all__ = ["PHASES", "drop_all_wrong", "load_run", "train_run"]
 
@@ -24,15 +26,17 @@ __all__ = ["PHASES", "drop_all_wrong", "load_run", "train_run"]
 PHASES = ("generate", "reward", "ref_logprobs", "update")
 
 
-def load_run(spec: dict[str, Any], cls: type) -> tuple[Any, Any, Any, Any]:
-    """``(config, tokenizer, reference, policy)`` of a run: the config dataclass ``cls`` of
-    ``spec["config"]`` (its ``asdict`` through JSON: tuples restored; its torch threads set),
-    the reference ``spec["reference"]`` on its device in eval mode, and a trainable copy."""
-    hints = typing.get_type_hints(cls).items()
-    tuples = {name for name, hint in hints if typing.get_origin(hint) is tuple}
-    cfg = cls(**{k: tuple(v) if k in tuples else v for k, v in spec["config"].items()})
+C = TypeVar("C", bound=Protocol)
+
+
+def load_run(spec: dict[str, Any], cls: type[C]) -> tuple[C, Any, Any, Any]:
+    """``(config, tokenizer, reference, policy)`` of a run: the study config ``cls`` of
+    ``spec["config"]`` (its settings: :meth:`~experiments.harness.config.StudyConfig.from_dict`;
+    its torch threads set), the reference ``spec["reference"]`` on its device in eval mode, and
+    a trainable copy."""
+    cfg = cls.from_dict(spec["config"])
     torch.set_num_threads(cfg.threads)
-    ref = load_pretrained_model(spec["reference"]).to(resolve_device(cfg.device)).eval()
+    ref = load_pretrained_model(spec["reference"]).to(resolve_device(cfg.train.device)).eval()
     return cfg, make_char_tokenizer(), ref, copy.deepcopy(ref).train()
 
 

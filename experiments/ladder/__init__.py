@@ -1,8 +1,8 @@
-"""The v_ref ladder study (``python -m experiments.ladder``): prompt sets binned by the reference's
-exact
-solve probability.
+"""The v_ref ladder study (``python -m experiments.ladder``): prompt sets binned by the
+reference's exact solve probability.
 
-``config`` (the settings and ``--quick``), ``sets`` (the candidates, their v_ref by teacher
-forcing, the bins, ``ladder_prompts.jsonl``), ``passk`` (pass@k by sampling and its agreement
-with v_ref), ``run`` (the study) and ``report`` (``ladder.json/md/png``).
+``config`` (what ``--quick`` sets), ``run`` (the study) and ``report`` (``ladder.md/png``). The
+ladder itself (its settings, candidates, bins, pass@k by sampling) is the harness's
+(:mod:`experiments.harness.ladder_sets`, :mod:`experiments.harness.ladder_build`): every study
+that reads a ladder builds it the same way, or reads a finished one from disk (``--ladder``).
 """

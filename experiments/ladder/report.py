@@ -7,38 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.figures import figure, legend_below, save, styled
+from astarpo.analysis import figure, legend_below, save, styled
+from experiments.harness.ladder_build import summarize
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, process_lines, table
 from experiments.harness.report import write as write_report
 
-__all__ = ["describe_bin", "plot", "refresh", "summarize", "to_markdown", "write"]
-
-
-def describe_bin(info: dict[str, Any], small: int, k: int) -> str:
-    """One line on a measured bin: prompts, log10 v_ref range, pass@k = 0 fractions."""
-    return (
-        f"{info['prompts']} prompts, log10 v_ref in [{info['log10_v_ref_min']:.2f}, "
-        f"{info['log10_v_ref_max']:.2f}], pass@{small} = 0: {info[f'pass{small}_zero']:.3f} "
-        f"(v_ref: {info[f'pass{small}_zero_expected']:.3f}), pass@{k} = 0: "
-        f"{info[f'pass{k}_zero']:.3f} (v_ref: {info[f'pass{k}_zero_expected']:.3f})"
-    )
-
-
-def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """Per bin label: prompts, log10 v_ref range, and for each k the observed and predicted
-    pass@k = 0 fractions with the count's two-sided p-value; ``min_p_value`` over them."""
-    out: dict[str, Any] = {}
-    for label, info in result["bins"].items():
-        row = {"prompts": info["prompts"], "candidates": info["candidates"]}
-        row.update(log10_min=info["log10_v_ref_min"], log10_max=info["log10_v_ref_max"])
-        for k in result["pass_k"]:
-            row[f"pass{k}_zero"] = info[f"pass{k}_zero"]
-            row[f"pass{k}_zero_expected"] = info[f"pass{k}_zero_expected"]
-            row[f"pass{k}_p_value"] = info[f"pass{k}_agreement"]["p_value"]
-        out[label] = row
-    ps = [r[f"pass{k}_p_value"] for r in out.values() for k in result["pass_k"]]
-    return {"bins": out, "min_p_value": min(ps) if ps else None}
+__all__ = ["plot", "refresh", "to_markdown", "write"]
 
 
 def refresh(result: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +42,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"solution followed by EOS (exact-match reward), computed for {tf['candidates']} "
         f"candidates in {tf['seconds']:.1f} s; each bin keeps {cfg['train']} training and "
         f"{cfg['test']} held-out prompts (`ladder_prompts.jsonl`; the reference in "
-        "`reference/`, read back with `experiments.ladder.sets.load_reference`). "
+        "`reference/`, read back with `experiments.harness.ladder_sets.load_reference`). "
         "pass@k = 0 is sampled "
         f"({cfg['k']} reference samples per prompt at "
         "temperature 1, the first k of them); 'from v_ref' is the mean of (1 - v_ref)^k, and p "

@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from astarpo.llm.algorithms.registry import ALGORITHMS
-from experiments.harness.protocol import DROP_ARM, Protocol, arm_algorithm, option
-from experiments.ladder.config import QUICK as LADDER_QUICK
-from experiments.ladder.config import LadderConfig, bin_label
+from astarpo import doc_field
+from astarpo.llm import ALGORITHMS, TrainConfig
+from experiments.harness.config import check_integers, nested
+from experiments.harness.ladder_sets import BINS, PROTOCOL, LadderConfig, bin_label, bin_labels
+from experiments.harness.ladder_sets import QUICK as LADDER_QUICK
+from experiments.harness.protocol import DROP_ARM, TRAIN, TRAIN_FLAGS, Protocol, arm_algorithm
 
-__all__ = ["ALONE", "ARMS", "LADDER_BINS", "MIXED", "PAPER_RATES", "QUICK", "LadderTrainConfig"]
-__all__ += ["SCRATCHPAD", "bin_labels", "parse_rates", "plan", "presets", "rates", "run_name"]
+__all__ = ["ALONE", "ARMS", "LADDER_BINS", "MIXED", "PAPER_RATES", "QUICK"]
+__all__ += ["SCRATCHPAD", "LadderTrainConfig", "parse_rates", "plan", "presets", "rates"]
+__all__ += ["run_name"]
 
-#: The ladder bins the study runs the ladder on when no ``ladder`` folder is given.
-LADDER_BINS = ("0:-1", "-1:-2", "-2:-3", "-3:-4", "-4:-6", "-30:-inf")
+#: The ladder bins the study builds the ladder on when no ``ladder`` folder is given.
+LADDER_BINS = BINS
+#: The ladder the study builds when no ``ladder`` folder is given (its bins: those of
+#: :data:`LADDER_BINS` that ``bins`` and ``easy`` name).
+LADDER = LadderConfig(top_ups=LADDER_QUICK["top_ups"])
 #: The run names the study knows (A*-PO, its all-wrong filter, the baselines).
 ARMS = ("astarpo", "grpo", DROP_ARM, "ppo", "rebel")
 #: The two training sets: the bin's training prompts alone, or with the easy bin's.
@@ -58,99 +64,85 @@ def parse_rates(items: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-def bin_labels(items: tuple[str, ...] | str) -> tuple[str, ...]:
-    """Ladder bin labels of ``items``: a label (``"[-2,-3)"``, ``"<=-30"``) as it is, a bin
-    ``"HI:LO"`` as its label (``"-2:-3"`` -> ``"[-2,-3)"``), and the two halves of a label a
-    comma-separated command line split (``"[-2"``, ``"-3)"``) joined again."""
-    out: list[str] = []
-    for item in (items,) if isinstance(items, str) else items:
-        text = str(item).strip()
-        if out and out[-1].startswith("[") and not out[-1].endswith(")"):
-            out[-1] = f"{out[-1]},{text}"
-        else:
-            out.append(bin_label(text) if ":" in text else text)
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class LadderTrainConfig(Protocol):
-    """Settings of :func:`~experiments.ladder_train.run.run` (see each field's ``help``).
+    """Settings of :func:`~experiments.ladder_train.run.run` (each field's help says what it
+    does).
 
-    Every run trains for ``steps`` steps on one training set: a bin's training prompts
-    (``alone``) or the easy bin's and a near bin's together (``mixed``), evaluated exactly on
-    the bin's and the easy bin's held-out prompts.
+    Every run trains for ``steps`` steps (``train.max_steps``) on one training set: a bin's
+    training prompts (``alone``) or the easy bin's and a near bin's together (``mixed``),
+    evaluated exactly on the bin's and the easy bin's held-out prompts, in the paper's shape
+    (:data:`~experiments.harness.protocol.PAPER_SHAPE`: 2 minibatches, clip 1.0) with the
+    entropy bonus ``entropy_coef`` (0.001, the paper's; with every reward 0 it is the only
+    gradient left).
+
+    Equal steps, not seconds: the result does not depend on the machine's load. The rule of the
+    default 100 steps: 4 x the expected steps to GRPO's first success on the deepest default
+    near bin, 1 / (batch_size x group_size x 10^-3.5) = 25 at 16 prompts and G = 8, so that a
+    method that samples successes there has 3/4 of its budget to learn from them (A*-PO, 1
+    sample per prompt, expects 100 x 16 x 10^-2.5 = 5 successes on [-2,-3) in that budget).
     """
 
-    ladder: str = option(
+    ladder: str = doc_field(
         "",
-        "A finished `python -m experiments.ladder` folder holding the bins below; empty: run the "
-        "ladder into OUT/ladder on the bins of " + ",".join(LADDER_BINS) + " that bins and easy "
-        "name.",
+        "A finished `python -m experiments.ladder` folder holding the bins below; empty: build "
+        "the ladder into OUT/ladder on the bins of " + ",".join(LADDER_BINS) + " that bins and "
+        "easy name.",
     )
-    ladder_prompts: int = option(
-        200, "Training and held-out prompts per bin when the study runs the ladder.", 1
+    ladder_build: LadderConfig = nested(
+        LADDER,
+        {"ladder_prompts": ("train", "test"), "ladder_candidates": "candidates", "ladder_k": "k"},
     )
-    ladder_candidates: int = option(
-        120000, "Candidates the ladder draws when the study runs it (see the ladder).", 1
-    )
-    ladder_k: int = option(64, "The ladder's pass@k samples per prompt when the study runs it.", 8)
-    bins: tuple[str, ...] = option(
+    bins: tuple[str, ...] = doc_field(
         ("[0,-1)", "[-1,-2)", "[-2,-3)", "[-3,-4)", "[-4,-6)", "<=-30"),
         "Ladder bins every main arm trains on alone: labels as `python -m experiments.ladder` "
         "writes them, or its HI:LO bins (on the command line with '=': --bins=0:-1,-30:-inf).",
     )
-    near: tuple[str, ...] = option(
+    near: tuple[str, ...] = doc_field(
         ("[-2,-3)", "[-3,-4)"),
         "The bins nearest the threshold, among `bins`: the side arms train on them alone, and "
         "the mixed arms on each mixed with the easy bin's training prompts.",
     )
-    easy: str = option(
+    easy: str = doc_field(
         "[0,-1)",
         "The easy bin: its training prompts are mixed in; its held-out prompts are the easy "
         "held-out set of every run.",
     )
-    main_arms: tuple[str, ...] = option(
+    main_arms: tuple[str, ...] = doc_field(
         ("astarpo", "grpo"), "Runs on every bin alone (seeds_main seeds each)."
     )
-    side_arms: tuple[str, ...] = option(
+    side_arms: tuple[str, ...] = doc_field(
         (DROP_ARM, "ppo", "rebel"),
         "Runs on the near bins alone (seeds_side seeds each); astarpo_drop is A*-PO on the "
         "prompts its Stage 1 solved at least once.",
     )
-    mixed_arms: tuple[str, ...] = option(
+    mixed_arms: tuple[str, ...] = doc_field(
         ("astarpo", "grpo"),
         "Runs on each near bin mixed with the easy bin (seeds_main seeds for a main arm, "
         "seeds_side for a side arm).",
     )
-    seeds_main: int = option(5, _SEEDS.format("a main arm"), 1)
-    seeds_side: int = option(3, _SEEDS.format("a side arm"), 1)
-    steps: int = option(
-        100,
-        "Steps of every run (equal steps, not seconds: the result does not depend on the "
-        "machine's load). Rule: 4 x the expected steps to GRPO's first success on the deepest "
-        "default near bin, 1 / (batch_size x group_size x 10^-3.5) = 25 at 16 prompts and "
-        "G = 8, so that a method that samples successes there has 3/4 of its budget to learn "
-        "from them (A*-PO, 1 sample per prompt, expects 100 x 16 x 10^-2.5 = 5 successes on "
-        "[-2,-3) in that budget).",
-        1,
+    seeds_main: int = doc_field(5, _SEEDS.format("a main arm"))
+    seeds_side: int = doc_field(3, _SEEDS.format("a side arm"))
+    train: TrainConfig = nested(
+        replace(TRAIN, max_steps=100, entropy_coef=1e-3, eval_steps=20),
+        {
+            **{name: name for name in TRAIN_FLAGS},
+            "steps": "max_steps",
+            "entropy_coef": "entropy_coef",
+            "eval_steps": "eval_steps",
+        },
     )
-    entropy_coef: float = option(
-        1e-3,
-        "Entropy bonus of every run (the paper's shape: 0.001; its other settings, 2 "
-        "minibatches and clip 1.0, stay). With every reward 0 it is the only gradient left.",
+    train_eval_rows: int = doc_field(
+        64, "Training prompts of the bin evaluated too (the sweep's score; 0: none)."
     )
-    eval_steps: int = option(20, "Held-out evaluation every this many steps (and at 0).", 1)
-    train_eval_rows: int = option(
-        64, "Training prompts of the bin evaluated too (the sweep's score; 0: none).", 0
-    )
-    lrs: tuple[str, ...] = option(
+    lrs: tuple[str, ...] = doc_field(
         PAPER_RATES,
         "Learning rate per algorithm or run, NAME=RATE (astarpo_drop: astarpo's unless given). "
         "Defaults: the rates the 120-step paper-protocol sweep chose "
         "(docs/figures/paper_protocol_120.json): "
         "tuned on the efficiency study's scratchpad pool, not per bin.",
     )
-    lr_grid: tuple[float, ...] = option(
+    lr_grid: tuple[float, ...] = doc_field(
         (),
         "Rates of an optional sweep per algorithm (empty: none, the lrs are used): runs on "
         "sweep_bin alone on seeds sweep_seed.., scored by the mean expected accuracy on that "
@@ -158,15 +150,18 @@ class LadderTrainConfig(Protocol):
         "sweep_bin has V-hat* = 0 on most prompts, so it cannot see a rate at which A*-PO is "
         "unstable where V-hat* > 0 (docs/zero_pass.md: 1e-4 is chosen and collapses the easy bin).",
     )
-    sweep_bin: str = option("[-2,-3)", "The bin of the sweep's runs.")
-    sweep_seed: int = option(1000, "First seed of the sweep runs (disjoint from the measured).", 0)
-    sweep_seeds: int = option(1, "Seeds of each sweep score (their mean).", 1)
-    workers: int = option(1, "Runs at once (one process each; results do not depend on it).", 1)
+    sweep_bin: str = doc_field("[-2,-3)", "The bin of the sweep's runs.")
+    sweep_seed: int = doc_field(1000, "First seed of the sweep runs (disjoint from the measured).")
+    sweep_seeds: int = doc_field(1, "Seeds of each sweep score (their mean).")
+    workers: int = doc_field(1, "Runs at once (one process each; results do not depend on it).")
 
     def __post_init__(self) -> None:
+        """Check the fields (``ValueError`` naming the first that is wrong)."""
         super().__post_init__()
-        if not (math.isfinite(self.entropy_coef) and self.entropy_coef >= 0):
-            raise ValueError(f"entropy_coef must be a finite number >= 0, got {self.entropy_coef}.")
+        check_integers(self, seeds_main=1, seeds_side=1, train_eval_rows=0, sweep_seed=0)
+        check_integers(self, sweep_seeds=1, workers=1)
+        if self.train.eval_steps < 1:
+            raise ValueError(f"eval_steps must be an integer >= 1, got {self.train.eval_steps}.")
         for name in ("bins", "near", "easy", "sweep_bin"):
             v = getattr(self, name)
             labels = bin_labels(v) if isinstance(v, (str, tuple)) else v
@@ -215,23 +210,21 @@ class LadderTrainConfig(Protocol):
         return self.seeds_main if arm in self.main_arms else self.seeds_side
 
     def ladder_config(self) -> LadderConfig:
-        """The ladder the study runs when no ``ladder`` folder is given: the bins of
-        :data:`LADDER_BINS` that ``bins`` and ``easy`` name (``ValueError`` for a label
-        outside them)."""
-        labels, n = {*self.bins, self.easy}, self.ladder_prompts
+        """The ladder the study builds when no ``ladder`` folder is given: ``ladder_build`` on
+        the bins of :data:`LADDER_BINS` that ``bins`` and ``easy`` name (``ValueError`` for a
+        label outside them), with long candidates where ``<=-30`` is one."""
+        labels, n = {*self.bins, self.easy}, self.ladder_build.train
         specs = tuple(s for s in LADDER_BINS if bin_label(s) in labels)
         missing = sorted(labels - {bin_label(s) for s in specs})
         if missing:
             raise ValueError(
                 f"bins {missing} are not among the ladder's {[bin_label(s) for s in LADDER_BINS]} "
-                "that this study runs; run `python -m experiments.ladder` on them and pass "
+                "that this study builds; build `python -m experiments.ladder` on them and pass "
                 "--ladder DIR."
             )
-        return LadderConfig(
-            bins=specs, train=n, test=n, candidates=self.ladder_candidates, k=self.ladder_k,
-            threads=self.threads, long_candidates=5 * n if "-30:-inf" in specs else 1,
-            top_ups=LADDER_QUICK["top_ups"],  # a stronger reference leaves deep bins short
-        )  # fmt: skip
+        return self.ladder_build.replace(
+            bins=specs, threads=self.threads, long_candidates=5 * n if "-30:-inf" in specs else 1
+        )
 
 
 def rates(cfg: LadderTrainConfig, chosen: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -260,7 +253,7 @@ def run_name(arm: str, label: str, set_name: str, seed: int) -> str:
 
 #: The scratchpad task with the ladder's token budget (its 5-digit bin's gold responses).
 SCRATCHPAD: dict[str, Any] = dict(task="scratchpad", sft_lr=3e-3, batch_size=16)
-SCRATCHPAD["max_new_tokens"] = LadderConfig().protocol().max_new_tokens
+SCRATCHPAD["max_new_tokens"] = PROTOCOL.train.max_new_tokens
 #: ``--quick``: every code path in about 5 minutes on a loaded machine: a ladder of the easy bin
 #: and one near bin from few candidates, 4 + 4 prompts each; that bin alone (A*-PO, 2 seeds; GRPO
 #: and the side arms, 1 seed) and mixed (A*-PO, 2 seeds); 2 steps of 2 prompts.

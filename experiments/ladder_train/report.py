@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.figures import errorbars, figure, legend_below, save, styled
+from astarpo.analysis import errorbars, figure, legend_below, save, styled
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, process_lines, table
 from experiments.harness.report import write as write_report

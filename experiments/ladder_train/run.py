@@ -1,16 +1,17 @@
 r"""The ladder-train study (``python -m experiments.ladder_train``): who learns, per bin of log10
 v_ref.
 
-:func:`run` takes the ladder (its ``ladder_prompts.jsonl`` and ``reference/``; run first into
-``OUT/ladder`` on :data:`~experiments.ladder_train.config.LADDER_BINS` unless ``ladder``
-names a finished one), runs Stage 1 (N = ``n_samples``) once on the union of the bins' training
-prompts outside every run (so that a prompt's :math:`\hat V^*` is the same in every run that
-trains on it, alone or mixed), optionally sweeps each algorithm's rate on seeds disjoint from
-the measured ones, then every run of :func:`~experiments.ladder_train.config.plan`, each in
-a fresh process for ``steps`` steps in the paper protocol's shape (:func:`run_one`).
+:func:`run` takes the ladder (its ``ladder_prompts.jsonl`` and ``reference/``; built first
+into ``OUT/ladder`` on :data:`~experiments.ladder_train.config.LADDER_BINS` unless ``ladder``
+names a finished one, ``--ladder DIR``), runs Stage 1 (N = ``n_samples``) once on the union of
+the bins' training prompts outside every run (so that a prompt's :math:`\hat V^*` is the same
+in every run that trains on it, alone or mixed), optionally sweeps each algorithm's rate on
+seeds disjoint from the measured ones, then every run of
+:func:`~experiments.ladder_train.config.plan`, each in a fresh process for ``steps`` steps in
+the paper protocol's shape (:func:`run_one`).
 
 A run measures, at step 0, every ``eval_steps`` steps and at its end, exactly (from the gold
-response's log-probability, :func:`~experiments.zero_pass.worker.evaluate_sets`): the
+response's log-probability, :func:`~experiments.harness.measure.evaluate_sets`): the
 expected accuracy and mean log10 gold probability on the bin's held-out prompts (``bin_``), on
 the easy bin's (``easy_``) and on the first ``train_eval_rows`` of the bin's training prompts
 (``train_``); and while it trains, the samples and successes on the bin's training prompts
@@ -29,22 +30,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.curves import curve_area
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from experiments.efficiency.config import PAPER_SHAPE
-from experiments.harness.measure import timed_stage1
-from experiments.harness.protocol import DROP_ARM, algorithm_config, arm_algorithm
-from experiments.harness.runner import Runner, sweep_all
+from astarpo.analysis import curve_area
+from astarpo.llm import ValueTable, get_task
+from experiments.harness.ladder_build import check_bins, ladder_for, read_ladder
+from experiments.harness.measure import SuccessCounter, evaluate_sets, timed_stage1
+from experiments.harness.protocol import DROP_ARM, PAPER_SHAPE, algorithm_config, arm_algorithm
+from experiments.harness.runner import Runner, entry, sweep_all
 from experiments.harness.training import drop_all_wrong, load_run, train_run
-from experiments.ladder.run import run as run_ladder
-from experiments.ladder.sets import read_prompts
 from experiments.ladder_train import report
 from experiments.ladder_train.config import (
     ALONE,
@@ -53,20 +51,17 @@ from experiments.ladder_train.config import (
     rates,
     run_name,
 )
-from experiments.zero_pass.worker import SuccessCounter, evaluate_sets
 
-__all__ = ["ENTRY", "OUTPUTS", "SKIPPED", "FirstSuccess", "bin_sets", "run", "run_one"]
+__all__ = ["OUTPUTS", "SKIPPED", "FirstSuccess", "bin_sets", "run", "run_one"]
 
 #: What the study writes besides ``runs/`` and ``ladder_train.json/md/png``.
 OUTPUTS = ("ladder", "stage1.jsonl")
-#: The function a run's process calls.
-ENTRY = "experiments.ladder_train.run:run_one"
 #: Why an ``astarpo_drop`` run has no pool.
 SKIPPED = "every training prompt is all wrong in Stage 1"
 
 
 class FirstSuccess(SuccessCounter):
-    """A :class:`~experiments.zero_pass.worker.SuccessCounter` (``"hard"``: the bin's
+    """A :class:`~experiments.harness.measure.SuccessCounter` (``"hard"``: the bin's
     training prompts) that also records its first success on one of them: ``first`` is None
     until then, then ``{"sample": samples scored before it (every kind), "seconds": since the
     counter was made}``."""
@@ -115,15 +110,15 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         return next(first, None) or evaluate_sets(model, tokenizer, spec["held_out"])
 
     args: Any = algorithm_config(arm, cfg, seed, Path(spec["out"]), head["lr"], 0.0)
-    args = replace(args, max_steps=int(spec.get("steps", cfg.steps)), eval_steps=cfg.eval_steps)
-    args = replace(
-        args, eval_every_seconds=0.0, **{**PAPER_SHAPE, "entropy_coef": cfg.entropy_coef}
-    )
+    steps = int(spec.get("steps", cfg.train.max_steps))
+    args = replace(args, max_steps=steps, eval_steps=cfg.train.eval_steps)
+    shape = {**PAPER_SHAPE, "entropy_coef": cfg.train.entropy_coef}
+    args = replace(args, eval_every_seconds=0.0, **shape)
     v_star = table if arm_algorithm(arm) == "astarpo" else None
     fields = train_run(policy, ref, tokenizer, [counter], args, rows, v_star, eval_fn)
     found = None
     if counter.first is not None:
-        per_step = cfg.batch_size * fields["samples_per_prompt"]
+        per_step = cfg.train.batch_size * fields["samples_per_prompt"]
         found = {**counter.first, "step": counter.first["sample"] // per_step + 1}
     counts = {"samples": dict(counter.samples), "successes": dict(counter.successes)}
     counts = {k: {"bin": v["hard"], "easy": v["easy"]} for k, v in counts.items()}
@@ -174,25 +169,31 @@ def run(
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
     its finished runs read back); returns the content of ``ladder_train.json``."""
+    needs = ("ladder_prompts.jsonl", "reference")
+    if cfg.ladder:  # before any work: a folder that is no ladder is refused
+        read_ladder(cfg.ladder, needs=needs)
+    build = cfg.ladder_config()  # before any work: a bin no ladder can hold is refused
     runner = Runner.start(
         out_dir, "ladder_train", OUTPUTS, cfg, overwrite, progress, cfg.workers, resume
     )
     output, say = runner.output, runner.say
     runner.describe = report.describe
-    if cfg.ladder:
-        folder = Path(cfg.ladder).resolve()
-    else:
-        folder = output.record("ladder").resolve()
-        run_ladder(
-            cfg.ladder_config(), folder, overwrite=overwrite, progress=progress, resume=resume
-        )
+    folder, _ = ladder_for(
+        cfg.ladder,
+        build,
+        runner,
+        overwrite=overwrite,
+        resume=resume,
+        progress=progress,
+        needs=needs,
+    )
     cfg = cfg.resolved()
-    rows = read_prompts(folder / "ladder_prompts.jsonl")
+    rows = check_bins((*cfg.bins, cfg.easy), folder)
     sets, easy_test = bin_sets(rows, cfg)
     pool = list({r["prompt"]: r for b in sets.values() for r in b["train"]}.values())
-    spec0 = {"config": asdict(cfg), "reference": str(folder / "reference")}
+    spec0 = {"config": cfg.to_dict(), "reference": str(folder / "reference")}
     _, tok, ref, _ = load_run(spec0, LadderTrainConfig)
-    say(f"[ladder-train] Stage 1: N = {cfg.n_samples} on {len(pool)} training prompts, once")
+    say(f"[ladder-train] Stage 1: N = {cfg.stage1.n_samples} on {len(pool)} training prompts, once")
     values = output.record("stage1.jsonl").resolve()
     table, stage1_s = timed_stage1(ref, tok, pool, cfg, values, seed=0)
     bins = {b: _bin_info(rows, table, b) for b in sets}
@@ -202,7 +203,7 @@ def run(
         return {"bin": sets[b]["test"], "easy": easy_test, **({"train": train} if train else {})}
 
     reference = {b: evaluate_sets(ref, tok, held(b)) for b in sets}
-    base = {"entry": ENTRY, "config": asdict(cfg), "reference": spec0["reference"]}
+    base = {"entry": entry(run_one), "config": cfg.to_dict(), "reference": spec0["reference"]}
     base.update(values=str(values), paths=["reference", "values"])
 
     def spec(arm: str, b: str, set_name: str, seed: int, lr: float) -> dict[str, Any]:
@@ -214,8 +215,8 @@ def run(
     swept = _sweep(runner, cfg, spec) if len(cfg.lr_grid) > 1 else {}
     lrs = rates(cfg, {k: v["chosen"] for k, v in swept.items()})
     specs = [(run_name(a, b, s, seed), spec(a, b, s, seed, lrs[a])) for a, b, s, seed in plan(cfg)]
-    say(f"[ladder-train] {len(specs)} runs of {cfg.steps} steps, {cfg.workers} at a time")
-    result: dict[str, Any] = {"config": asdict(cfg), "ladder": str(folder), "bins": bins}
+    say(f"[ladder-train] {len(specs)} runs of {cfg.train.max_steps} steps, {cfg.workers} at a time")
+    result: dict[str, Any] = {"config": cfg.to_dict(), "ladder": str(folder), "bins": bins}
     result["sizes"] = {b: {k: len(v) for k, v in part.items()} for b, part in sets.items()}
     result.update(stage1={"seconds": stage1_s, "prompts": len(pool)}, reference=reference)
     result.update(rates=lrs, sweep=swept, runs=_run_all(runner, specs, table))
@@ -271,7 +272,7 @@ def _sweep(runner: Runner, cfg: LadderTrainConfig, spec: Any) -> dict[str, Any]:
                 curve_area(
                     [e["step"] for e in r["evals"]],
                     [e["train_expected_accuracy"] for e in r["evals"]],
-                    cfg.steps,
+                    cfg.train.max_steps,
                 )
                 for r in got
                 if "skipped" not in r

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.stats import holm, mean_interval, t_test_p
+from astarpo.analysis import holm, mean_interval, t_test_p
 from experiments.ladder_train.config import ALONE, ARMS, MIXED
 
 __all__ = ["ALPHA", "MIN_GAIN", "READINGS", "RULE", "gain_cell", "one_sided_p", "summarize"]

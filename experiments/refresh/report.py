@@ -7,8 +7,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.analysis.figures import figure, legend_below, save, seed_errorbars, styled
-from astarpo.analysis.stats import holm, mean_interval, paired_difference
+from astarpo.analysis import (
+    figure,
+    holm,
+    legend_below,
+    mean_interval,
+    paired_difference,
+    save,
+    seed_errorbars,
+    styled,
+)
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, process_lines, table
 from experiments.harness.report import write as write_report

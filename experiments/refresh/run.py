@@ -1,12 +1,11 @@
 r"""The refresh study (``python -m experiments.refresh``): A*-PO with a fixed reference against
-A*-PO
-whose reference is refreshed every K steps (:mod:`astarpo.llm.training.refresh`), on the v_ref
-ladder's prompts near the reference's threshold.
+A*-PO whose reference is refreshed every K steps (:mod:`astarpo.llm.training.refresh`), on the
+v_ref ladder's prompts near the reference's threshold.
 
-:func:`run` takes the ladder (its ``ladder_prompts.jsonl`` and ``reference/``; run first into
-``OUT/ladder`` on :data:`~experiments.refresh.config.LADDER_BINS` unless ``ladder`` names a
-finished one), pools the training prompts of ``bins``, runs Stage 1 (N = ``n_samples``) once on
-the pool outside every clock, then every rule of ``refresh_every`` for every seed, each run in a
+:func:`run` takes the ladder (its ``ladder_prompts.jsonl`` and ``reference/``; built first into
+``OUT/ladder`` on the study's ``bins`` unless ``ladder`` names a finished one, ``--ladder
+DIR``), pools the training prompts of ``bins``, runs Stage 1 (N = ``n_samples``) once on the
+pool outside every clock, then every rule of ``refresh_every`` for every seed, each run in a
 fresh process for ``max_steps`` steps (:func:`run_one`). The held-out curves are exact: per bin,
 the mean probability of the gold response (the expected accuracy of the exact-match reward) and
 the exact :math:`\mathrm{pass@}k = 1 - (1 - \pi(a \mid x))^k` averaged over the bin's held-out
@@ -23,27 +22,24 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.metrics import read_metrics
+from astarpo.llm import ValueTable, get_task, read_metrics
+from experiments.harness.ladder_build import check_bins, ladder_for, read_ladder
+from experiments.harness.ladder_sets import BINS, LadderConfig, bin_spec
 from experiments.harness.measure import gold_logprobs, sample_scores, timed_stage1
 from experiments.harness.protocol import algorithm_config
-from experiments.harness.runner import Runner, rotated
+from experiments.harness.runner import Runner, entry, rotated
 from experiments.harness.training import load_run, train_run
-from experiments.ladder.config import QUICK as LADDER_QUICK
-from experiments.ladder.config import LadderConfig
-from experiments.ladder.run import run as run_ladder
-from experiments.ladder.sets import read_prompts
 from experiments.refresh import report
-from experiments.refresh.config import LADDER_BINS, RefreshConfig
+from experiments.refresh.config import RefreshConfig
 
-__all__ = ["EVAL_SEED", "OUTPUTS", "evaluate_bins", "exact_pass_at_k", "run", "run_one"]
+__all__ = ["EVAL_SEED", "OUTPUTS", "evaluate_bins", "exact_pass_at_k", "ladder_to_build", "run"]
+__all__ += ["run_one"]
 
 #: What the study writes besides ``runs/`` and ``refresh.json/md/png``.
 OUTPUTS = ("ladder", "stage1.jsonl")
@@ -87,10 +83,11 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     cfg, tokenizer, ref, policy = load_run(spec, RefreshConfig)
     ref0 = copy.deepcopy(ref)  # the refresh overwrites the trainer's reference in place
     out, seed, every = Path(spec["out"]), int(spec["seed"]), int(spec["refresh_every"])
-    args: Any = algorithm_config("astarpo", cfg, seed, out, cfg.learning_rate, 0.0)
+    args: Any = algorithm_config("astarpo", cfg, seed, out, cfg.train.learning_rate, 0.0)
     args = dataclasses.replace(  # an AStarPOConfig: it has the refresh fields
-        args, max_steps=cfg.max_steps, eval_steps=cfg.eval_steps, eval_every_seconds=0.0,
-        refresh_every_steps=every, refresh_n_samples=cfg.n_samples, refresh_beta1=cfg.beta1,
+        args, max_steps=cfg.train.max_steps, eval_steps=cfg.train.eval_steps,
+        eval_every_seconds=0.0, refresh_every_steps=every,
+        refresh_n_samples=cfg.stage1.n_samples, refresh_beta1=cfg.stage1.beta1,
     )  # fmt: skip
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -105,6 +102,20 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     return {"refresh_every": every, "seed": seed, **fields, "refresh": refresh}
 
 
+def ladder_to_build(cfg: RefreshConfig) -> LadderConfig:
+    """The ladder the study builds when no ``ladder`` is given: ``ladder_build`` on the
+    study's ``bins`` (``ValueError`` naming the bins no ladder can hold, before any work)."""
+    specs = tuple(bin_spec(b) for b in cfg.bins)
+    other = [b for b, spec in zip(cfg.bins, specs, strict=True) if spec not in BINS]
+    if not cfg.ladder and other:
+        raise ValueError(
+            f"--bins {', '.join(other)}: the ladder the study builds holds the bins "
+            f"{', '.join(BINS)} only; choose among them, or build a ladder with "
+            "`python -m experiments.ladder --bins=...` and pass --ladder DIR."
+        )
+    return replace(cfg.ladder_build, bins=specs)
+
+
 def run(
     cfg: RefreshConfig,
     out_dir: str | Path,
@@ -116,24 +127,22 @@ def run(
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
     its finished runs read back); returns the content of ``refresh.json``."""
+    needs = ("ladder_prompts.jsonl", "reference")
+    if cfg.ladder:  # before any work: a folder that is no ladder is refused
+        read_ladder(cfg.ladder, needs=needs)
+    build = ladder_to_build(cfg)  # before any work: a bin no ladder can hold is refused
     runner = Runner.start(out_dir, "refresh", OUTPUTS, cfg, overwrite, progress, resume=resume)
     output, say = runner.output, runner.say
-    if cfg.ladder:
-        folder = Path(cfg.ladder).resolve()
-    else:
-        folder = output.record("ladder").resolve()
-        n = cfg.ladder_prompts
-        ladder = LadderConfig(
-            bins=LADDER_BINS, train=n, test=n, candidates=cfg.ladder_candidates,
-            long_candidates=cfg.ladder_long_candidates, k=cfg.ladder_k,
-            top_ups=LADDER_QUICK["top_ups"],  # a stronger reference leaves [-2,-3) short
-        )  # fmt: skip
-        run_ladder(ladder, folder, overwrite=overwrite, progress=progress, resume=resume)
-    rows = read_prompts(folder / "ladder_prompts.jsonl")
-    missing = [b for b in cfg.bins if not any(r["bin"] == b for r in rows)]
-    if missing:
-        found = sorted({r["bin"] for r in rows})
-        raise ValueError(f"{folder} holds no bin {missing}; its bins are {found}.")
+    folder, _ = ladder_for(
+        cfg.ladder,
+        build,
+        runner,
+        overwrite=overwrite,
+        resume=resume,
+        progress=progress,
+        needs=needs,
+    )
+    rows = check_bins(cfg.bins, folder)
     pool = [
         {"prompt": r["prompt"], "answer": r["answer"]}
         for r in rows
@@ -148,14 +157,14 @@ def run(
         for b in cfg.bins
     }
     _, tok, ref, _ = load_run(
-        {"config": asdict(cfg), "reference": str(folder / "reference")}, RefreshConfig
+        {"config": cfg.to_dict(), "reference": str(folder / "reference")}, RefreshConfig
     )
-    say(f"[refresh] Stage 1: N = {cfg.n_samples} on {len(pool)} pool prompts, once")
+    say(f"[refresh] Stage 1: N = {cfg.stage1.n_samples} on {len(pool)} pool prompts, once")
     table, stage1_s = timed_stage1(ref, tok, pool, cfg, output.record("stage1.jsonl"), seed=0)
     reference = evaluate_bins(ref, ref, tok, held, cfg)
     base = {
-        "entry": "experiments.refresh.run:run_one",
-        "config": asdict(cfg),
+        "entry": entry(run_one),
+        "config": cfg.to_dict(),
         "reference": str(folder / "reference"),
         "values": str(output.path.resolve() / "stage1.jsonl"),
         "paths": ["reference", "values"],
@@ -166,8 +175,8 @@ def run(
         (f"refresh{every}-seed{seed}", {**base, "refresh_every": every, "seed": seed})
         for seed, every in rotated(cfg.refresh_every, cfg.seeds)
     ]
-    say(f"[refresh] {len(specs)} runs of {cfg.max_steps} steps")
-    result: dict[str, Any] = {"config": asdict(cfg), "ladder": str(folder)}
+    say(f"[refresh] {len(specs)} runs of {cfg.train.max_steps} steps")
+    result: dict[str, Any] = {"config": cfg.to_dict(), "ladder": str(folder)}
     result.update(stage1={"seconds": stage1_s, "prompts": len(pool)}, reference=reference)
     result["stage1"]["pass_rate"] = float(np.mean([r.pass_rate for r in table]))
     result["runs"] = runner.run_all(specs)

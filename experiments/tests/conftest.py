@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tokenizer():
     pytest.importorskip("transformers")
-    from astarpo.llm.models.toy import make_char_tokenizer
+    from astarpo.llm import make_char_tokenizer
 
     return make_char_tokenizer()
 

@@ -17,7 +17,7 @@ TINY = {
 
 def make_tiny_model(tokenizer: Any, seed: int = 0) -> Any:
     """A fresh toy model of the :data:`TINY` shape."""
-    from astarpo.llm.models.toy import make_toy_model
+    from astarpo.llm import make_toy_model
 
     return make_toy_model(tokenizer, seed=seed, **TINY)
 

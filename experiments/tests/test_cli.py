@@ -3,15 +3,15 @@ sections, ``--resume``."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from astarpo.commands.fields import flag_of
+from astarpo import flag_of
 from experiments.harness.cli import main
+from experiments.harness.config import flat_fields
 from experiments.registry import STUDIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,9 +39,9 @@ def test_every_config_field_is_a_flag_with_its_help_and_default(name, capsys):
     with pytest.raises(SystemExit):
         main(name, ["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for f in dataclasses.fields(STUDIES[name].config):
+    for f in flat_fields(STUDIES[name].config).values():
         assert flag_of(f.name) in text, f.name
-        assert f.metadata.get("help"), f"{name}: field {f.name} has no help"
+        assert f.metadata.get("help"), f"{name}: setting {f.name} has no help"
     assert "(default 1)" in text  # --threads
 
 
@@ -95,7 +95,7 @@ def test_the_gpu_config_is_a_valid_efficiency_protocol(tmp_path, monkeypatch):
     gpu = str(ROOT / "experiments" / "efficiency" / "gpu.yaml")
     assert main("efficiency", ["--config", gpu, "--out", str(tmp_path)]) == 0
     cfg = seen["cfg"]
-    assert (cfg.device, cfg.mixed_precision, cfg.seeds) == ("cuda", "bf16", 3)
+    assert (cfg.train.device, cfg.train.mixed_precision, cfg.seeds) == ("cuda", "bf16", 3)
     assert cfg.model_overrides["hidden_size"] == 512 and cfg.lr_grid == (1e-5, 3e-5, 1e-4)
 
 

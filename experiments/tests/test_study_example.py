@@ -34,7 +34,7 @@ def test_the_example_is_small_and_whole():
 @pytest.mark.slow
 def test_the_example_runs_as_a_study(tmp_path, monkeypatch):
     from experiments.harness.output import OutputDir
-    from experiments.registry import Study
+    from experiments.registry import Study, StudyCode
     from experiments.tests.lab_setup import TINY
 
     pkg = tmp_path / "src" / "beta2_example"
@@ -47,12 +47,15 @@ def test_the_example_runs_as_a_study(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))  # the runs' processes import it too
     from beta2_example import config
 
-    entry = blocks["registry"].strip().split(":", 1)[1].rstrip(",")
-    study = eval(entry, {"Study": Study, "beta2": config})
+    names = {"Study": Study, "StudyCode": StudyCode, "beta2": config, "STUDIES": {}}
+    names["Beta2Config"] = config.Beta2Config
+    exec("from __future__ import annotations\n" + blocks["registry"], names)
+    study = names["STUDIES"]["beta2"]
     assert isinstance(study, Study) and study.summary.startswith("A*-PO")
     small = dict(max_train_seconds=2.0, sft_steps=1, model_overrides=TINY, batch_size=2)
     small.update(pool_size=4, eval_size=4, n_samples=2, cache_dir=str(tmp_path / "cache"))
-    cfg = config.Beta2Config(**{**config.presets({}, quick=True), **small}, beta2s=(1e-3, 1e-1))
+    given = {**config.presets({}, quick=True), **small, "beta2s": (1e-3, 1e-1)}
+    cfg = config.Beta2Config.from_dict(given)
     res = study.run(cfg, tmp_path / "out", progress=False)
     assert {r["beta2"] for r in res["runs"]} == {1e-3, 1e-1} and len(res["runs"]) == 2
     assert all(r["process"]["cpu_s"] > 0 for r in res["runs"])

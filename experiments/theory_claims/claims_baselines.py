@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from astarpo.theory.baseline import overconfident_gap
-from astarpo.theory.experiments.common import INSTANCE
-from astarpo.theory.instances import make_instance
+from astarpo.theory import make_instance, overconfident_gap
 from experiments.theory_claims.verdicts import (
     Claim,
     combine,
@@ -35,7 +33,8 @@ def baseline_claims(res: Results) -> list[Claim]:
     a_ci, p_ci = gci(b["astarpo"]), gci(b["pg"])
     o = order(a_ci, p_ci)
     c10 = b["final_by_c"]["pg"]["10.0"]
-    floor = overconfident_gap(make_instance("shared", **INSTANCE), h["config"]["beta2"])
+    instance = make_instance("shared", **h["config"]["instance"])
+    floor = overconfident_gap(instance, h["config"]["beta2"])
     close = abs(c10["gmean"][0] - floor) <= 0.01 * floor
     beta2 = sb["config"]["beta2"] if "beta2" in sb["config"] else 1e-3
     kl: dict[str, tuple[float, float, float]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from astarpo.theory.experiments.update_paper import CHECKABLE
+from astarpo.theory import CHECKABLE
 from experiments.theory_claims.verdicts import Claim, combine, fmt, interval, near_optimum, order
 
 __all__ = ["RULE_LABEL", "START_LABEL", "paper_betas_claims", "update_claims", "variance_check"]

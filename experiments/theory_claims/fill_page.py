@@ -16,12 +16,15 @@ import re
 import sys
 from pathlib import Path
 
-from astarpo.theory.baseline import overconfident_gap
-from astarpo.theory.convergence import RULE as FIXED_POINT_RULE  # noqa: F401 (template)
-from astarpo.theory.experiments import EXPERIMENTS
-from astarpo.theory.experiments.common import INSTANCE
-from astarpo.theory.experiments.update_paper import CHECKABLE, VALUE_LABEL  # noqa: F401
-from astarpo.theory.instances import make_instance
+from astarpo.theory import (  # noqa: F401 (FIXED_POINT_RULE, CHECKABLE: the template's)
+    CHECKABLE,
+    EXPERIMENTS,
+    FIXED_POINT_RULE,
+    VALUE_LABEL,
+    hard_contexts,
+    make_instance,
+    overconfident_gap,
+)
 from experiments.theory_claims.claims import claims, grid_se, slope_windows  # noqa: F401 (template)
 from experiments.theory_claims.claims_update import (  # noqa: F401 (template)
     RULE_LABEL,
@@ -51,6 +54,8 @@ UPDATE_RUN = HERE / "update-run.txt"
 TMPL = HERE / "theory.md.tmpl"
 OUT = HERE.parent.parent / "theory.md"
 ROWS = claims(dict(zip(NAMES, (H, S, C, TB, G, U, SB, R, A, F), strict=True)))
+#: The instance every experiment runs on (as the horizon experiment recorded it).
+INSTANCE = H["config"]["instance"]
 
 
 def claims_table():
@@ -305,10 +310,7 @@ def zm_fisher():
     (transfer instance of the zero-mass runs)."""
     import numpy as np
 
-    from astarpo.theory.experiments.zero_mass import EPSILON
-    from astarpo.theory.instances import hard_contexts
-
-    b = make_instance("shared", **{**INSTANCE, "v_ref": EPSILON})
+    b = make_instance("shared", **{**INSTANCE, "v_ref": C["zero_mass"]["epsilon"]})
     keep = np.setdiff1d(np.arange(b.n_contexts), hard_contexts(b.n_contexts))
     p, f = b.ref_probs[keep], b.features[keep]
     d = f - (p[..., None] * f).sum(1, keepdims=True)

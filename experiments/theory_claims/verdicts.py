@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from astarpo.analysis.stats import interval_order
+from astarpo.analysis import interval_order
 
 __all__ = [
     "RULES",

@@ -1,13 +1,17 @@
-"""The two-beta study's settings: the shared protocol plus the beta1 values, rates and steps."""
+"""The two-beta study's settings: the shared protocol (its ``train`` with the steps and
+evaluation of every run) plus the beta1 values, rates and seeds."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from experiments.harness.protocol import Protocol, option
+from astarpo import doc_field
+from astarpo.llm import TrainConfig
+from experiments.harness.config import check_integers, nested
+from experiments.harness.protocol import TRAIN, TRAIN_FLAGS, Protocol
 
 __all__ = ["PAIRED", "QUICK", "SCRATCHPAD", "TwoBetaConfig", "presets"]
 
@@ -24,36 +28,38 @@ class TwoBetaConfig(Protocol):
     seed and rate form a paired comparison against ``beta1 = 0.5``.
     """
 
-    beta1s: tuple[float, ...] = option(
+    beta1s: tuple[float, ...] = doc_field(
         (1e-3, 0.1, 0.5, 2.0, 1e3),
         "Stage 1 KL strengths compared (must include 0.5): 1e-3 is the theory's single beta "
         "(beta1 = beta2), 0.5 the paper's; 1e3 stands for the plain mean reward (beta1 -> inf: "
         "V* is within 1 / (8 beta1) = 1.25e-4 of the mean for rewards in [0, 1], by Hoeffding's "
         "lemma).",
     )
-    learning_rates: tuple[float, ...] = option(
+    learning_rates: tuple[float, ...] = doc_field(
         (3e-5, 1e-4),
         "Rates of every beta1: the first is the rate the efficiency study's sweep chose for "
         "A*-PO (beta1 = 0.5) on the scratchpad task (docs/figures/bench_scratchpad.json), the "
         "second a check.",
     )
-    seeds: int = option(5, "Seeds 0 .. seeds-1 per (rate, beta1) (95% t-intervals).", 1)
-    max_steps: int = option(150, "Steps of every run (equal steps: the paper's protocol).", 1)
-    eval_steps: int = option(50, "Held-out evaluation every this many steps (and at 0).", 1)
-    target_fractions: tuple[float, ...] = option(
+    seeds: int = doc_field(5, "Seeds 0 .. seeds-1 per (rate, beta1) (95% t-intervals).")
+    train: TrainConfig = nested(
+        replace(TRAIN, max_steps=150, eval_steps=50), (*TRAIN_FLAGS, "max_steps", "eval_steps")
+    )
+    target_fractions: tuple[float, ...] = doc_field(
         (0.25, 0.5, 0.75),
         "Targets on the way from the reference's accuracy to the best final one, for steps to "
         "target.",
     )
-    workers: int = option(
+    workers: int = doc_field(
         2,
         "Runs at once (processes): runs stop at a step count, so sharing the clock moves no "
         "result.",
-        1,
     )
 
     def __post_init__(self) -> None:
+        """Check the fields (``ValueError`` naming the first that is wrong)."""
         super().__post_init__()
+        check_integers(self, seeds=1, workers=1)
         if PAIRED not in self.beta1s or len(set(self.beta1s)) != len(self.beta1s):
             raise ValueError(
                 f"beta1s must hold {PAIRED} (the paired baseline) and no value twice, got "

@@ -25,9 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.curves import target_levels, time_to_target
-from astarpo.analysis.figures import errorbars, figure, legend_below, save, styled
-from astarpo.analysis.stats import holm, mean_interval, paired_difference, paired_ratio
+from astarpo.analysis import (
+    errorbars,
+    figure,
+    holm,
+    legend_below,
+    mean_interval,
+    paired_difference,
+    paired_ratio,
+    save,
+    styled,
+    target_levels,
+    time_to_target,
+)
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, fmt_ratio, process_lines, table
 from experiments.harness.report import write as write_report

@@ -10,21 +10,16 @@ per-step gradient norms and KL from ``metrics.jsonl``.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from astarpo.llm.models.toy import make_char_tokenizer
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from astarpo.llm.training.metrics import read_metrics
-from astarpo.objective import optimal_value
+from astarpo import optimal_value
+from astarpo.llm import ValueTable, get_task, make_char_tokenizer, read_metrics
 from experiments.harness.measure import evaluate_policy, timed_stage1
-from experiments.harness.output import OutputDir
 from experiments.harness.protocol import algorithm_config, make_reference, splits
-from experiments.harness.runner import Runner, rotated
+from experiments.harness.runner import Runner, entry, open_output, rotated
 from experiments.harness.training import load_run, train_run
 from experiments.two_beta import report
 from experiments.two_beta.config import TwoBetaConfig
@@ -54,7 +49,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     out, seed = Path(spec["out"]), spec["seed"]
     args = algorithm_config("astarpo", cfg, seed, out, spec["lr"], 0.0)
     args = dataclasses.replace(
-        args, max_steps=cfg.max_steps, eval_steps=cfg.eval_steps, eval_every_seconds=0.0
+        args, max_steps=cfg.train.max_steps, eval_steps=cfg.train.eval_steps, eval_every_seconds=0.0
     )
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -89,17 +84,16 @@ def run(
         FileExistsError: ``out_dir`` holds another run and ``overwrite`` is not set.
     """
     say = print if progress else lambda *a: None
-    output = OutputDir(out_dir, "two_beta", ("reference", "values"))
-    output.clear(overwrite, resume)
+    output = open_output(out_dir, "two_beta", ("reference", "values"), cfg, overwrite, resume)
     runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe, resume)
     cfg, rows = cfg.resolved(), splits(cfg)
     for name in ("reference", "values"):
         output.record(name)
-    say(f"[two-beta] reference ({cfg.task}, SFT to {cfg.reference_target:g}, cached)")
+    say(f"[two-beta] reference ({cfg.task}, SFT to {cfg.sft.target_accuracy:g}, cached)")
     ref, sft = make_reference(cfg, output.path)
     folder = output.path / "values"
     folder.mkdir(exist_ok=True)
-    say(f"[two-beta] Stage 1: N = {cfg.n_samples} on {len(rows['pool'])} prompts, once")
+    say(f"[two-beta] Stage 1: N = {cfg.stage1.n_samples} on {len(rows['pool'])} prompts, once")
     table, stage1_s = timed_stage1(
         ref, make_char_tokenizer(), rows["pool"], cfg, folder / "stage1.jsonl", seed=0
     )
@@ -107,8 +101,8 @@ def run(
     for b1, t in tables.items():
         t.save(folder / f"beta1-{b1:g}.jsonl")
     base = {
-        "entry": "experiments.two_beta.run:run_one",
-        "config": asdict(cfg),
+        "entry": entry(run_one),
+        "config": cfg.to_dict(),
         "reference": str(output.path / "reference"),
         "paths": ["reference", "values"],
         "train": rows["pool"],
@@ -128,8 +122,8 @@ def run(
         for lr in cfg.learning_rates
         for seed, b1 in rotated(cfg.beta1s, cfg.seeds)
     ]
-    say(f"[two-beta] {len(specs)} runs of {cfg.max_steps} steps, {cfg.workers} at a time")
-    result: dict[str, Any] = {"config": asdict(cfg), "reference": sft, "stage1_s": stage1_s}
+    say(f"[two-beta] {len(specs)} runs of {cfg.train.max_steps} steps, {cfg.workers} at a time")
+    result: dict[str, Any] = {"config": cfg.to_dict(), "reference": sft, "stage1_s": stage1_s}
     prompts = [r.prompt for r in table]
     v_star = {f"{b:g}": float(t.v_star(prompts).mean()) for b, t in tables.items()}
     result["stage1"] = {

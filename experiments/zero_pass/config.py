@@ -3,63 +3,80 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
-from experiments.harness.protocol import DROP_ARM, Protocol, RunOptions, option
+from astarpo import doc_field
+from astarpo.llm import SCRATCHPAD_DIGITS, get_task
+from experiments.harness.config import StudyConfig, check_integers, nested
+from experiments.harness.protocol import DROP_ARM, Protocol
 
-__all__ = ["ARMS", "QUICK", "SETS", "ZeroPassConfig", "presets", "seeds_of"]
+__all__ = ["ARMS", "PROTOCOL", "QUICK", "SETS", "ZeroPassConfig", "presets", "seeds_of"]
 
 #: The training sets, and the runs of each.
 SETS = ("hard", "mixed", "easy")
 ARMS = ("astarpo", DROP_ARM, "grpo", "ppo", "rebel")
 
+#: The protocol of these runs: the scratchpad task (the efficiency study's reference, from the
+#: same cache) with a budget for the hard prompts' gold responses (``16 d + 6`` tokens with
+#: EOS for ``d = 5`` digits, plus 8); the easy rows are its pool and held-out split. The
+#: learning rate of every run is 3e-5 (no sweep): in a 25 s probe on the easy set, 1e-3 took the
+#: reference's accuracy from 0.41 to below 0.01 in a step; 3e-5 raised it steadily.
+_PROTOCOL = Protocol.from_dict(
+    dict(
+        task="scratchpad",
+        max_new_tokens=16 * (SCRATCHPAD_DIGITS + 1) + 6 + 8,
+        sft_lr=get_task("scratchpad").sft_lr,
+        eval_every_seconds=15.0,
+        pool_size=200,
+        eval_size=128,
+    )
+)
+PROTOCOL = replace(
+    _PROTOCOL, train=replace(_PROTOCOL.train, max_train_seconds=30.0, learning_rate=3e-5)
+)
+
 
 @dataclass(frozen=True)
-class ZeroPassConfig(RunOptions):
-    """Settings of :func:`~experiments.zero_pass.run.run` (see each field's ``help``)."""
+class ZeroPassConfig(StudyConfig):
+    """Settings of :func:`~experiments.zero_pass.run.run` (each field's help says what it does);
+    ``protocol`` is the protocol of its runs (:data:`PROTOCOL`), with the easy set as its pool
+    and held-out split, and every run's Stage 2 budget, evaluation interval and rate."""
 
-    hard_train: int = option(200, "Hard training prompts (>= 200 in the full run).", 1)
-    hard_eval: int = option(200, "Hard held-out prompts (>= 200 in the full run).", 1)
-    easy_train: int = option(200, "Easy training prompts.", 1)
-    easy_eval: int = option(128, "Easy held-out prompts.", 1)
-    margin: int = option(8, "Extra hard candidates, in case the reference solves some.", 0)
-    k: int = option(64, "Reference samples per hard candidate.", 1)
-    seconds: float = option(30.0, "Stage 2 wall-clock budget of every run.", positive=True)
-    eval_every_seconds: float = option(
-        15.0, "Held-out evaluation every this many s of training time.", positive=True
+    hard_train: int = doc_field(200, "Hard training prompts (>= 200 in the full run).")
+    hard_eval: int = doc_field(200, "Hard held-out prompts (>= 200 in the full run).")
+    margin: int = doc_field(8, "Extra hard candidates, in case the reference solves some.")
+    k: int = doc_field(64, "Reference samples per hard candidate.")
+    protocol: Protocol = nested(
+        PROTOCOL,
+        {
+            "easy_train": "pool_size",
+            "easy_eval": "eval_size",
+            "seconds": "train.max_train_seconds",
+            "eval_every_seconds": "train.eval_every_seconds",
+            "learning_rate": "train.learning_rate",
+            "threads": "threads",
+            "rerun_slow": "rerun_slow",
+        },
     )
-    seeds_main: int = option(5, "Seeds of A*-PO and GRPO on the sets with hard prompts.", 1)
-    seeds_other: int = option(3, "Seeds of every other run.", 1)
-    learning_rate: float = option(
-        3e-5,
-        "Learning rate of every run (no sweep): in a 25 s probe on the easy set, 1e-3 took the "
-        "reference's accuracy from 0.41 to below 0.01 in a step; 3e-5 raised it steadily.",
-        positive=True,
-    )
-    check_rows: int = option(64, "Training prompts per kind in the final log-ratio check.", 1)
-    workers: int = option(2, "Runs at once (processes).", 1)
+    seeds_main: int = doc_field(5, "Seeds of A*-PO and GRPO on the sets with hard prompts.")
+    seeds_other: int = doc_field(3, "Seeds of every other run.")
+    check_rows: int = doc_field(64, "Training prompts per kind in the final log-ratio check.")
+    workers: int = doc_field(2, "Runs at once (processes).")
+
+    def __post_init__(self) -> None:
+        """Check the fields (``ValueError`` naming the first that is wrong)."""
+        super().__post_init__()
+        check_integers(self, hard_train=1, hard_eval=1, margin=0, k=1, seeds_main=1)
+        check_integers(self, seeds_other=1, check_rows=1, workers=1)
+        if not self.protocol.train.max_train_seconds > 0:  # 0 would be no budget at all
+            seconds = self.protocol.train.max_train_seconds
+            raise ValueError(f"seconds must be a finite number > 0, got {seconds!r}.")
 
     @property
     def hard_digits(self) -> int:
         """Operand digits of the hard prompts: one more than every SFT example's."""
         return SCRATCHPAD_DIGITS + 1
-
-    def protocol(self) -> Protocol:
-        """The protocol of these runs: the scratchpad task (the efficiency study's reference,
-        from the same cache), a budget for the hard prompts' gold responses (86 tokens), the
-        easy rows as its pool and held-out split."""
-        return Protocol(
-            threads=self.threads,
-            rerun_slow=self.rerun_slow,
-            task="scratchpad",
-            max_new_tokens=16 * self.hard_digits + 6 + 8,
-            sft_lr=get_task("scratchpad").sft_lr,
-            eval_every_seconds=self.eval_every_seconds,
-            pool_size=self.easy_train,
-            eval_size=self.easy_eval,
-        )
 
 
 #: ``--quick``: every code path, small sets, 1-2 seeds (<= 5 minutes on 2 shared cores).

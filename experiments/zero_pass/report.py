@@ -12,8 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.analysis.figures import CURVES, figure, legend_below, save, seed_errorbars, styled
-from astarpo.analysis.stats import mean_interval
+from astarpo.analysis import (
+    CURVES,
+    figure,
+    legend_below,
+    mean_interval,
+    save,
+    seed_errorbars,
+    styled,
+)
 from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, missing, process_lines, table
 from experiments.harness.report import write as write_report

@@ -14,29 +14,27 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from astarpo.llm.models.toy import make_char_tokenizer
-from astarpo.llm.stage1.shards import merge_shards
-from astarpo.llm.stage1.table import lookup_v_star
-from astarpo.llm.toy.problems import scratchpad_task
-from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from experiments.harness.measure import gold_logprobs, timed_stage1
-from experiments.harness.output import OutputDir
+from astarpo.llm import (
+    SCRATCHPAD_DIGITS,
+    lookup_v_star,
+    make_char_tokenizer,
+    merge_shards,
+    scratchpad_task,
+)
+from experiments.harness.measure import evaluate_sets, gold_logprobs, timed_stage1
 from experiments.harness.protocol import Protocol, make_reference, splits
-from experiments.harness.runner import Runner
+from experiments.harness.runner import Runner, entry, open_output
 from experiments.zero_pass import report
 from experiments.zero_pass.config import ARMS, SETS, ZeroPassConfig, seeds_of
-from experiments.zero_pass.worker import evaluate_sets
+from experiments.zero_pass.worker import pass_shard, run_one
 
-__all__ = ["ENTRY", "HARD_SEED", "OUTPUTS", "SHARD_DRAWS", "build_hard_set", "pass_bounds", "run"]
+__all__ = ["HARD_SEED", "OUTPUTS", "SHARD_DRAWS", "build_hard_set", "pass_bounds", "run"]
 
-#: The function a run's process calls.
-ENTRY = "experiments.zero_pass.worker:run_one"
 #: What the study writes besides ``runs/`` and ``zero_pass.json/md/png``.
 OUTPUTS: tuple[str, ...] = ("reference", "hard_pass64.jsonl", "hard_prompts.jsonl")
 OUTPUTS += tuple(f"values_{s}.jsonl" for s in SETS)
@@ -77,15 +75,15 @@ def build_hard_set(
     tok = make_char_tokenizer()
     n = cfg.hard_train + cfg.hard_eval + cfg.margin
     rows = scratchpad_task(n, seed=HARD_SEED, digits=cfg.hard_digits)
-    check = replace(cfg.protocol(), n_samples=cfg.k, generation_batch_size=max(cfg.k, 1024))
+    check = cfg.protocol.replace(n_samples=cfg.k, generation_batch_size=max(cfg.k, 1024))
     path = out / "hard_pass64.jsonl"
     if cfg.workers == 1 or n * cfg.k < SHARD_DRAWS:
         table, seconds = timed_stage1(ref, tok, rows, check, path, seed=HARD_SEED)
     else:  # shards of the library's Stage 1, one process each, merged
         t0 = time.perf_counter()
         path.unlink(missing_ok=True)
-        entry = "experiments.zero_pass.worker:pass_shard"
-        spec: dict[str, Any] = {"entry": entry, "config": asdict(check), "seed": HARD_SEED}
+        spec: dict[str, Any] = {"entry": entry(pass_shard), "config": check.to_dict()}
+        spec["seed"] = HARD_SEED
         spec.update(reference=str(out / "reference"), path=str(path), rows=rows)
         spec["paths"], parts = ["reference", "path"], range(cfg.workers)
         runner.run_all([(f"hard-check-{i}", {**spec, "shard": [i, cfg.workers]}) for i in parts])
@@ -137,11 +135,10 @@ def run(
     """Run the study (see the module doc) into ``out_dir`` (``overwrite``: delete exactly what
     an earlier run of it recorded there first; ``resume``: continue an interrupted run there,
     its finished runs read back); returns the content of ``zero_pass.json``."""
-    output = OutputDir(out_dir, "zero_pass", OUTPUTS)
-    output.clear(overwrite, resume)
+    output = open_output(out_dir, "zero_pass", OUTPUTS, cfg, overwrite, resume)
     say = print if progress else (lambda *a, **k: None)
     runner = Runner(output, cfg.threads, cfg.workers, cfg.rerun_slow, say, report.describe, resume)
-    out, protocol = output.path.resolve(), cfg.protocol().resolved()
+    out, protocol = output.path.resolve(), cfg.protocol.resolved()
     for name in OUTPUTS:
         output.record(name)
     ref, sft_info = make_reference(protocol, out)
@@ -161,9 +158,10 @@ def run(
     say(f"[zero-pass] stage 1: {stage1}")
     held = {"hard": hard_eval, "easy": easy_eval}
     ref_eval = evaluate_sets(ref, make_char_tokenizer(), held)
-    common: dict[str, Any] = {"entry": ENTRY, "config": asdict(protocol)}
+    common: dict[str, Any] = {"entry": entry(run_one), "config": protocol.to_dict()}
     common["reference"] = str(out / "reference")
-    common.update(lr=cfg.learning_rate, seconds=cfg.seconds, held_out=held, hard_prompts=hard)
+    lr, seconds = protocol.train.learning_rate, protocol.train.max_train_seconds
+    common.update(lr=lr, seconds=seconds, held_out=held, hard_prompts=hard)
     common["reference_eval"] = ref_eval
     common["check"] = {"hard": hard_train[: cfg.check_rows], "easy": easy_train[: cfg.check_rows]}
     common["check_values"] = str(out / "values_mixed.jsonl")
@@ -177,10 +175,10 @@ def run(
     ]
     for _, spec in specs:
         spec["values"] = str(out / f"values_{spec['set']}.jsonl")
-    say(f"[zero-pass] {len(specs)} runs, {cfg.workers} at a time, {cfg.seconds:g} s each")
+    say(f"[zero-pass] {len(specs)} runs, {cfg.workers} at a time, {seconds:g} s each")
     sizes = {"hard_train": hard_train, "hard_eval": hard_eval}
     sizes.update(easy_train=easy_train, easy_eval=easy_eval)
-    result: dict[str, Any] = {"config": asdict(cfg), "protocol": asdict(protocol)}
+    result: dict[str, Any] = {"config": cfg.to_dict(), "protocol": protocol.to_dict()}
     result["reference"] = {"sft": sft_info, "eval": ref_eval}
     result.update(hard_set=hard_info, sizes={k: len(v) for k, v in sizes.items()}, stage1=stage1)
     result["runs"] = runner.run_all(specs)

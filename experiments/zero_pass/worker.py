@@ -1,82 +1,24 @@
 r"""What runs in a process of the zero-pass study: one run (:func:`run_one`), the library's
 trainer on one training set, plus the held-out curves on the hard and easy prompts apart, read
-exactly from the gold response's probability (:func:`evaluate_sets`,
-:func:`~experiments.harness.measure.gold_logprobs`), each sample's success per prompt
-kind (:class:`SuccessCounter`) and the final check of A*-PO's regression target
-:math:`\beta_2 \log \pi/\pi_{ref} \approx r - \hat V^*` (:func:`log_ratio_check`): where
-:math:`\hat V^* = 0` a failure is pulled back to the reference and a success pushed toward 1;
-and a shard of the hard set's check (:func:`pass_shard`).
+exactly from the gold response's probability
+(:func:`~experiments.harness.measure.evaluate_sets`), each sample's success per prompt kind
+(:class:`~experiments.harness.measure.SuccessCounter`) and the final check of A*-PO's
+regression target :math:`\beta_2 \log \pi/\pi_{ref} \approx r - \hat V^*`
+(:func:`log_ratio_check`): where :math:`\hat V^* = 0` a failure is pulled back to the reference
+and a success pushed toward 1; and a shard of the hard set's check (:func:`pass_shard`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from astarpo.llm.rewards.scoring import reward_name
-from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.toy.tasks import get_task
-from experiments.harness.measure import gold_logprobs, sample_scores, timed_stage1
+from astarpo.llm import ValueTable, get_task
+from experiments.harness.measure import SuccessCounter, evaluate_sets, sample_scores, timed_stage1
 from experiments.harness.protocol import DROP_ARM, Protocol, algorithm_config, arm_algorithm
 from experiments.harness.training import drop_all_wrong, load_run, train_run
 
-__all__ = ["SuccessCounter", "evaluate_sets", "log_ratio_check", "pass_shard"]
-__all__ += ["run_one"]
-
-
-class SuccessCounter:
-    """``reward``, counting samples and successes (reward > 0) per prompt kind: ``"hard"`` for
-    the prompts of ``hard``, else ``"easy"``; its scores, name, module and qualified name are
-    ``reward``'s (so the V* table's provenance check sees the reward it computes).
-
-    Args:
-        reward: The task's reward (TRL signature, takes ``truncated``).
-        hard: The hard prompts (exact texts).
-    """
-
-    def __init__(self, reward: Any, hard: Sequence[str]) -> None:
-        self.reward, self.hard = reward, frozenset(hard)
-        self.samples, self.successes = {"hard": 0, "easy": 0}, {"hard": 0, "easy": 0}
-        self.__name__ = reward_name(reward)
-        self.__module__ = str(getattr(reward, "__module__", type(reward).__module__))
-        self.__qualname__ = str(getattr(reward, "__qualname__", self.__name__))
-
-    def __call__(
-        self,
-        prompts: Sequence[str],
-        completions: Sequence[str],
-        answer: Sequence[Any],
-        truncated: Sequence[bool] | None = None,
-        **columns: Any,
-    ) -> list[float | None]:
-        """Score like ``reward`` and count (``columns`` other than ``report`` are ignored)."""
-        scores = self.reward(
-            prompts, completions, answer, truncated=truncated, report=columns.get("report")
-        )
-        for prompt, score in zip(prompts, scores, strict=True):
-            kind = "hard" if prompt in self.hard else "easy"
-            self.samples[kind] += 1
-            self.successes[kind] += int((score or 0.0) > 0)
-        return list(scores)
-
-
-def evaluate_sets(
-    model: Any, tokenizer: Any, held_out: dict[str, list[dict[str, Any]]]
-) -> dict[str, float]:
-    """``{kind}_expected_accuracy`` (mean gold probability) and ``{kind}_log10_gold`` (mean
-    log10 of it) for each held-out set ``kind`` (``"hard"``, ``"easy"``)."""
-    was_training, res = model.training, {}
-    model.eval()
-    for kind, rows in held_out.items():
-        lp = gold_logprobs(model, tokenizer, rows)
-        res[f"{kind}_expected_accuracy"] = float(np.exp(lp).mean())
-        res[f"{kind}_log10_gold"] = float(lp.mean() / math.log(10.0))
-    model.train(was_training)
-    return res
+__all__ = ["log_ratio_check", "pass_shard", "run_one"]
 
 
 def log_ratio_check(
@@ -102,7 +44,7 @@ def log_ratio_check(
         if not rows:
             continue
         s = sample_scores(policy, ref, tokenizer, rows, cfg, seed)
-        r, ratio = s["reward"], cfg.beta2 * s["log_ratio"]
+        r, ratio = s["reward"], cfg.astarpo.beta2 * s["log_ratio"]
         target = r - table.v_star([x["prompt"] for x in rows])
         res: dict[str, Any] = {"n": len(rows), "n_successes": int((r > 0).sum())}
         for label, sel in (("failures", r <= 0), ("successes", r > 0)):

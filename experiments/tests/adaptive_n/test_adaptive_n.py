@@ -36,7 +36,9 @@ def fake_ladder(folder: Path, k: int = 16, seed: int = 0) -> dict[str, float]:
 def test_reads_the_ladder_and_writes_the_report(tmp_path: Path) -> None:
     fake_ladder(tmp_path / "ladder")
     folder = str(tmp_path / "ladder")
-    cfg = AdaptiveNConfig(ladder=folder, k=16, fixed=(2, 4, 8, 16), adaptive=(4, 8), cap=16)
+    cfg = AdaptiveNConfig.from_dict(
+        dict(ladder=folder, k=16, fixed=(2, 4, 8, 16), adaptive=(4, 8), cap=16)
+    )
     res = run(cfg, tmp_path / "out", progress=False)
     for name in ("adaptive_n.json", "adaptive_n.md", "adaptive_n.png"):
         assert (tmp_path / "out" / name).is_file()
@@ -82,4 +84,4 @@ def test_the_verdict_rule() -> None:
 )
 def test_bad_configs_are_refused(fields: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        AdaptiveNConfig(**fields)
+        AdaptiveNConfig.from_dict(dict(**fields))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from astarpo.theory.stage1 import value_estimate_error
+from astarpo.theory import value_estimate_error
 from experiments.adaptive_n.errors import (
     adaptive_estimates,
     estimator_errors,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from experiments.efficiency.config import EfficiencyConfig
 
 
@@ -44,7 +42,7 @@ def fake_result():
         fake_run("grpo", 0, [0.0, 10.0, 20.0], [0.2, 0.3, 0.4], mem=20.0, spp=8),
         fake_run("grpo", 1, [0.0, 10.0, 20.0], [0.2, 0.25, 0.3], mem=20.0, spp=8),
     ]
-    cfg = {**asdict(EfficiencyConfig()), "max_train_seconds": 25.0, "seeds": 2}
+    cfg = {**EfficiencyConfig().to_dict(), "max_train_seconds": 25.0, "seeds": 2}
     return {
         "config": cfg,
         "reference": {"expected_accuracy": 0.2, "sampled_accuracy": 0.2, "accuracy": 0.2},
@@ -58,21 +56,21 @@ def fake_result():
 def run_spec(tmp_path, tiny_model, arm, seconds, stage1_inside=True, **config):
     """A worker spec of one run on the tiny reference (saved under ``tmp_path/ref``): 8 training
     and 4 held-out addition rows; ``config`` over the small protocol's fields."""
-    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
     rows = addition_task(12, seed=0)
     small = dict(eval_every_seconds=0.5, batch_size=2, max_new_tokens=3, n_samples=2, eval_size=4)
-    cfg = EfficiencyConfig(max_train_seconds=seconds, **{**small, **config})
+    cfg = EfficiencyConfig.from_dict(dict(max_train_seconds=seconds, **{**small, **config}))
     return {
         "arm": arm,
         "seed": 0,
         "lr": 1e-3,
         "seconds": seconds,
-        "steps": cfg.steps,
+        "steps": cfg.train.max_steps,
         "stage1_inside": stage1_inside,
-        "config": asdict(cfg),
+        "config": cfg.to_dict(),
         "reference": str(ref_path),
         "train": rows[:8],
         "eval": rows[8:],

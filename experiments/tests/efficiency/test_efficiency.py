@@ -8,7 +8,6 @@ import itertools
 import json
 import math
 import time
-from dataclasses import asdict, replace
 
 import pytest
 from study_fakes import fake_result, fake_run, run_spec
@@ -193,9 +192,9 @@ def test_run_one_in_process(tiny_model, tmp_path, arm):
     if arm == "astarpo_drop":  # a table where half of the pool was solved at least once
         import numpy as np
 
+        from astarpo.llm import ValueTable
         from astarpo.llm.stage1.provenance import data_fingerprint
         from astarpo.llm.stage1.rows import make_row
-        from astarpo.llm.stage1.table import ValueTable
 
         prov = {"data": data_fingerprint(spec["train"])}  # Stage 1 ran on the whole pool
         table = [  # V* = optimal_value of the two rewards, as Stage 1 writes it
@@ -229,18 +228,18 @@ def test_stage1_arms_spend_their_budget(tiny_model, tmp_path, arm, mean, allocat
     """A run of ``STAGE1_ARMS`` draws its Stage 1 under its own rule, inside its clock: on
     average ``mean`` samples per prompt (adaptive: varying by prompt, between the pilot and
     the cap), at A*-PO's algorithm."""
-    from astarpo.llm.stage1.table import ValueTable
+    from astarpo.llm import ValueTable
     from experiments.efficiency.config import EfficiencyConfig, arms
     from experiments.harness.protocol import STAGE1_ARMS, arm_algorithm
 
     spec = run_spec(tmp_path, tiny_model, arm, 5.0, n_samples=4)
-    cfg = EfficiencyConfig(n_samples=4)
+    cfg = EfficiencyConfig.from_dict(dict(n_samples=4))
     stage1 = cfg.stage1_config(0, arm)
     assert (stage1.allocation, stage1.n_samples) == (allocation, mean)
     assert stage1.pilot_samples == max(1, mean // 2) and stage1.max_samples == 16
     assert cfg.stage1_config(0).allocation == "fixed" and cfg.stage1_config(0).n_samples == 4
     assert arm_algorithm(arm) == "astarpo"
-    assert set(STAGE1_ARMS) <= set(arms(EfficiencyConfig(adaptive_n=True)))
+    assert set(STAGE1_ARMS) <= set(arms(EfficiencyConfig.from_dict(dict(adaptive_n=True))))
     assert not set(STAGE1_ARMS) & set(arms(cfg))
     res = worker.run_one(spec)
     assert res["algo"] == "astarpo" and res["stage1_s"] > 0 and res["steps"] >= 1
@@ -258,19 +257,19 @@ def test_stage1_arms_spend_their_budget(tiny_model, tmp_path, arm, mean, allocat
 
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="include 'astarpo'"):
-        EfficiencyConfig(algos=("grpo",))
+        EfficiencyConfig.from_dict(dict(algos=("grpo",)))
     with pytest.raises(ValueError, match="max_train_seconds"):
-        EfficiencyConfig(max_train_seconds=0)
+        EfficiencyConfig.from_dict(dict(max_train_seconds=0))
     with pytest.raises(ValueError, match="target_fractions"):
-        EfficiencyConfig(target_fractions=(1.5,))
+        EfficiencyConfig.from_dict(dict(target_fractions=(1.5,)))
     with pytest.raises(ValueError, match="sweep_seed"):
-        EfficiencyConfig(sweep_seed=1)
+        EfficiencyConfig.from_dict(dict(sweep_seed=1))
     with pytest.raises(ValueError, match="lr_grid"):
-        EfficiencyConfig(lr_grid=())
+        EfficiencyConfig.from_dict(dict(lr_grid=()))
     with pytest.raises(ValueError, match="grid_extensions must be an integer >= 0"):
-        EfficiencyConfig(grid_extensions=-1)
+        EfficiencyConfig.from_dict(dict(grid_extensions=-1))
     with pytest.raises(ValueError, match="peers run on the addition task only"):
-        EfficiencyConfig(task="scratchpad", max_new_tokens=78, peers=("trl",))
+        EfficiencyConfig.from_dict(dict(task="scratchpad", max_new_tokens=78, peers=("trl",)))
     assert arms(EfficiencyConfig()) == ("astarpo", "grpo", "rloo", "ppo", "rebel", "astarpo_drop")
 
 
@@ -307,10 +306,10 @@ def test_cli_maps_flags_to_the_config(seen, tmp_path, capsys):
     argv += ["--reference-target", "0.3", "--overwrite", "--no-drop-all-wrong"]
     assert main([*argv, "--algos", "astarpo,ppo", "--max-train-seconds", "7"]) == 0
     cfg = seen["cfg"]
-    assert cfg.reference_target == 0.3 and seen["overwrite"] is True
+    assert cfg.sft.target_accuracy == 0.3 and seen["overwrite"] is True
     assert (cfg.seeds, cfg.lr_grid, cfg.algos) == (3, (1e-3, 2e-3), ("astarpo", "ppo"))
-    assert cfg.max_train_seconds == 7 and not cfg.drop_all_wrong
-    assert cfg.pool_size == 128 and cfg.eval_every_seconds == 2.0  # --quick sizes kept
+    assert cfg.train.max_train_seconds == 7 and not cfg.drop_all_wrong
+    assert cfg.pool_size == 128 and cfg.train.eval_every_seconds == 2.0  # --quick sizes kept
     assert "table" in capsys.readouterr().out  # the report is printed
     argv = ["efficiency", "--out", str(tmp_path), "--peers", "trl"]
     assert main([*argv, "--model-overrides", '{"hidden_size": 48}']) == 0
@@ -333,17 +332,18 @@ def test_cli_task_defaults_run_the_full_protocol(seen, tmp_path):
     assert main([*out, "scratchpad"]) == 0
     cfg = seen["cfg"]
     assert cfg.algos == ("astarpo", "grpo", "rloo", "ppo", "rebel") and cfg.drop_all_wrong
-    assert cfg.one_pass and cfg.seeds == 5 and cfg.grid_extensions == 2 and cfg.sft_lr == 3e-3
+    assert cfg.one_pass and cfg.seeds == 5 and cfg.grid_extensions == 2
+    assert cfg.sft.learning_rate == 3e-3
     assert main([*out, "scratchpad", "--no-one-pass", "--grid-extensions", "0"]) == 0
     assert not seen["cfg"].one_pass and seen["cfg"].grid_extensions == 0
     assert main([*out, "scratchpad", "--quick", "--micro-batch-size", "32"]) == 0
     assert not seen["cfg"].one_pass and seen["cfg"].algos == ("astarpo", "grpo")
-    assert seen["cfg"].max_train_seconds == TASK_PRESETS["scratchpad"][1]["max_train_seconds"]
-    assert seen["cfg"].micro_batch_size == 32 and seen["cfg"].max_new_tokens == 78
+    assert seen["cfg"].train.max_train_seconds == TASK_PRESETS["scratchpad"][1]["max_train_seconds"]
+    assert seen["cfg"].train.micro_batch_size == 32 and seen["cfg"].train.max_new_tokens == 78
     assert main([*out, "scratchpad2"]) == 0
-    assert seen["cfg"].algos == ("astarpo", "grpo") and seen["cfg"].max_new_tokens == 46
+    assert seen["cfg"].algos == ("astarpo", "grpo") and seen["cfg"].train.max_new_tokens == 46
     assert main(["efficiency", "--out", str(tmp_path), "--backend", "vllm"]) == 0
-    assert seen["cfg"].backend == "vllm" and seen["cfg"].task == "addition"
+    assert seen["cfg"].train.backend == "vllm" and seen["cfg"].task == "addition"
 
 
 def test_cli_overwrite_keeps_a_users_files(tmp_path, capsys):
@@ -376,12 +376,12 @@ def test_quick_protocol_on_the_scratchpad_task(tmp_path):
     from experiments.efficiency.run import run
     from experiments.tests.lab_setup import TINY
 
-    cfg = EfficiencyConfig(
+    cfg = EfficiencyConfig.from_dict(dict(
         task="scratchpad", max_new_tokens=78, algos=("astarpo", "grpo"), drop_all_wrong=False,
         seeds=1, max_train_seconds=3.0, eval_every_seconds=1.0, lr_grid=(1e-3,), batch_size=2,
         pool_size=4, eval_size=4, val_size=4, n_samples=2, group_size=2, sft_steps=1,
         model_overrides=TINY, cache_dir=str(tmp_path / "cache"),
-    )  # fmt: skip
+    ))  # fmt: skip
     res = run(cfg, tmp_path / "b", progress=False)
     assert {r["arm"] for r in res["runs"]} == {"astarpo", "grpo"}
     assert all(r["backend"] == "hf" and r["response_tokens_mean"] > 1 for r in res["runs"])
@@ -409,8 +409,8 @@ def test_given_learning_rates_skip_the_sweep_and_reach_the_runs():
         say = staticmethod(lambda *a: None)
 
     given = {"astarpo": 5e-5, "grpo": 1e-4}
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), lr_grid=(1e-3, 2e-3), learning_rates=given,
-                           seeds=2, workers=2)  # fmt: skip
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), lr_grid=(1e-3, 2e-3),
+                                          learning_rates=given, seeds=2, workers=2))  # fmt: skip
     runner = NoRuns()
     lrs = sweep_rates(runner, cfg, {})
     assert {k: v["chosen"] for k, v in lrs.items()} == {**given, "astarpo_drop": 5e-5}
@@ -418,11 +418,11 @@ def test_given_learning_rates_skip_the_sweep_and_reach_the_runs():
     runs = seed_runs(runner, cfg, {}, ("astarpo", "grpo"), lrs)
     assert len(runs) == 4 and {(s["arm"], s["lr"]) for _, s in runner.seen} == set(given.items())
     with pytest.raises(ValueError, match="learning_rates must map runs of algos"):
-        EfficiencyConfig(algos=("astarpo",), learning_rates={"grpo": 1e-4})
+        EfficiencyConfig.from_dict(dict(algos=("astarpo",), learning_rates={"grpo": 1e-4}))
     with pytest.raises(ValueError, match="learning_rates must be numbers > 0"):
-        EfficiencyConfig(learning_rates={"astarpo": 0.0})
+        EfficiencyConfig.from_dict(dict(learning_rates={"astarpo": 0.0}))
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
-        EfficiencyConfig(workers=0)
+        EfficiencyConfig.from_dict(dict(workers=0))
 
 
 def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
@@ -446,18 +446,18 @@ def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
                 out.append(fake_run(spec["arm"], spec["seed"], [0.0, 20.0], [acc, acc]))
             return out
 
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), lr_grid=(3e-5, 1e-4, 3e-4),
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), lr_grid=(3e-5, 1e-4, 3e-4),
                            batch_grid=(16, 32, 64), batch_size=32, sweep_seeds=3,
-                           sweep_workers=2, grid_extensions=1)  # fmt: skip
+                           sweep_workers=2, grid_extensions=1))  # fmt: skip
     runner = FakeRunner()
-    base = {"config": asdict(cfg)}
+    base = {"config": cfg.to_dict()}
     lrs = sweep_rates(runner, cfg, base)
     assert [len(n) for n, _ in runner.calls] == [2 * 3 * 3] and runner.calls[0][1] == 2
     assert {a: lrs[a]["chosen"] for a in ("astarpo", "grpo")} == {"astarpo": 1e-4, "grpo": 1e-4}
     assert runner.rerun_slow is None  # the clock protocol's sweep reads the clock: the runner's
-    paper = replace(cfg, protocol="paper", steps=20, batch_grid=())
+    paper = cfg.replace(protocol="paper", steps=20, batch_grid=())
     paper_runner = FakeRunner()
-    sweep_rates(paper_runner, paper, {"config": asdict(paper)})
+    sweep_rates(paper_runner, paper, {"config": paper.to_dict()})
     assert paper_runner.rerun_slow is False  # equal steps: a slow sweep run is not run again
     got = sweep_batches(runner, cfg, base, lrs)
     names = [n for ns, _ in runner.calls[1:] for n in ns]
@@ -465,7 +465,7 @@ def test_batch_sweep_reuses_the_rate_sweeps_runs_at_batch_size_side_by_side():
     assert got["grpo"]["scores"]["32"] == lrs["grpo"]["scores"]["0.0001"]
     assert got["astarpo"]["chosen"] == 32 and got["astarpo"]["extended"] == []
     with pytest.raises(ValueError, match="sweep_workers must be an integer >= 1"):
-        EfficiencyConfig(sweep_workers=0)
+        EfficiencyConfig.from_dict(dict(sweep_workers=0))
 
 
 def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
@@ -492,16 +492,16 @@ def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
             self.seen = runs
             return [self.run(n, s) for n, s in runs]
 
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), batch_grid=(8, 16, 32), grid_extensions=1,
-                           seeds=2)  # fmt: skip
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), batch_grid=(8, 16, 32),
+                                          grid_extensions=1, seeds=2))  # fmt: skip
     lrs = {a: {"chosen": lr} for a, lr in (("astarpo", 3e-5), ("grpo", 1e-4))}
     runner = FakeRunner()
-    got = sweep_batches(runner, cfg, {"config": asdict(cfg)}, lrs)
+    got = sweep_batches(runner, cfg, {"config": cfg.to_dict()}, lrs)
     assert got["astarpo"]["chosen"] == 16 and got["astarpo"]["extended"] == []
     assert got["grpo"]["chosen"] == 64 and got["grpo"]["extended"] == [64.0]  # 32^2 / 16
     assert got["astarpo_drop"] is got["astarpo"]
     assert "sweep-grpo-lr0.0001-b64" in runner.names and len(runner.names) == 7
-    runs = seed_runs(runner, cfg, {"config": asdict(cfg)}, ("astarpo", "grpo"), lrs, batches=got)
+    runs = seed_runs(runner, cfg, {"config": cfg.to_dict()}, ("astarpo", "grpo"), lrs, batches=got)
     assert len(runs) == 4
     assert {(s["arm"], s["config"]["batch_size"]) for _, s in runner.seen} == {
         ("astarpo", 16),
@@ -510,18 +510,18 @@ def test_batch_grid_sweeps_prompts_per_step_at_the_chosen_rate():
     assert sweep_batches(runner, EfficiencyConfig(), {}, lrs) == {}  # no grid: no sweep
     # a given size skips its sweep; without a grid the others take batch_size
     n = len(runner.names)
-    given = EfficiencyConfig(algos=("astarpo", "grpo"), batch_sizes={"astarpo": 64})
-    got = sweep_batches(runner, given, {"config": asdict(given)}, lrs)
+    given = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), batch_sizes={"astarpo": 64}))
+    got = sweep_batches(runner, given, {"config": given.to_dict()}, lrs)
     assert (got["astarpo"]["chosen"], got["grpo"]["chosen"]) == (64, 32) and got["astarpo"]["given"]
     assert len(runner.names) == n  # nothing run
     with pytest.raises(ValueError, match="batch_sizes must map runs of algos"):
-        EfficiencyConfig(algos=("astarpo",), batch_sizes={"grpo": 16})
+        EfficiencyConfig.from_dict(dict(algos=("astarpo",), batch_sizes={"grpo": 16}))
     with pytest.raises(ValueError, match="batch_sizes is for protocol='clock' only"):
-        EfficiencyConfig(batch_sizes={"astarpo": 16}, protocol="paper")
+        EfficiencyConfig.from_dict(dict(batch_sizes={"astarpo": 16}, protocol="paper"))
     with pytest.raises(ValueError, match="batch_grid must hold integers >= 1"):
-        EfficiencyConfig(batch_grid=(0, 16))
+        EfficiencyConfig.from_dict(dict(batch_grid=(0, 16)))
     with pytest.raises(ValueError, match="for protocol='clock' only"):
-        EfficiencyConfig(batch_grid=(16, 32), protocol="paper")
+        EfficiencyConfig.from_dict(dict(batch_grid=(16, 32), protocol="paper"))
 
 
 def test_passes_read_each_runs_own_prompts():

@@ -51,8 +51,7 @@ def test_edge_note_says_what_the_sweep_did():
 
 
 def test_scratchpad2_task_rows_score_one_and_are_38_tokens():
-    from astarpo.llm.models.toy import make_char_tokenizer
-    from astarpo.llm.toy.tasks import get_task
+    from astarpo.llm import get_task, make_char_tokenizer
 
     task = get_task("scratchpad2")
     rows = task.rows(50, 0)
@@ -70,12 +69,12 @@ def test_scratchpad2_task_rows_score_one_and_are_38_tokens():
 def _tiny(tmp_path, **kw):
     from experiments.tests.lab_setup import TINY
 
-    return EfficiencyConfig(
+    return EfficiencyConfig.from_dict(dict(
         algos=("astarpo", "grpo"), drop_all_wrong=False, seeds=1, eval_every_seconds=1.0,
         lr_grid=(1e-3,), batch_size=2, pool_size=4, eval_size=4, val_size=4, n_samples=2,
         group_size=2, sft_steps=1, model_overrides=TINY, cache_dir=str(tmp_path / "cache"),
         one_pass=True, **kw,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 @pytest.mark.slow

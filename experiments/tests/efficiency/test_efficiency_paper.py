@@ -9,15 +9,14 @@ import json
 import math
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from study_fakes import fake_result, run_spec
 
-from astarpo.analysis.stats import holm
+from astarpo.analysis import holm
 from experiments.efficiency import worker
-from experiments.efficiency.config import PAPER_QUICK, PAPER_SHAPE, EfficiencyConfig, presets
+from experiments.efficiency.config import PAPER_QUICK, EfficiencyConfig, presets
 from experiments.efficiency.paper import plot_paper, summarize_all
 from experiments.efficiency.plateau import (
     PLATEAU_BOUND,
@@ -27,6 +26,7 @@ from experiments.efficiency.plateau import (
     plateau,
 )
 from experiments.efficiency.report import to_markdown
+from experiments.harness.protocol import PAPER_SHAPE
 
 
 def paper_run(arm, seed, steps, accs, clock, stage1=0.0, mem=10.0, cpu=None, spp=1):
@@ -79,7 +79,10 @@ def paper_result():
         runs.append(
             paper_run("grpo", seed, steps, [0.2, 0.25, 0.3, 0.35, 0.4], 16.0, mem=20.0, spp=8)
         )
-    cfg = {**asdict(EfficiencyConfig(protocol="paper", steps=8, eval_every_steps=2)), "seeds": 2}
+    cfg = {
+        **EfficiencyConfig.from_dict(dict(protocol="paper", steps=8, eval_every_steps=2)).to_dict(),
+        "seeds": 2,
+    }
     return {**fake_result(), "config": cfg, "runs": runs}
 
 
@@ -212,17 +215,19 @@ def test_paper_report_and_figure(tmp_path):
 
 def test_config_and_presets_of_the_paper_protocol():
     with pytest.raises(ValueError, match="wall-clock settings"):
-        EfficiencyConfig(protocol="paper", peers=("trl",))
+        EfficiencyConfig.from_dict(dict(protocol="paper", peers=("trl",)))
     with pytest.raises(ValueError, match="wall-clock settings"):
-        EfficiencyConfig(protocol="paper", one_pass=True)
+        EfficiencyConfig.from_dict(dict(protocol="paper", one_pass=True))
     with pytest.raises(ValueError, match="protocol must be one of"):
-        EfficiencyConfig(protocol="steps")
+        EfficiencyConfig.from_dict(dict(protocol="steps"))
     with pytest.raises(ValueError, match="steps must be an integer >= 1"):
-        EfficiencyConfig(steps=0)
+        EfficiencyConfig.from_dict(dict(steps=0))
     got = presets({"protocol": "paper", "task": "scratchpad"}, quick=True)
     assert got["one_pass"] is False and all(got[k] == v for k, v in PAPER_QUICK.items())
     assert presets({"task": "scratchpad"}, quick=False)["one_pass"] is True  # clock: unchanged
-    EfficiencyConfig(**{**presets({"protocol": "paper", "task": "scratchpad"}, False)})
+    EfficiencyConfig.from_dict(
+        dict(**{**presets({"protocol": "paper", "task": "scratchpad"}, False)})
+    )
 
 
 @pytest.mark.parametrize("arm", ["astarpo", "grpo", "rebel"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -20,15 +21,15 @@ from experiments.efficiency.summary import summarize
 
 def test_peers_config_validation_and_arms():
     with pytest.raises(ValueError, match="peers must be a tuple drawn from"):
-        EfficiencyConfig(peers=("openrlhf",))
+        EfficiencyConfig.from_dict(dict(peers=("openrlhf",)))
     with pytest.raises(ValueError, match="peers must be a tuple"):
-        EfficiencyConfig(peers=["trl"])  # type: ignore[arg-type]
+        replace(EfficiencyConfig(), peers=["trl"])  # a list: from_dict would make it a tuple
     with pytest.raises(ValueError, match="twice"):
-        EfficiencyConfig(peers=("trl", "trl"))
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), peers=("trl",))
+        EfficiencyConfig.from_dict(dict(peers=("trl", "trl")))
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), peers=("trl",)))
     assert peer_arms(cfg) == ("trl_grpo", "trl_a2po")
     assert arms(cfg) == ("astarpo", "grpo", "astarpo_drop", "trl_grpo", "trl_a2po")
-    assert arms(EfficiencyConfig(algos=("astarpo",))) == ("astarpo", "astarpo_drop")
+    assert arms(EfficiencyConfig.from_dict(dict(algos=("astarpo",)))) == ("astarpo", "astarpo_drop")
 
 
 def test_missing_trl_fails_before_any_run(monkeypatch, tmp_path):
@@ -42,7 +43,7 @@ def test_missing_trl_fails_before_any_run(monkeypatch, tmp_path):
         peers.check_peers(("trl",))
     peers.check_peers(())  # no peers: nothing to check
     out = tmp_path / "bench"
-    cfg = EfficiencyConfig(peers=("trl",))
+    cfg = EfficiencyConfig.from_dict(dict(peers=("trl",)))
     with pytest.raises(RuntimeError, match=r"pip install -e \"\.\[bench-trl\]\""):
         run_mod.run(cfg, out, progress=False)
     assert not out.exists()  # nothing was started
@@ -105,7 +106,7 @@ def test_report_handles_peer_runs():
         run["phases"] = {"stage1": 0.0, "generate": 5.0, "rest": 15.0}
         res["runs"].append(run)
     res["sweep"]["trl_grpo"] = {"scores": {"0.001": 0.3}, "chosen": 1e-3}
-    res["peers"] = {"trl": peers.peer_info(EfficiencyConfig(peers=("trl",)))}
+    res["peers"] = {"trl": peers.peer_info(EfficiencyConfig.from_dict(dict(peers=("trl",))))}
     s = summarize(res)
     res["summary"] = s
     t = s["arms"]["TRL GRPO"]
@@ -120,7 +121,9 @@ def test_report_handles_peer_runs():
 
 
 def test_peer_info_records_the_differences():
-    info = peers.peer_info(EfficiencyConfig(peers=("trl",), batch_size=16, group_size=4))
+    info = peers.peer_info(
+        EfficiencyConfig.from_dict(dict(peers=("trl",), batch_size=16, group_size=4))
+    )
     assert info["version"] == peers.TRL_VERSION
     diff = info["differences"]
     assert "64 completions = 16 prompts x num_generations=4" in diff["GRPO rollout batch"]["trl"]
@@ -131,8 +134,8 @@ def test_sweep_covers_the_peer_runs(tmp_path):
     """The learning-rate sweep runs every peer like an algorithm (Stage 1 table reused)."""
     from experiments.efficiency.run import sweep_rates
 
-    cfg = EfficiencyConfig(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",),
-                           grid_extensions=0)  # fmt: skip
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo",), lr_grid=(1e-4, 1e-3), peers=("trl",),
+                           grid_extensions=0))  # fmt: skip
     started = []
 
     class FakeRunner:
@@ -159,5 +162,7 @@ def test_docs_table_is_the_recorded_differences():
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "baselines.md").read_text()
     assert "TRL 1.16.0" in doc
-    for k, d in peers.peer_info(EfficiencyConfig(peers=("trl",)))["differences"].items():
+    for k, d in peers.peer_info(EfficiencyConfig.from_dict(dict(peers=("trl",))))[
+        "differences"
+    ].items():
         assert f"| {k} | {d['trl']} | {d['ours']} |" in doc, k

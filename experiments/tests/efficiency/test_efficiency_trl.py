@@ -9,7 +9,6 @@ import itertools
 import json
 import math
 import time
-from dataclasses import asdict
 
 import pytest
 from study_fakes import fake_run
@@ -25,20 +24,22 @@ STEP_SLACK = 0.5  # one step of the tiny model is far shorter
 
 
 def _spec(tmp_path, tiny_model, arm, stage1_inside=True):
-    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm import addition_task
 
     ref_path = tmp_path / "ref"
     tiny_model.save_pretrained(ref_path)
     rows = addition_task(40, seed=0)
-    cfg = EfficiencyConfig(
-        max_train_seconds=BUDGET,
-        eval_every_seconds=0.5,
-        batch_size=4,
-        max_new_tokens=3,
-        n_samples=4,
-        group_size=4,
-        eval_size=4,
-        peers=("trl",),
+    cfg = EfficiencyConfig.from_dict(
+        dict(
+            max_train_seconds=BUDGET,
+            eval_every_seconds=0.5,
+            batch_size=4,
+            max_new_tokens=3,
+            n_samples=4,
+            group_size=4,
+            eval_size=4,
+            peers=("trl",),
+        )
     )
     return {
         "arm": arm,
@@ -46,7 +47,7 @@ def _spec(tmp_path, tiny_model, arm, stage1_inside=True):
         "lr": 1e-3,
         "seconds": BUDGET,
         "stage1_inside": stage1_inside,
-        "config": asdict(cfg),
+        "config": cfg.to_dict(),
         "reference": str(ref_path),
         "train": rows[:32],
         "eval": rows[32:36],
@@ -106,7 +107,7 @@ def test_peer_run_keeps_the_clock(tiny_model, tmp_path, monkeypatch, arm):
     json.dumps(res)  # what the worker writes
     base = [fake_run("astarpo", 0, [0.0, 1.0, 2.0], [0.2, 0.3, 0.4])]
     result = {
-        "config": {**asdict(EfficiencyConfig()), "max_train_seconds": BUDGET},
+        "config": {**EfficiencyConfig().to_dict(), "max_train_seconds": BUDGET},
         "reference": {"expected_accuracy": 0.2},
         "runs": [*base, res],
     }
@@ -118,8 +119,8 @@ def test_a2po_sweep_run_reuses_the_library_stage1_table(tiny_model, tmp_path):
     """With ``stage1_inside`` false (the sweep) A2PO reads the library's V* table: no Stage 1."""
     import numpy as np
 
+    from astarpo.llm import ValueTable
     from astarpo.llm.stage1.rows import make_row
-    from astarpo.llm.stage1.table import ValueTable
 
     spec = _spec(tmp_path, tiny_model, "trl_a2po", stage1_inside=False)
     table = [

@@ -26,7 +26,7 @@ def test_peak_rss_sees_a_temporary_allocation():
 def test_stage1_uses_the_configured_backend(tokenizer, tiny_model, tmp_path, monkeypatch):
     """--backend vllm reaches Stage 1 (build_generator); the HF generator stands in for vLLM
     here (the real engine is in the vllm-marked tests)."""
-    from astarpo.llm.rollout.hf import HFGenerator
+    from astarpo.llm import HFGenerator
 
     seen = []
 
@@ -35,7 +35,7 @@ def test_stage1_uses_the_configured_backend(tokenizer, tiny_model, tmp_path, mon
         return HFGenerator(model, tok, kw["batch_size"])
 
     monkeypatch.setattr(measure, "build_generator", fake_build)
-    cfg = Protocol(backend="vllm", max_new_tokens=3, n_samples=2)
+    cfg = Protocol.from_dict(dict(backend="vllm", max_new_tokens=3, n_samples=2))
     rows = [{"prompt": "1+2=", "answer": "3"}, {"prompt": "2+2=", "answer": "4"}]
     table, seconds = measure.timed_stage1(tiny_model, tokenizer, rows, cfg, tmp_path / "v.jsonl", 0)
     assert seen == [("vllm", "vllm_v")] and len(table) == 2 and seconds > 0
@@ -45,10 +45,8 @@ def test_reference_response_length_is_measured_on_the_scratchpad(tokenizer, monk
     """evaluate_policy's length figures on a stand-in reference that writes the gold worked
     solution (70 tokens with EOS) for 6 of 10 prompts and stops early (3 tokens) or runs to
     the budget without EOS for the others: median, p90 and truncation, scored exactly."""
-    from astarpo.llm.models.toy import make_toy_model
+    from astarpo.llm import get_task, make_toy_model, scratchpad_task
     from astarpo.llm.rollout.base import Rollout
-    from astarpo.llm.toy.problems import scratchpad_task
-    from astarpo.llm.toy.tasks import get_task
 
     rows = scratchpad_task(10, seed=3, digits=4)
     eos = int(tokenizer.eos_token_id)
@@ -74,7 +72,7 @@ def test_reference_response_length_is_measured_on_the_scratchpad(tokenizer, monk
     monkeypatch.setattr(measure, "HFGenerator", Reference)
     model = make_toy_model(tokenizer, seed=0, hidden_size=32, intermediate_size=64,
                            num_hidden_layers=1, max_position_embeddings=256)  # fmt: skip
-    cfg = Protocol(task="scratchpad", max_new_tokens=budget)
+    cfg = Protocol.from_dict(dict(task="scratchpad", max_new_tokens=budget))
     res = measure.evaluate_policy(model, model, tokenizer, rows, cfg, 0)
     assert res["response_tokens_p50"] == 70.0  # 6 of 10 at 70, then 69 (no EOS) and 3
     assert res["response_tokens_p90"] == 70.0
@@ -94,7 +92,7 @@ def test_the_held_out_scoring_has_the_reward_deadline(tokenizer, tiny_model, mon
 
     monkeypatch.setattr(measure, "get_task", lambda name: SimpleNamespace(reward=hangs))
     rows = [{"prompt": "1+2=", "answer": "3"}]
-    cfg = Protocol(max_new_tokens=3, reward_timeout=0.2)
+    cfg = Protocol.from_dict(dict(max_new_tokens=3, reward_timeout=0.2))
     with pytest.raises(RewardTimeoutError, match=r"did not return within 0\.2 s"):
         measure.evaluate_policy(tiny_model, tiny_model, tokenizer, rows, cfg, 0)
 
@@ -105,15 +103,14 @@ def test_a_study_reference_names_its_stage1_table_for_the_runs_that_load_it(tmp_
     directory checks without a warning (a relative `--out` failed CI's newcomer test). A model
     with no name still records none (a warning). (SFT is skipped: the naming does not depend on
     it.)"""
-    from astarpo.llm.models.loading import load_pretrained_model
-    from astarpo.llm.models.toy import make_char_tokenizer, make_toy_model
-    from astarpo.llm.stage1.provenance import check_table_fits, model_name
+    from astarpo.llm import load_pretrained_model, make_char_tokenizer, make_toy_model, model_name
+    from astarpo.llm.stage1.provenance import check_table_fits
     from astarpo.llm.stage1.rows import ValueTableError
     from experiments.harness import protocol
 
     monkeypatch.setattr(protocol, "cached_sft", lambda model, *a, **k: (model, {"steps": 0}))
     make_reference = protocol.make_reference
-    cfg = Protocol(cache_dir=str(tmp_path / "cache"), n_samples=2, max_new_tokens=5)
+    cfg = Protocol.from_dict(dict(cache_dir=str(tmp_path / "cache"), n_samples=2, max_new_tokens=5))
     monkeypatch.chdir(tmp_path)
     out = Path("study")  # relative, as `--out study` gives it; the runs start elsewhere
     ref, _ = make_reference(cfg, out)

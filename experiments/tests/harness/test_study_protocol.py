@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.harness.config import StudyConfig
 from experiments.harness.protocol import (
     Protocol,
-    RunOptions,
     algorithm_config,
     check_backend,
     splits,
@@ -15,37 +15,39 @@ from experiments.harness.protocol import (
 
 def test_protocol_rejects_bad_values():
     with pytest.raises(ValueError, match="task must be one of"):
-        Protocol(task="nosuch")
+        Protocol.from_dict(dict(task="nosuch"))
     with pytest.raises(ValueError, match="cannot hold the scratchpad task's gold"):
-        Protocol(task="scratchpad")  # the addition budget of 5 tokens
+        Protocol.from_dict(dict(task="scratchpad"))  # the addition budget of 5 tokens
     with pytest.raises(ValueError, match="cannot hold the scratchpad2 task's gold"):
-        Protocol(task="scratchpad2", max_new_tokens=37)  # 37 characters + EOS = 38
-    assert Protocol(task="scratchpad2", max_new_tokens=38).task == "scratchpad2"
+        Protocol.from_dict(dict(task="scratchpad2", max_new_tokens=37))  # 37 characters + EOS = 38
+    assert Protocol.from_dict(dict(task="scratchpad2", max_new_tokens=38)).task == "scratchpad2"
     with pytest.raises(ValueError, match="backend must be"):
-        Protocol(backend="sglang")
+        Protocol.from_dict(dict(backend="sglang"))
     with pytest.raises(ValueError, match="micro_batch_size must be an integer >= 0"):
-        Protocol(micro_batch_size=-1)
+        Protocol.from_dict(dict(micro_batch_size=-1))
     with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got True"):
-        Protocol(batch_size=True)
-    with pytest.raises(ValueError, match="eval_every_seconds must be a finite number > 0"):
-        Protocol(eval_every_seconds=float("nan"))
+        Protocol.from_dict(dict(batch_size=True))
+    with pytest.raises(ValueError, match="eval_every_seconds must be a finite number"):
+        Protocol.from_dict(dict(eval_every_seconds=float("nan")))
     with pytest.raises(ValueError, match="reference_target"):
-        Protocol(reference_target=1.0)
-    with pytest.raises(ValueError, match="group_size must be an integer >= 2"):
-        Protocol(group_size=1)
+        Protocol.from_dict(dict(reference_target=1.0))
+    with pytest.raises(ValueError, match="group_size must be >= 2"):
+        Protocol.from_dict(dict(group_size=1))
     with pytest.raises(ValueError, match="threads must be an integer >= 1"):
-        RunOptions(threads=0)
+        StudyConfig.from_dict(dict(threads=0))
 
 
 def test_algorithm_config_and_splits(tmp_path):
-    cfg = Protocol(task="scratchpad", max_new_tokens=78, micro_batch_size=16, pool_size=64)
+    cfg = Protocol.from_dict(
+        dict(task="scratchpad", max_new_tokens=78, micro_batch_size=16, pool_size=64)
+    )
     a = algorithm_config("astarpo_drop", cfg, 1, tmp_path, 3e-4, 42.0)
     assert (a.beta2, a.learning_rate, a.max_train_seconds) == (1e-3, 3e-4, 42.0)
-    assert a.allow_v_star_mismatch and a.reward_timeout == cfg.reward_timeout
+    assert a.allow_v_star_mismatch and a.reward_timeout == cfg.train.reward_timeout
     assert not algorithm_config("astarpo", cfg, 1, tmp_path, 3e-4, 42.0).allow_v_star_mismatch
     grpo = algorithm_config("grpo", cfg, 0, tmp_path, 1e-3, 10.0)
     assert grpo.group_size == 8 and grpo.micro_batch_size == 16
-    assert grpo.eval_every_seconds == cfg.eval_every_seconds
+    assert grpo.eval_every_seconds == cfg.train.eval_every_seconds
     with pytest.raises(ValueError, match="unknown algorithm"):
         algorithm_config("sgd", cfg, 0, tmp_path, 1e-3, 10.0)
     rows = splits(cfg)
@@ -53,7 +55,7 @@ def test_algorithm_config_and_splits(tmp_path):
     assert len(rows["pool"]) == 64 and "ans=" in rows["held_out"][0]["answer"]
     assert rows["check"] == rows["val"][: len(rows["check"])]
     with pytest.raises(ValueError, match="pool_size <= 8000"):
-        splits(Protocol(pool_size=8001))
+        splits(Protocol.from_dict(dict(pool_size=8001)))
 
 
 def test_check_backend():

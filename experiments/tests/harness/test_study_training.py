@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import torch
 
@@ -14,10 +13,10 @@ def test_load_run_restores_tuples_and_resolved_paths(tmp_path, monkeypatch, tiny
     from experiments.efficiency.config import EfficiencyConfig
 
     monkeypatch.chdir(tmp_path)
-    cfg = EfficiencyConfig(algos=("astarpo", "grpo"), cache_dir="cache").resolved()
+    cfg = EfficiencyConfig.from_dict(dict(algos=("astarpo", "grpo"), cache_dir="cache")).resolved()
     assert cfg.cache_dir == str(tmp_path / "cache")
     tiny_model.save_pretrained(tmp_path / "ref")
-    spec = {"config": json.loads(json.dumps(asdict(cfg))), "reference": str(tmp_path / "ref")}
+    spec = {"config": json.loads(json.dumps(cfg.to_dict())), "reference": str(tmp_path / "ref")}
     threads = torch.get_num_threads()
     try:
         back, _, ref, policy = load_run(spec, EfficiencyConfig)

@@ -10,21 +10,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from astarpo.llm.models.toy import make_char_tokenizer
-from astarpo.llm.rewards.scratchpad import parse_problem, scratchpad_solution
-from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS, get_task
-from experiments.harness.measure import gold_logprobs
-from experiments.harness.protocol import HELD, REF_SEED, SFT
-from experiments.ladder.config import LadderConfig, bin_label, parse_bin
-from experiments.ladder.passk import agreement, poisson_binomial
-from experiments.ladder.run import run
-from experiments.ladder.sets import (
+from astarpo.llm import SCRATCHPAD_DIGITS, get_task, make_char_tokenizer, scratchpad_solution
+from astarpo.llm.rewards.scratchpad import parse_problem
+from experiments.harness.ladder_build import agreement, poisson_binomial
+from experiments.harness.ladder_sets import (
     FIELDS,
+    LadderConfig,
+    bin_label,
     draw_candidates,
     load_reference,
+    parse_bin,
     read_prompts,
     zero_rich,
 )
+from experiments.harness.measure import gold_logprobs
+from experiments.harness.protocol import HELD, REF_SEED, SFT
+from experiments.ladder.run import run
 
 #: A tiny ladder: two graded bins and the zero-pass regime, a few prompts each.
 TINY = dict(bins=("-1:-2", "-2:-4", "-30:-inf"), train=6, test=6, candidates=3000)
@@ -35,7 +36,7 @@ TINY.update(long_candidates=16)
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The tiny ladder, run once into a folder."""
     out = tmp_path_factory.mktemp("ladder")
-    cfg = LadderConfig(**TINY)
+    cfg = LadderConfig.from_dict(dict(**TINY))
     result = run(cfg, out, progress=False)
     rows = read_prompts(out / "ladder_prompts.jsonl")
     return {"cfg": cfg, "out": out, "result": result, "rows": rows}
@@ -65,7 +66,7 @@ def test_bins_parse_and_label() -> None:
 )
 def test_bad_config_values_raise_value_errors(fields: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        LadderConfig(**fields)
+        LadderConfig.from_dict(dict(**fields))
 
 
 def test_defaults_are_the_full_ladder() -> None:
@@ -73,7 +74,7 @@ def test_defaults_are_the_full_ladder() -> None:
     labels = [bin_label(b) for b in cfg.bins]
     assert labels == ["[-1,-2)", "[-2,-3)", "[-3,-4)", "[-4,-6)", "<=-30"]
     assert cfg.train >= 200 and cfg.test >= 200 and cfg.k == 64
-    assert cfg.protocol().max_new_tokens >= 16 * cfg.long_digits + 6
+    assert cfg.protocol.train.max_new_tokens >= 16 * cfg.long_digits + 6
 
 
 def test_zero_rich_problems_are_worked_solutions_with_many_zeros() -> None:
@@ -172,7 +173,7 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
     args = ["ladder", "--quick", "--out", str(tmp_path), "--bins=-1:-2,-30:-inf"]
     assert main([*args, "--train", "5"]) == 0
     cfg = seen["cfg"]
-    from experiments.ladder.config import QUICK
+    from experiments.harness.ladder_sets import QUICK
 
     assert cfg.bins == ("-1:-2", "-30:-inf") and cfg.train == 5 and cfg.test == QUICK["test"]
     assert cfg.top_ups == QUICK["top_ups"] > 0
@@ -181,9 +182,11 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
 def test_a_top_up_draws_new_zero_rich_candidates_and_short_bins_names_the_short() -> None:
     """A top-up draws ``candidates`` more zero-rich problems of another seed, none already
     drawn, no long ones; ``short_bins`` names the bins with fewer than train + test."""
-    from experiments.ladder.sets import short_bins
+    from experiments.harness.ladder_sets import short_bins
 
-    cfg = LadderConfig(bins=("-1:-2", "-2:-4"), train=2, test=2, candidates=300, long_candidates=5)
+    cfg = LadderConfig.from_dict(
+        dict(bins=("-1:-2", "-2:-4"), train=2, test=2, candidates=300, long_candidates=5)
+    )
     first = draw_candidates(cfg)
     more = draw_candidates(cfg, top_up=1, drawn=first)
     assert more and not {r["prompt"] for r in more} & {r["prompt"] for r in first}

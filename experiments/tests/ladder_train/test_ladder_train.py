@@ -53,14 +53,14 @@ ROOT = Path(__file__).resolve().parents[3]
 )
 def test_bad_configs_are_refused(fields: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        LadderTrainConfig(**fields)
+        LadderTrainConfig.from_dict(dict(**fields))
 
 
 def test_a_bin_outside_the_ladder_it_runs_is_refused_before_any_work() -> None:
-    cfg = LadderTrainConfig(bins=("[-1,-3)",), near=())
+    cfg = LadderTrainConfig.from_dict(dict(bins=("[-1,-3)",), near=()))
     with pytest.raises(ValueError, match=r"--ladder DIR"):
         cfg.ladder_config()
-    assert LadderTrainConfig(**QUICK).ladder_config().bins == ("0:-1", "-2:-3")
+    assert LadderTrainConfig.from_dict(dict(**QUICK)).ladder_config().bins == ("0:-1", "-2:-3")
 
 
 def test_default_rates_are_the_paper_protocols_chosen_rates() -> None:
@@ -76,7 +76,7 @@ def test_default_rates_are_the_paper_protocols_chosen_rates() -> None:
         "rebel",
     }
     # a run name's own rate, and a sweep's choice, come first
-    cfg = LadderTrainConfig(lrs=(*PAPER_RATES, "astarpo_drop=1e-5"))
+    cfg = LadderTrainConfig.from_dict(dict(lrs=(*PAPER_RATES, "astarpo_drop=1e-5")))
     assert rates(cfg)[DROP_ARM] == 1e-5 and rates(cfg, {"grpo": 3e-4})["grpo"] == 3e-4
 
 
@@ -211,7 +211,7 @@ def test_cli_maps_flags_to_the_config(captured_run, tmp_path: Path, capsys) -> N
     argv = ["ladder-train", "--quick", "--out", str(tmp_path), "--workers", "3"]
     assert main([*argv, "--lrs", "astarpo=1e-4,grpo=2e-4,ppo=1e-5,rebel=1e-5"]) == 0
     cfg = seen["cfg"]
-    assert cfg.workers == 3 and cfg.steps == QUICK["steps"] and cfg.task == "scratchpad"
+    assert cfg.workers == 3 and cfg.train.max_steps == QUICK["steps"] and cfg.task == "scratchpad"
     assert parse_rates(cfg.lrs)["grpo"] == 2e-4 and "who learns" in capsys.readouterr().out
     # bins as the ladder's HI:LO, or as labels (whose commas the list splits), are labels
     assert main([*argv, "--bins=-2:-3,[-3,-4)", "--near=[-3,-4)", "--easy=0:-1"]) == 0
@@ -244,8 +244,10 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
             return {"evals": [{"step": 0, "train_expected_accuracy": 0.1},
                               {"step": 10, "train_expected_accuracy": acc}]}  # fmt: skip
 
-    cfg = LadderTrainConfig(main_arms=("astarpo", "grpo"), side_arms=(), mixed_arms=())
-    cfg = LadderTrainConfig(**{**cfg.__dict__, "lr_grid": (1e-4, 3e-4), "steps": 10})
+    cfg = LadderTrainConfig.from_dict(
+        dict(main_arms=("astarpo", "grpo"), side_arms=(), mixed_arms=())
+    )
+    cfg = LadderTrainConfig.from_dict({**cfg.to_dict(), "lr_grid": (1e-4, 3e-4), "steps": 10})
     seen: list[tuple] = []
 
     def spec(arm: str, b: str, set_name: str, seed: int, lr: float) -> dict:
@@ -269,7 +271,7 @@ def test_the_sweep_brackets_each_algorithm_on_seeds_disjoint_from_the_measured()
 def test_entropy_bonus_is_a_field_with_the_papers_default() -> None:
     from experiments.ladder_train.config import LadderTrainConfig
 
-    assert LadderTrainConfig().entropy_coef == 1e-3
-    assert LadderTrainConfig(entropy_coef=0.0).entropy_coef == 0.0
+    assert LadderTrainConfig().train.entropy_coef == 1e-3
+    assert LadderTrainConfig.from_dict(dict(entropy_coef=0.0)).train.entropy_coef == 0.0
     with pytest.raises(ValueError, match="entropy_coef must be a finite number >= 0"):
-        LadderTrainConfig(entropy_coef=-1.0)
+        LadderTrainConfig.from_dict(dict(entropy_coef=-1.0))

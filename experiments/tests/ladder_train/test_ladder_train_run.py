@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.ladder.config import LadderConfig
+from experiments.harness.ladder_sets import LadderConfig
 from experiments.ladder.run import run as run_ladder
 from experiments.ladder_train.config import SCRATCHPAD, LadderTrainConfig
 from experiments.ladder_train.run import FirstSuccess, run
@@ -34,14 +34,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A ladder of the easy bin and one near bin, 3 + 3 prompts each, then the study on it:
     A*-PO (2 seeds) alone and mixed, PPO (1 seed) alone, one step each."""
     base = tmp_path_factory.mktemp("ladder_train")
-    ladder = LadderConfig(bins=("0:-1", "-2:-3"), train=3, test=3, candidates=1500, k=8)
+    ladder = LadderConfig.from_dict(
+        dict(bins=("0:-1", "-2:-3"), train=3, test=3, candidates=1500, k=8)
+    )
     run_ladder(replace(ladder, long_candidates=1), base / "L", progress=False)
-    cfg = LadderTrainConfig(
+    cfg = LadderTrainConfig.from_dict(dict(
         **{**SCRATCHPAD, "batch_size": 2}, ladder=str(base / "L"), bins=("[-2,-3)",),
         near=("[-2,-3)",),
         main_arms=("astarpo",), side_arms=("ppo",), mixed_arms=("astarpo",), seeds_main=2,
         seeds_side=1, steps=1, eval_steps=1, train_eval_rows=2, n_samples=2,
-    )  # fmt: skip
+    ))  # fmt: skip
     result = run(cfg, base / "out", progress=False)
     return {"out": base / "out", "result": result}
 

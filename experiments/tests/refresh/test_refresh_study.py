@@ -73,30 +73,33 @@ def test_below_the_fixed_run_is_lower_and_noise_is_no_difference() -> None:
 )
 def test_bad_configs_are_refused(fields: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        RefreshConfig(**fields)
+        RefreshConfig.from_dict(dict(**fields))
 
 
 def test_bins_take_the_ladders_labels_or_its_command_line_form() -> None:
     """Labels hold commas, so the command line gives bins as the ladder does ('HI:LO'); both
     spellings become the ladder's labels, and one bin given both ways is refused."""
-    cfg = RefreshConfig(bins=("0:-1", "[-2,-3)", "-4:-6", "-30:-inf"))
+    cfg = RefreshConfig.from_dict(dict(bins=("0:-1", "[-2,-3)", "-4:-6", "-30:-inf")))
     assert cfg.bins == ("[0,-1)", "[-2,-3)", "[-4,-6)", "<=-30")
     with pytest.raises(ValueError, match="distinct"):
-        RefreshConfig(bins=("0:-1", "[0,-1)"))
+        RefreshConfig.from_dict(dict(bins=("0:-1", "[0,-1)")))
 
 
 def test_the_quick_preset_runs_every_path_and_the_full_run_keeps_the_ladder_defaults() -> None:
-    from experiments.ladder.config import LadderConfig
+    from experiments.harness.ladder_sets import LadderConfig
     from experiments.refresh.config import QUICK, presets
 
-    quick = RefreshConfig(**presets({}, quick=True))
+    quick = RefreshConfig.from_dict(dict(**presets({}, quick=True)))
     assert quick.seeds >= 2  # paired intervals need two seeds
-    assert all(0 < k < quick.max_steps for k in quick.refresh_every[1:])  # each refreshes
-    assert quick.eval_steps < quick.max_steps  # a curve: step 0, at least one more, the end
-    full = RefreshConfig(**presets({}, quick=False))
+    assert all(0 < k < quick.train.max_steps for k in quick.refresh_every[1:])  # each refreshes
+    assert quick.train.eval_steps < quick.train.max_steps  # a curve: step 0, one more, the end
+    full = RefreshConfig.from_dict(dict(**presets({}, quick=False)))
     assert not set(QUICK) & set(presets({}, quick=False))
     ladder = LadderConfig()
-    assert (full.ladder_k, full.ladder_long_candidates) == (ladder.k, ladder.long_candidates)
+    assert (full.ladder_build.k, full.ladder_build.long_candidates) == (
+        ladder.k,
+        ladder.long_candidates,
+    )
 
 
 def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch) -> None:
@@ -108,15 +111,16 @@ def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch)
     class Stop(Exception):
         pass
 
-    def fake_ladder(cfg, out_dir, overwrite=False, progress=True, resume=False):
-        seen["cfg"] = cfg
+    def fake_ladder(given, build, runner, **kw):
+        seen["cfg"] = build
         raise Stop
 
-    monkeypatch.setattr(run_mod, "run_ladder", fake_ladder)
-    cfg = RefreshConfig(**presets({}, quick=True))
+    monkeypatch.setattr(run_mod, "ladder_for", fake_ladder)
+    cfg = RefreshConfig.from_dict(dict(**presets({}, quick=True)))
     with pytest.raises(Stop):
         run_mod.run(cfg, tmp_path / "out", progress=False)
-    got = seen["cfg"]
-    assert got.bins == LADDER_BINS and got.train == got.test == cfg.ladder_prompts
-    assert got.candidates == cfg.ladder_candidates
-    assert got.long_candidates == cfg.ladder_long_candidates and got.k == cfg.ladder_k == 16
+    got, settings = seen["cfg"], cfg.to_dict()
+    assert got.bins == LADDER_BINS and got.train == got.test == settings["ladder_prompts"]
+    assert got.candidates == settings["ladder_candidates"]
+    assert got.long_candidates == settings["ladder_long_candidates"]
+    assert got.k == settings["ladder_k"] == 16

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from astarpo import optimal_value
+from astarpo.llm import ValueTable
 from astarpo.llm.stage1.rows import ValueRow
-from astarpo.llm.stage1.table import ValueTable
 from experiments.two_beta.config import QUICK, TwoBetaConfig, presets
 from experiments.two_beta.report import summarize, to_markdown
 from experiments.two_beta.run import table_at
@@ -44,15 +44,15 @@ def test_table_at_remakes_v_star_from_the_same_rewards() -> None:
 
 def test_config_checks_and_presets() -> None:
     with pytest.raises(ValueError, match=r"must hold 0\.5"):
-        TwoBetaConfig(beta1s=(1e-3, 2.0))
+        TwoBetaConfig.from_dict(dict(beta1s=(1e-3, 2.0)))
     with pytest.raises(ValueError, match="no value twice"):
-        TwoBetaConfig(beta1s=(0.5, 0.5))
+        TwoBetaConfig.from_dict(dict(beta1s=(0.5, 0.5)))
     with pytest.raises(ValueError, match="learning_rates"):
-        TwoBetaConfig(learning_rates=(0.0,))
+        TwoBetaConfig.from_dict(dict(learning_rates=(0.0,)))
     with pytest.raises(ValueError, match="target_fractions"):
-        TwoBetaConfig(target_fractions=(1.0,))
-    cfg = TwoBetaConfig(**presets({}, quick=False))
-    assert cfg.task == "scratchpad" and cfg.beta2 == 1e-3 and 0.5 in cfg.beta1s
+        TwoBetaConfig.from_dict(dict(target_fractions=(1.0,)))
+    cfg = TwoBetaConfig.from_dict(dict(**presets({}, quick=False)))
+    assert cfg.task == "scratchpad" and cfg.astarpo.beta2 == 1e-3 and 0.5 in cfg.beta1s
     assert presets({}, quick=True)["seeds"] == QUICK["seeds"] == 2
 
 
@@ -112,7 +112,7 @@ def test_verdicts_come_out_either_way() -> None:
 def test_markdown_states_the_rule_and_each_rate() -> None:
     runs = _runs(shift=0.0, noise=1.0)
     cfg = dict(
-        TwoBetaConfig(beta1s=(1e-3, 0.5, 2.0), learning_rates=(1e-4,)).__dict__,
+        TwoBetaConfig.from_dict(dict(beta1s=(1e-3, 0.5, 2.0), learning_rates=(1e-4,))).to_dict(),
         target_fractions=(0.5,),
     )
     result = {"config": cfg, "runs": runs}
@@ -134,7 +134,7 @@ def test_a_tiny_study_runs_end_to_end(tmp_path) -> None:
     small = dict(sft_steps=1, model_overrides=TINY, batch_size=2, pool_size=4, eval_size=4)
     small.update(n_samples=2, cache_dir=str(tmp_path / "cache"), max_steps=2, eval_steps=1)
     small.update(beta1s=(1e-3, 0.5), seeds=2, workers=1)
-    cfg = TwoBetaConfig(**{**presets({}, quick=True), **small})
+    cfg = TwoBetaConfig.from_dict(dict(**{**presets({}, quick=True), **small}))
     res = study.run(cfg, tmp_path / "out", progress=False)
     assert len(res["runs"]) == 4 and {r["beta1"] for r in res["runs"]} == {1e-3, 0.5}
     assert all(len(r["grad_norm"]) == 2 and r["steps"] == 2 for r in res["runs"])

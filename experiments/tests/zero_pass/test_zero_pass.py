@@ -11,18 +11,15 @@ import numpy as np
 import pytest
 
 from astarpo import optimal_value
-from astarpo.llm.models.toy import make_char_tokenizer
+from astarpo.llm import SCRATCHPAD_DIGITS, ValueTable, lookup_v_star, make_char_tokenizer
 from astarpo.llm.rewards.scratchpad import parse_problem
-from astarpo.llm.stage1.table import ValueTable, lookup_v_star
-from astarpo.llm.toy.tasks import SCRATCHPAD_DIGITS
-from experiments.harness.measure import gold_logprobs, timed_stage1
+from experiments.harness.measure import SuccessCounter, gold_logprobs, timed_stage1
 from experiments.harness.output import OutputDir
 from experiments.harness.protocol import make_reference
 from experiments.harness.runner import Runner
 from experiments.zero_pass.config import QUICK, ZeroPassConfig, seeds_of
 from experiments.zero_pass.report import cell, summarize, to_markdown, verdict
 from experiments.zero_pass.run import build_hard_set, pass_bounds
-from experiments.zero_pass.worker import SuccessCounter
 
 
 def test_pass_bounds_closed_forms() -> None:
@@ -42,13 +39,13 @@ def test_seeds_and_config_checks() -> None:
     assert seeds_of(cfg, "easy", "astarpo") == seeds_of(cfg, "hard", "ppo") == 3
     assert cfg.hard_digits == SCRATCHPAD_DIGITS + 1
     # the budget holds the hard prompts' gold responses with EOS (16 d + 6 tokens)
-    assert cfg.protocol().max_new_tokens >= 16 * cfg.hard_digits + 6
+    assert cfg.protocol.train.max_new_tokens >= 16 * cfg.hard_digits + 6
     with pytest.raises(ValueError, match="hard_train must be an integer >= 1"):
-        ZeroPassConfig(hard_train=0)
-    with pytest.raises(ValueError, match="seconds must be a finite number > 0"):
-        ZeroPassConfig(seconds=float("nan"))
+        ZeroPassConfig.from_dict(dict(hard_train=0))
+    with pytest.raises(ValueError, match="seconds must be a finite number"):
+        ZeroPassConfig.from_dict(dict(seconds=float("nan")))
     with pytest.raises(ValueError, match="margin must be an integer >= 0"):
-        ZeroPassConfig(margin=-1)
+        ZeroPassConfig.from_dict(dict(margin=-1))
 
 
 def test_success_counter_counts_by_prompt_kind() -> None:
@@ -64,8 +61,7 @@ def test_success_counter_counts_by_prompt_kind() -> None:
 
 
 def test_gold_logprobs_is_the_log_of_the_librarys_answer_probability(tokenizer, tiny_model):
-    from astarpo.llm.eval import answer_probability
-    from astarpo.llm.toy.problems import addition_task
+    from astarpo.llm import addition_task, answer_probability
 
     rows = addition_task(5, seed=0)
     lp = gold_logprobs(tiny_model.eval(), tokenizer, rows, batch=2)
@@ -88,8 +84,8 @@ def test_verdict_rule_and_cells() -> None:
 def quick_set(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The quick zero-pass set (a few prompts) from the cached scratchpad reference."""
     out = tmp_path_factory.mktemp("zero_pass")
-    cfg = ZeroPassConfig(**{**QUICK, "hard_train": 4, "hard_eval": 4, "margin": 2})
-    ref, _ = make_reference(cfg.protocol(), out)
+    cfg = ZeroPassConfig.from_dict(dict(**{**QUICK, "hard_train": 4, "hard_eval": 4, "margin": 2}))
+    ref, _ = make_reference(cfg.protocol, out)
     runner = Runner(OutputDir(out, "zero_pass"), say=lambda *a: None)
     train, held, hard = build_hard_set(ref, cfg, out, runner)
     return {"cfg": cfg, "out": out, "ref": ref, "train": train, "held": held, "info": hard}
@@ -138,18 +134,18 @@ def test_the_hard_check_in_shards_keeps_the_same_set(
 
 
 def test_stage1_v_star_is_exactly_zero_on_the_hard_prompts(quick_set: dict, tmp_path: Path) -> None:
-    bench = quick_set["cfg"].protocol()
+    bench = quick_set["cfg"].protocol
     table, _ = timed_stage1(quick_set["ref"], make_char_tokenizer(), quick_set["train"], bench,
                             tmp_path / "values.jsonl", seed=0)  # fmt: skip
     prompts = [r["prompt"] for r in quick_set["train"]]
     v = lookup_v_star(table, prompts)
     # all N rewards 0: V* = beta1 log mean exp(0 / beta1) = beta1 log 1 = 0, exactly
     assert v.tolist() == [0.0] * len(prompts)
-    assert all(table.get(p).rewards == (0.0,) * bench.n_samples for p in prompts)
-    assert float(optimal_value(np.zeros(bench.n_samples), bench.beta1)) == 0.0
+    assert all(table.get(p).rewards == (0.0,) * bench.stage1.n_samples for p in prompts)
+    assert float(optimal_value(np.zeros(bench.stage1.n_samples), bench.stage1.beta1)) == 0.0
     reloaded = ValueTable.load(tmp_path / "values.jsonl")
     assert lookup_v_star(reloaded, prompts).tolist() == [0.0] * len(prompts)
-    assert dataclasses.asdict(bench)["task"] == "scratchpad"
+    assert bench.to_dict()["task"] == "scratchpad"
 
 
 def _run(arm: str, seed: int, hard_gain: float, set_name: str = "hard") -> dict:
@@ -201,7 +197,7 @@ def _result(runs: list[dict]) -> dict:
     hard = {"digits": 5, "sft_digits": 4, "k": 64, "candidates": 9, "solved_at_least_once": 1}
     hard["upper95"] = pass_bounds(64, 8)
     return {
-        "config": dataclasses.asdict(ZeroPassConfig(**QUICK)),
+        "config": ZeroPassConfig.from_dict(QUICK).to_dict(),
         "reference": {"eval": ref},
         "hard_set": hard,
         "sizes": {"hard_train": 4, "hard_eval": 4},
@@ -234,7 +230,8 @@ def test_cli_maps_flags_to_the_config(captured_run, tmp_path: Path, capsys) -> N
     argv = ["zero-pass", "--quick", "--out", str(tmp_path), "--seconds", "4"]
     assert main([*argv, "--workers", "1", "--rerun-slow"]) == 0
     cfg = seen["cfg"]
-    assert cfg.seconds == 4.0 and cfg.hard_train == QUICK["hard_train"] and cfg.workers == 1
+    assert cfg.protocol.train.max_train_seconds == 4.0 and cfg.workers == 1
+    assert cfg.hard_train == QUICK["hard_train"]
     assert cfg.rerun_slow and "2x2" in capsys.readouterr().out
     (tmp_path / "c.yaml").write_text("study:\n  seeds_main: 3\n")
     argv = ["zero-pass", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path)]
