@@ -42,7 +42,14 @@ from experiments.harness.report import write_json
 from experiments.harness.runner import Runner
 
 __all__ = ["OUTPUTS", "PASS_K", "agreement", "bins_of", "build_ladder", "check_bins"]
-__all__ += ["describe_bin", "ladder_for", "pass_summary", "poisson_binomial", "read_ladder"]
+__all__ += [
+    "describe_bin",
+    "draw_for",
+    "ladder_for",
+    "pass_summary",
+    "poisson_binomial",
+    "read_ladder",
+]
 __all__ += ["sample_successes", "summarize"]
 
 #: What a ladder writes besides ``ladder.json`` (and the ladder study's ``ladder.md/png``).
@@ -141,6 +148,23 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     return {"bins": out, "min_p_value": min(ps) if ps else None}
 
 
+def draw_for(
+    cfg: LadderConfig, ref: Any, tokenizer: Any, say: Any = print
+) -> tuple[list[dict[str, str]], np.ndarray]:
+    """``(candidates, their natural-log v_ref)`` under the reference ``ref``: the draw, then
+    up to ``top_ups`` more while a bin holds too few (:func:`short_bins`)."""
+    candidates = draw_candidates(cfg)
+    logp = gold_logprobs(ref, tokenizer, candidates, cfg.batch)
+    for k in range(1, cfg.top_ups + 1):  # a stronger reference leaves the hard bins short
+        if not (short := short_bins(logp, cfg)):
+            break
+        more = draw_candidates(cfg, top_up=k, drawn=candidates)
+        say(f"[ladder] {', '.join(short)} short: {len(more)} more candidates (top-up {k})")
+        candidates += more
+        logp = np.concatenate([logp, gold_logprobs(ref, tokenizer, more, cfg.batch)])
+    return candidates, logp
+
+
 def build_ladder(cfg: LadderConfig, runner: Runner) -> dict[str, Any]:
     """Build the ladder of ``cfg`` into ``runner``'s folder and write its ``ladder.json``:
     the reference (``reference/``, from the SFT cache), the candidates' exact v_ref by teacher
@@ -156,15 +180,7 @@ def build_ladder(cfg: LadderConfig, runner: Runner) -> dict[str, Any]:
     tok = make_char_tokenizer()
     say(f"[ladder] reference: {sft_info}")
     t0 = time.perf_counter()
-    candidates = draw_candidates(cfg)
-    logp = gold_logprobs(ref, tok, candidates, cfg.batch)
-    for k in range(1, cfg.top_ups + 1):  # a stronger reference leaves the hard bins short
-        if not (short := short_bins(logp, cfg)):
-            break
-        more = draw_candidates(cfg, top_up=k, drawn=candidates)
-        say(f"[ladder] {', '.join(short)} short: {len(more)} more candidates (top-up {k})")
-        candidates += more
-        logp = np.concatenate([logp, gold_logprobs(ref, tok, more, cfg.batch)])
+    candidates, logp = draw_for(cfg, ref, tok, say)
     rows, bins = fill_bins(candidates, logp, cfg)
     forcing = {"candidates": len(candidates), "seconds": time.perf_counter() - t0}
     write_prompts(out / "ladder_prompts.jsonl", rows)

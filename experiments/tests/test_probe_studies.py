@@ -265,3 +265,19 @@ def test_ladder_at_a_missing_or_non_ladder_folder_is_named_with_the_fix(tmp_path
     err = capsys.readouterr().err
     assert f"--ladder {folder}" in err and "Errno" not in err
     assert not (tmp_path / "R").exists()  # refused before the study touched its --out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--device", "tpu", "--device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+        ("--mixed-precision", "fp8", "--mixed-precision must be 'auto', 'bf16' or 'no'"),
+        ("--reference-target", "1.5", "--reference-target must be in (0, 1)"),
+    ],
+)
+def test_a_setting_a_library_config_refuses_is_named_by_its_flag_before_any_work(
+    tmp_path, flag, value, says, capsys
+):
+    assert main("two-beta", [flag, value, "--out", str(tmp_path / "R")]) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "R").exists()

@@ -1,0 +1,79 @@
+"""Does the quick ladder fill its bins under a reference fine-tuned otherwise?
+
+A reference fine-tuned on another machine (or from another seed) reaches the same check accuracy
+by another path, and can be much stronger on the ladder's rare patterns, so that a bin of
+``python -m experiments.ladder --quick`` (and of the adaptive-N and refresh studies' quick
+ladders) holds too few candidates. This script fine-tunes the ladder's reference from each seed
+of ``--sft-seeds`` (the SFT data order; from the cache when there), draws the quick ladder's
+candidates with their exact v_ref (its top-ups included: :func:`~experiments.harness.
+ladder_build.draw_for`) and prints, per bin, how many fell in it against the train + test
+prompts it keeps; exit code 1 when a bin is short. Run from the repository root::
+
+    python -m experiments.benchmarks.ladder_fill --sft-seeds 1,2,3 [--cache-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from astarpo.llm import make_char_tokenizer
+from experiments.harness.ladder_build import draw_for
+from experiments.harness.ladder_sets import QUICK, LadderConfig, bin_label, parse_bin
+from experiments.harness.protocol import make_reference
+
+
+def fill(seed: int, cache_dir: str | None, quiet: bool = True) -> dict[str, Any]:
+    """The quick ladder's fill under the reference of SFT seed ``seed``: ``sft`` (its steps and
+    check accuracy), ``candidates``, per bin label ``found`` and ``need``, ``ok``, ``seconds``."""
+    cfg = LadderConfig.from_dict(QUICK)
+    sft = replace(cfg.protocol.sft, seed=seed)
+    protocol = replace(cfg.protocol, sft=sft, cache_dir=cache_dir).resolved()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        ref, info = make_reference(protocol, Path(tmp))
+    say = (lambda *a: None) if quiet else print
+    candidates, logp = draw_for(replace(cfg, protocol=protocol), ref, make_char_tokenizer(), say)
+    log10, need = logp / math.log(10.0), cfg.train + cfg.test
+    bins = {}
+    for spec in cfg.bins:
+        hi, lo = parse_bin(spec)
+        found = int(np.count_nonzero((log10 <= hi) & (log10 > lo)))
+        bins[bin_label(spec)] = {"found": found, "need": need}
+    ok = all(b["found"] >= b["need"] for b in bins.values())
+    sft_info = {"steps": info["steps"], "check_accuracy": info["check_accuracy"]}
+    seconds = time.perf_counter() - t0
+    return {"seed": seed, "sft": sft_info, "candidates": len(candidates), "bins": bins, "ok": ok,
+            "seconds": seconds}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per seed; returns 1 when a bin of one is short."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sft-seeds", default="1,2,3", help="SFT seeds (comma-separated)")
+    ap.add_argument("--cache-dir", default=None, help="SFT cache (default: the library's)")
+    args = ap.parse_args(argv)
+    ok = True
+    for seed in (int(s) for s in args.sft_seeds.split(",")):
+        got = fill(seed, args.cache_dir)
+        bins = ", ".join(f"{b} {v['found']}/{v['need']}" for b, v in got["bins"].items())
+        print(
+            f"SFT seed {seed}: {got['sft']['steps']} SFT steps, check accuracy "
+            f"{got['sft']['check_accuracy']:.3f}; {got['candidates']} candidates; per bin "
+            f"(found/needed): {bins}; {'filled' if got['ok'] else 'SHORT'} "
+            f"({got['seconds']:.0f} s)",
+            flush=True,
+        )
+        ok = ok and got["ok"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
