@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` (the CPU demo) and `make test` (everything CI runs).
+# The README's two commands: `make demo` (the CPU demo) and `make test` (the fast gate).
 # Both create .venv and install what they need from the committed lock (requirements/dev.lock:
 # exact versions, resolved from pyproject's `dev` extra by `make lock`); the CPU build of torch
 # is pinned first so that pip never resolves the multi-GB CUDA build on a CPU machine.
@@ -34,7 +34,14 @@ TRL_VENV  ?= .venv-trl
 TRL_BIN   := $(TRL_VENV)/bin
 TRL_STAMP := $(TRL_VENV)/.installed
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest
+# The test tiers (pytest markers, pyproject.toml). `make test` runs the fast tier: every test
+# without a tier marker. The others have their own targets, and CI (.ci/run) runs them all.
+ENGINES  := vllm or trl or verl or real_model
+SLOW     := e2e or slow or multiprocess or pages
+FAST     := not ($(SLOW) or $(ENGINES))
+PYTEST   := -q -p no:cacheprovider
+
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages
 
 # The lock holds every package but torch (installed first, from $(TORCH)); the package itself
 # is installed without resolving anything more (--no-deps), so .venv is exactly the lock.
@@ -74,7 +81,7 @@ test-latest:
 	$(LATEST_BIN)/python -m pip freeze --exclude-editable > $(LATEST_VENV)/versions.txt
 	@echo "test-latest: versions that differ from $(LOCK):"; \
 	  grep -v -x -i -F -f $(LOCK) $(LATEST_VENV)/versions.txt | grep -v '^torch==' || echo "  (none)"
-	$(LATEST_BIN)/python -m pytest -q -m "not slow and not vllm and not trl" -p no:cacheprovider
+	$(LATEST_BIN)/python -m pytest $(PYTEST) -m "$(FAST)"
 
 install: $(STAMP)
 
@@ -89,7 +96,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not vllm and not trl"
+	$(BIN)/python -m pytest $(PYTEST) -m "$(FAST)"
+
+# End to end (CLI commands and whole studies, the newcomer's pages, the demo), several
+# processes (torchrun ranks, signals, the reward pool), and results pages against their JSON.
+test-e2e: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "(e2e or slow) and not (multiprocess or pages or $(ENGINES))"
+
+test-multiprocess: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "multiprocess and not (pages or $(ENGINES))"
+
+test-pages: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "pages and not ($(ENGINES))"
 
 # The built site carries MathJax; a page is then opened in headless Chromium with no network and
 # must show typeset formulas (skipped with a message when Chromium is not installed).
@@ -123,7 +141,7 @@ test-vllm:
 	@if $(MAKE) --no-print-directory vllm-install; then \
 	  rm -f $(VLLM_VENV)/test-report.txt; \
 	  ASTARPO_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=WARNING ASTARPO_VLLM_REPORT=$(VLLM_VENV)/test-report.txt \
-	    $(VLLM_BIN)/python -m pytest -q -m vllm -p no:cacheprovider tests; rc=$$?; \
+	    $(VLLM_BIN)/python -m pytest $(PYTEST) -m vllm tests; rc=$$?; \
 	  echo "--- measured by the vllm tests:"; cat $(VLLM_VENV)/test-report.txt 2>/dev/null; \
 	  exit $$rc; \
 	else \
@@ -148,7 +166,7 @@ trl-install: $(TRL_STAMP)
 
 # The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick bench).
 test-trl: trl-install
-	$(TRL_BIN)/python -m pytest -q -m trl -p no:cacheprovider tests
+	$(TRL_BIN)/python -m pytest $(PYTEST) -m trl tests experiments/tests
 
 clean:
 	rm -rf docs/_build .pytest_cache .mypy_cache .ruff_cache

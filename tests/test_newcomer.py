@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", ROOT / "docs" / "index.md")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 
 #: Commands the pages show that cannot run here, with the reason (matched as a prefix).
 CANNOT_RUN = {

@@ -139,6 +139,7 @@ def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch
     assert calls == ["a"]
 
 
+@pytest.mark.e2e
 def test_a_real_run_in_a_fresh_process(tmp_path, monkeypatch):
     runner = _runner(tmp_path, monkeypatch)
     res = runner.run("real", ECHO)

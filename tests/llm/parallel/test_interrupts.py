@@ -30,7 +30,7 @@ from astarpo.llm.data.files import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.stage1.config import Stage1Config
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -202,6 +202,7 @@ def test_config_validation(kw, msg):
         AStarPOConfig(**kw)
 
 
+@pytest.mark.e2e
 def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
     from astarpo.cli import main
 
