@@ -36,7 +36,7 @@ from astarpo.commands.common import (
 )
 from astarpo.commands.fields import add_field_arguments, field_values, name_flags, parse_bool
 from astarpo.commands.paths import check_output
-from astarpo.llm.data.prompts import chat_messages
+from astarpo.llm.data.prompts import chat_messages, filter_prompt_length
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
 from astarpo.llm.rewards.scoring import reward_path
 from astarpo.llm.stage1.config import Stage1Config
@@ -175,13 +175,15 @@ def export_verl(args: argparse.Namespace) -> int:
     check_output(args.export_verl, "--export-verl", folder=False, new=True)
     tokenizer = load_tokenizer(args.model)
     config = stage1_config(args)
-    plain = argparse.Namespace(**{**vars(args), "chat_template": False})
+    plain = argparse.Namespace(**{**vars(args), "chat_template": False, "max_prompt_tokens": None})
     rows = load_prompts_from_args(plain, args.data, tokenizer)  # the user text of each prompt
     for row in rows:
         row["messages"] = chat_messages(row["prompt"], args.system_prompt)
         row["prompt"] = tokenizer.apply_chat_template(
             row["messages"], tokenize=False, add_generation_prompt=True
         )
+    if args.max_prompt_tokens is not None:  # counted on the chat-formatted text, as Stage 1 does
+        rows, _ = filter_prompt_length(rows, tokenizer, args.max_prompt_tokens)
     table = ValueTable.load(args.out)
     rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
     sampling = {k: getattr(config, k) for k in ("max_new_tokens", "temperature", "top_p")}

@@ -161,3 +161,14 @@ def test_verl_records_refuses_when_the_filter_leaves_nothing(stage1):
     assert len(verl_records(ValueTable([zero]), one, data_source="s")) == 1
     with pytest.raises(ValueError, match="no training row left for verl"):
         verl_records(ValueTable([zero]), one, data_source="s", drop_all_wrong=True)
+
+
+def test_the_prompt_length_limit_counts_the_chat_formatted_text_as_stage1_does(stage1, tmp_path):
+    """``--max-prompt-tokens`` drops the prompts whose chat-formatted text is longer, as Stage 1
+    dropped them (the user text alone is shorter)."""
+    out = tmp_path / "train.parquet"
+    longest = max(len(f"user: {r['problem']} a: ") for r in ROWS)
+    assert _export(stage1, out, "--max-prompt-tokens", str(longest - 1)) == 0
+    kept = pq.read_table(out).to_pylist()
+    assert 0 < len(kept) < len(ROWS)
+    assert all(len(f"user: {r['prompt'][0]['content']} a: ") < longest for r in kept)

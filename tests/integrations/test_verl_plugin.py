@@ -361,6 +361,10 @@ def test_the_reward_wrapper_gives_r_minus_v_star_and_refuses_a_row_without_it(ve
     wrong = compute_score("openai/gsm8k", "so #### 41", "42", {"v_star": 0.25})
     assert (right["score"], right["raw_score"], right["v_star"]) == (0.75, 1.0, 0.25)
     assert (wrong["score"], wrong["raw_score"]) == (-0.25, 0.0)
+    mine = compute_score(
+        "x", "so \\boxed{42}", "42", {"v_star": 0.25}, score_fn="astarpo:math_verify"
+    )
+    assert (mine["score"], mine["raw_score"]) == (0.75, 1.0)  # Stage 1's reward, in verl
     own = compute_score("x", "abc", "abc", {"v_star": 0.5}, score_fn="verl_scorer:score")
     assert (own["score"], own["raw_score"], own["match"]) == (0.5, 1.0, True)
     with pytest.raises(

@@ -32,11 +32,17 @@ from astarpo.integrations.verl.algorithm import (
     compute_astarpo_policy_loss,
     register,
 )
-from astarpo.integrations.verl.reward import compute_score, optimal_advantage_score, row_v_star
+from astarpo.integrations.verl.reward import (
+    astarpo_score,
+    compute_score,
+    optimal_advantage_score,
+    row_v_star,
+)
 
 __all__ = [
     "LOSS_AGG_MODE",
     "NAME",
+    "astarpo_score",
     "check_verl_config",
     "compute_astarpo_advantage",
     "compute_astarpo_policy_loss",

@@ -10,8 +10,11 @@ refused by name. :func:`compute_score` is the ready-made function for verl's com
     reward.custom_reward_function.path=pkg://astarpo.integrations.verl.reward
     reward.custom_reward_function.name=compute_score
 
-which wraps verl's own ``default_compute_score``, or the function named by
-``+reward.custom_reward_function.reward_kwargs.score_fn=package.module:function``.
+which wraps verl's own ``default_compute_score``, or the scorer named by
+``+reward.custom_reward_function.reward_kwargs.score_fn=...``: ``package.module:function`` (a
+verl-style scorer) or ``astarpo:NAME``, an astarpo reward as ``astarpo value --reward NAME``
+names it (``math_verify``, ``gsm8k``, ``exact_match``, ``scratchpad`` or
+``package.module:function``), so that verl scores responses as Stage 1 scored the reference's.
 """
 
 from __future__ import annotations
@@ -24,10 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.llm.rewards.scoring import accepted_kwargs, load_reward
 from astarpo.llm.stage1.verl_export import V_STAR_FIELD
 from astarpo.objective import optimal_advantage
 
-__all__ = ["compute_score", "optimal_advantage_score", "row_v_star"]
+__all__ = [
+    "ASTARPO_REWARD",
+    "astarpo_score",
+    "compute_score",
+    "optimal_advantage_score",
+    "row_v_star",
+]
+
+ASTARPO_REWARD = "astarpo:"
+"""The prefix of a ``score_fn`` naming an astarpo reward (``astarpo:math_verify``)."""
 
 ScoreFn = Callable[..., Any]
 
@@ -102,9 +115,32 @@ def optimal_advantage_score(score_fn: ScoreFn) -> ScoreFn:
     return score
 
 
+def astarpo_score(spec: str) -> ScoreFn:
+    """A verl-style scorer running the astarpo reward ``spec`` (``--reward``'s names) on one
+    response: ``reward(prompts=[""], completions=[solution_str], answer=[ground_truth])[0]``
+    (verl does not hand the prompt to a scorer; a reward reading it sees ``""``).
+
+    Raises:
+        ValueError: ``spec`` names no reward.
+    """
+    reward = load_reward(spec)
+
+    def score(
+        data_source: Any, solution_str: str, ground_truth: Any, extra_info: Any = None, **_: Any
+    ) -> float:
+        columns = {"prompts": [""], "completions": [solution_str], "answer": [ground_truth]}
+        return float(reward(**accepted_kwargs(reward, columns))[0])
+
+    score.__name__ = f"astarpo_score[{spec}]"
+    return score
+
+
 @functools.lru_cache(maxsize=8)
 def _score_fn(path: str | None) -> ScoreFn:
-    """The function of ``package.module:function``, or verl's ``default_compute_score``."""
+    """The scorer of ``score_fn`` (see the module docstring), or verl's
+    ``default_compute_score``."""
+    if path is not None and path.startswith(ASTARPO_REWARD):
+        return astarpo_score(path[len(ASTARPO_REWARD) :])
     if path is None:
         from verl.utils.reward_score import default_compute_score
 
@@ -134,8 +170,9 @@ def compute_score(
         solution_str: The decoded response.
         ground_truth: The row's ``reward_model.ground_truth``.
         extra_info: The row's ``extra_info``, holding ``v_star``.
-        score_fn: ``package.module:function`` of another verl-style scorer (set with
-            ``+reward.custom_reward_function.reward_kwargs.score_fn=...``); None: verl's.
+        score_fn: ``package.module:function`` of another verl-style scorer, or
+            ``astarpo:NAME`` (:func:`astarpo_score`), set with
+            ``+reward.custom_reward_function.reward_kwargs.score_fn=...``; None: verl's.
         **kwargs: Passed on to the scorer.
 
     Returns:
