@@ -443,3 +443,40 @@ def test_verls_dataset_reads_the_exported_file_and_its_reward_finds_v_star(verl_
             item["extra_info"],
         )
         assert score["score"] == 1.0 - v_star
+
+
+def test_the_docs_command_line_applies_to_verls_config_and_passes_its_check(verl_modules):
+    """The verl command of ``docs/at_scale.md``: each override names a key of verl 0.9.1's
+    generated config (``+key`` one it lacks), the A*-PO settings are the tests' own, and the
+    resulting config passes :func:`check_verl_config` with the paper's beta2."""
+    from omegaconf import OmegaConf
+
+    from astarpo.integrations.verl import check_verl_config
+
+    verl, _, _, _ = verl_modules
+    page = (Path(__file__).resolve().parents[2] / "docs" / "at_scale.md").read_text()
+    block = page.split("python3 -m verl.trainer.main_ppo")[1].split("```")[0]
+    overrides = [w for w in block.replace("\\\n", " ").split() if "=" in w]
+    base = OmegaConf.load(Path(verl.__file__).parent / "trainer/config/_generated_ppo_trainer.yaml")
+    tree = OmegaConf.to_container(base, resolve=False)  # required values are "???" here
+
+    def has(dotted: str) -> bool:
+        node = tree
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+
+    for item in overrides:
+        key = item.split("=", 1)[0]
+        assert has(key.lstrip("+")) != key.startswith("+"), item  # `+` adds a key, else exists
+    paper = {**ASTARPO_OVERRIDES, "algorithm.kl_ctrl.kl_coef": "0.001"}
+    paper["actor_rollout_ref.actor.kl_loss_coef"] = "0.001"
+    given = dict(item.lstrip("+").split("=", 1) for item in overrides)
+    assert {k: given.get(k) for k in paper if "micro_batch" not in k} == {
+        k: v for k, v in paper.items() if "micro_batch" not in k
+    }
+    cfg = OmegaConf.merge(base, OmegaConf.from_dotlist([o.lstrip("+") for o in overrides]))
+    assert check_verl_config(cfg) == 0.001
+    assert cfg.reward.custom_reward_function.path == "pkg://astarpo.integrations.verl.reward"

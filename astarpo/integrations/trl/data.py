@@ -1,7 +1,7 @@
 """V* as a column of TRL's training dataset: from a V* table, checked as astarpo's trainer
 checks it, or from the dataset's own ``v_star`` column; the paper's all-wrong filter.
 
-:class:`~astarpo.integrations.trl.AStarPOGRPOTrainer` calls :func:`with_v_star` once, before
+:class:`~astarpo.integrations.trl.trainer.AStarPOGRPOTrainer` calls :func:`with_v_star` once, before
 TRL sees the dataset; each generation batch then carries its rows' ``v_star`` to the loss.
 """
 
@@ -77,7 +77,7 @@ def with_v_star(
             or None (the dataset's ``v_star`` column is used).
         reward_funcs: The training rewards (their dotted paths are checked against the table's;
             a reward model named by a string skips that check).
-        args: The :class:`~astarpo.integrations.trl.AStarPOGRPOConfig` (sampling fields,
+        args: The :class:`~astarpo.integrations.trl.config.AStarPOGRPOConfig` (sampling fields,
             ``filter_all_wrong``, ``allow_v_star_mismatch``).
         model: The policy or its path (the reference, whose name the table must record).
         processing_class: The tokenizer (renders conversational prompts, :func:`table_prompt`).

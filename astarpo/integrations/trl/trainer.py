@@ -62,7 +62,7 @@ class AStarPOGRPOTrainer(GRPOTrainer):
             V* table must have been made with.
         reward_funcs: TRL reward functions (``f(prompts, completions, **columns)``) or reward
             model ids.
-        args: An :class:`~astarpo.integrations.trl.AStarPOGRPOConfig`.
+        args: An :class:`~astarpo.integrations.trl.config.AStarPOGRPOConfig`.
         train_dataset: A ``datasets.Dataset`` with a ``prompt`` column (text or chat
             messages), the columns the rewards read, and ``v_star`` unless ``v_star_table`` is
             given.
