@@ -325,6 +325,15 @@ def test_tables_of_another_reference_or_sampling_are_refused(stage1, tmp_path, c
     trainer = build(other, allow_v_star_mismatch=True)
     assert "mismatch accepted: model" in caplog.text
     assert trainer.train_dataset["v_star"] == [table.get(r["prompt"]).v_star for r in ROWS]
+    evals = AStarPOGRPOTrainer(
+        str(model_dir),
+        [spread_reward],
+        args=trl_config(tmp_path / "e"),
+        train_dataset=dataset,
+        eval_dataset={"held": Dataset.from_list(ROWS[:2])},
+        v_star_table=table,
+    ).eval_dataset
+    assert evals["held"]["v_star"] == [table.get(r["prompt"]).v_star for r in ROWS[:2]]
 
 
 def test_the_papers_filter_keeps_prompts_with_a_correct_stage1_sample(stage1, tmp_path):

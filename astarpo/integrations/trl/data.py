@@ -67,6 +67,7 @@ def with_v_star(
     args: Any,
     model: Any,
     processing_class: Any = None,
+    filter_all_wrong: bool | None = None,
 ) -> Any:
     """``dataset`` with a ``v_star`` column (and the paper's filter applied when asked).
 
@@ -81,6 +82,8 @@ def with_v_star(
             ``filter_all_wrong``, ``allow_v_star_mismatch``).
         model: The policy or its path (the reference, whose name the table must record).
         processing_class: The tokenizer (renders conversational prompts, :func:`table_prompt`).
+        filter_all_wrong: Apply the paper's filter (default: ``args.filter_all_wrong``; the
+            trainer passes False for evaluation sets).
 
     Returns:
         The dataset with ``v_star`` (float) on every row.
@@ -92,13 +95,14 @@ def with_v_star(
         MissingPromptError: a training prompt is not in the table (named).
     """
     columns = list(getattr(dataset, "column_names", None) or [])
+    drop = args.filter_all_wrong if filter_all_wrong is None else filter_all_wrong
     if table is None:
         if V_STAR not in columns:
             raise ValueError(
                 "A*-PO needs V* of every prompt: pass v_star_table= (a ValueTable from "
                 "`astarpo value`) or a train_dataset column 'v_star'."
             )
-        if args.filter_all_wrong:
+        if drop:
             if "pass_rate" not in columns:
                 raise ValueError("filter_all_wrong needs a ValueTable or a 'pass_rate' column.")
             dataset = dataset.filter(lambda r: r["pass_rate"] > 0)
@@ -130,11 +134,11 @@ def with_v_star(
         )
         for w in warnings:
             log.warning(w)
-    elif args.filter_all_wrong:
+    elif drop:
         raise ValueError("filter_all_wrong needs a ValueTable (a mapping holds no pass rates).")
     values = lookup_v_star(table, keys).tolist()
     dataset = dataset.add_column(V_STAR, values)
-    if args.filter_all_wrong:
+    if drop:
         keep = [i for i, k in enumerate(keys) if table.get(k).pass_rate > 0]
         if not keep:
             raise ValueError(

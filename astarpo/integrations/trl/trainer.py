@@ -65,7 +65,8 @@ class AStarPOGRPOTrainer(GRPOTrainer):
         args: An :class:`~astarpo.integrations.trl.config.AStarPOGRPOConfig`.
         train_dataset: A ``datasets.Dataset`` with a ``prompt`` column (text or chat
             messages), the columns the rewards read, and ``v_star`` unless ``v_star_table`` is
-            given.
+            given. An ``eval_dataset`` (a keyword of ``**kwargs``) gets its ``v_star`` the same
+            way, without the filter.
         v_star_table: A :class:`~astarpo.llm.stage1.table.ValueTable` (checked against the run:
             reference, rewards, sampling, answers) or a ``{prompt: v_star}`` mapping; None: the
             dataset's ``v_star`` column.
@@ -103,20 +104,24 @@ class AStarPOGRPOTrainer(GRPOTrainer):
                 f"{type(args).__name__}."
             )
         funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
-        train_dataset = with_v_star(
-            train_dataset,
-            v_star_table,
-            reward_funcs=funcs,
-            args=args,
-            model=model,
-            processing_class=processing_class,
-        )
+        context = {"reward_funcs": funcs, "args": args, "model": model}
+        context["processing_class"] = processing_class
+        train_dataset = with_v_star(train_dataset, v_star_table, **context)
+        evals = kwargs.pop("eval_dataset", None)  # V* too, never filtered
+        if isinstance(evals, dict):
+            evals = {
+                k: with_v_star(d, v_star_table, **context, filter_all_wrong=False)
+                for k, d in evals.items()
+            }
+        elif evals is not None:
+            evals = with_v_star(evals, v_star_table, **context, filter_all_wrong=False)
         self._rewards_per_func: torch.Tensor | None = None
         super().__init__(
             model,
             reward_funcs,
             args=args,
             train_dataset=train_dataset,
+            eval_dataset=evals,
             processing_class=processing_class,
             **kwargs,
         )
