@@ -374,3 +374,24 @@ def test_the_config_keeps_one_generation_and_refuses_grpo_only_settings(tmp_path
     assert check_trl_version("1.16.0") == "1.16.0"
     with pytest.raises(ImportError, match=r"found trl 1\.17\.0.*pip install 'trl==1\.16\.\*'"):
         check_trl_version("1.17.0")
+
+
+def test_a_conversational_prompt_is_keyed_as_stage1_keys_it(tmp_path):
+    """A chat-message prompt is looked up by the text ``astarpo value --chat-template`` sampled
+    on (the chat template with the generation prompt); without a tokenizer it is refused."""
+    from astarpo.integrations.trl import table_prompt
+    from astarpo.llm.data.prompts import load_prompts
+
+    tok = make_char_tokenizer()
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}a: {% endif %}"
+    )
+    data = tmp_path / "add.jsonl"
+    data.write_text(json.dumps({"problem": "1+2=", "answer": "3"}) + "\n")
+    (stage1_row,) = load_prompts(data, template="none", tokenizer=tok, chat_template=True)
+    messages = [{"role": "user", "content": "1+2="}]
+    assert table_prompt(messages, tok) == stage1_row["prompt"] == "user: 1+2= a: "
+    assert table_prompt("1+2=", None) == "1+2="
+    with pytest.raises(ValueError, match="conversational prompts need processing_class"):
+        table_prompt(messages, None)
