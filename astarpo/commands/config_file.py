@@ -151,23 +151,22 @@ def config_values(path: Path, verb: str, sections: tuple[str, ...] = _VERBS) -> 
         return {k.replace("-", "_"): v for k, v in values.items()}
     # A verb's name is always a section (no option has one): ``train:`` with nothing under it
     # is an empty section, ``train: 5`` a mistake.
-    known = sections
-    sections = [k for k, v in data.items() if isinstance(v, Mapping) or k in known]
-    for k in sections:
+    found = [k for k, v in data.items() if isinstance(v, Mapping) or k in sections]
+    for k in found:
         if not isinstance(data[k], Mapping) and data[k] is not None:
             raise SystemExit(
                 f"error: --config {path}: section {shown(k)} must hold the verb's options "
                 f"(a mapping of option names to values), got {type(data[k]).__name__}: "
                 f"{shown(data[k])}."
             )
-    if sections:
-        foreign = [k for k in sections if k not in known]
+    if found:
+        foreign = [k for k in found if k not in sections]
         if foreign:
             raise SystemExit(
                 f"error: --config {path}: section {shown(foreign[0])} is not a verb "
-                f"({', '.join(known)})."
+                f"({', '.join(sections)})."
             )
-        flat = [k for k in data if k not in sections]
+        flat = [k for k in data if k not in found]
         if flat:
             raise SystemExit(
                 f"error: --config {path}: key {shown(flat[0])} stands outside the verb sections; "
