@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -145,6 +146,105 @@ def test_the_command_line_warns_of_a_refresh_that_never_runs(tmp_path, caplog):
         assert main([*argv, "--refresh-every-steps", "100"]) == 0
     (warning,) = [r.getMessage() for r in caplog.records if "refresh never" in r.getMessage()]
     assert "--refresh-every-steps) is 100" in warning and "--max-steps) 1" in warning
+
+
+# ------------------------------------------------------------- errors that named no option
+
+
+VERBS = {
+    "train": lambda d, out: ["train", "--out", str(out / "run")],
+    "value": lambda d, out: ["value", "--out", str(out / "v.jsonl")],
+    "eval": lambda d, out: ["eval", "--out", str(out / "e.json")],
+}
+
+
+def _verb(verb: str, tmp_path: Path, *extra: str) -> list[str]:
+    data = _data(tmp_path)
+    return [*VERBS[verb](data, tmp_path), "--model", "toy", "--data", data, *extra]
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "soon"])
+def test_a_bad_math_verify_timeout_names_the_flag(tmp_path, capsys, no_model, verb, value):
+    err = _refused(_verb(verb, tmp_path, "--math-verify-timeout", value), capsys)
+    assert "argument --math-verify-timeout" in err and repr(value) in err, err
+    assert "seconds" in err
+
+
+def test_math_verify_refuses_a_timeout_that_is_not_a_finite_positive_number():
+    from astarpo.llm.rewards.math_verify import MathVerifyReward
+
+    for bad in (math.nan, math.inf, 0.0, -1.0, "5"):
+        with pytest.raises(ValueError, match="timeout must be a finite number of seconds > 0"):
+            MathVerifyReward(timeout=bad)
+    assert MathVerifyReward(timeout=0.5).timeout == 0.5  # no helper started by construction
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_an_out_under_proc_is_refused_naming_the_folder_not_an_errno(
+    tmp_path, capsys, no_model, verb
+):
+    argv = _verb(verb, tmp_path)
+    i = argv.index("--out") + 1
+    argv[i] = "/proc/astarpo-probe" if verb == "train" else "/proc/astarpo-probe/v.json"
+    err = _refused(argv, capsys)
+    assert "nothing can be created in the folder /proc" in err, err
+    assert "[Errno" not in err and "choose a writable path" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_the_trainer_names_an_output_dir_it_cannot_create(tokenizer):
+    from toy_setup import toy_trainer
+
+    from astarpo.llm.training.run_dir import RunDirError
+
+    with pytest.raises(RunDirError, match="output_dir '/proc/astarpo-probe' cannot be created"):
+        toy_trainer(tokenizer, "/proc/astarpo-probe").train()
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "gpu"])
+def test_a_device_that_is_no_device_is_named_with_the_choices(
+    tmp_path, capsys, monkeypatch, verb, device
+):
+    import astarpo.commands.common as common
+
+    monkeypatch.setattr(common, "load_pretrained_model", _no_load)
+    err = _refused(_verb(verb, tmp_path, "--device", device), capsys)
+    assert "--device" in err and repr(device)[1:-1] in err, err  # the flag and the value
+    assert "'auto', 'cpu', 'cuda' or 'cuda:N'" in err, err
+    assert "Expected one of" not in err  # torch's list of its device types
+
+
+def _no_load(*args, **kwargs):
+    raise AssertionError("the model was loaded before the device was checked")
+
+
+def test_check_device_names_a_device_string_that_is_no_device():
+    from astarpo.commands.common import check_device
+
+    for bad in ("tpu", "cuda:x", "", "cpu:0", "mps"):
+        with pytest.raises(SystemExit, match="not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"):
+            check_device(bad)
+    check_device("cpu")
+    check_device("auto")
+
+
+def test_mixed_precision_fp8_is_refused_before_any_work_naming_the_choices(
+    tmp_path, capsys, no_model
+):
+    from astarpo.llm.algorithms.astarpo import AStarPOConfig
+
+    allowed = "'auto', 'bf16' or 'no', got 'fp8'"
+    err = _refused(_train(tmp_path, "--mixed-precision", "fp8"), capsys)
+    assert f"--mixed-precision must be {allowed}" in err, err
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  mixed_precision: fp8\n")
+    err = _refused(_train(tmp_path, "--config", str(f)), capsys)
+    assert f"--mixed-precision must be {allowed}" in err, err
+    with pytest.raises(ValueError, match=f"mixed_precision must be {allowed}"):
+        AStarPOConfig(mixed_precision="fp8")
 
 
 # ---------------------------------------------------------- a stop names the next command

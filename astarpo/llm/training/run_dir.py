@@ -176,7 +176,8 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
     ``run_config.json``; other files (notes, a benchmark's spec) are left alone.
 
     Raises:
-        RunDirError: ``output_dir`` holds an earlier run and ``overwrite`` is off.
+        RunDirError: ``output_dir`` holds an earlier run and ``overwrite`` is off, or it cannot
+            be created.
     """
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
@@ -192,7 +193,13 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
         )
     for p in _run_files(out):
         shutil.rmtree(p) if p.is_dir() else p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. under /proc, or a read-only disk: name the path, not an errno
+        raise RunDirError(
+            f"output_dir {str(out)!r} cannot be created ({e.strerror or e}); choose a writable "
+            "folder (--out)."
+        ) from e
     write_json_atomic(out / RUN_CONFIG, record)
 
 
