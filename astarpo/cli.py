@@ -138,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             apply_config_file(verb_parsers[wanted[0]], wanted[0], spec)
         args = parser.parse_args(argv)
+        args._argv = argv  # the command as given (a stopped run names the one that continues it)
     except SystemExit as e:  # a refused file or flag: SystemExit("error: ..."); --help: 0
         if not isinstance(e.code, str):
             raise

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,18 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (a usage error naming the flag
+    otherwise: ``nan``, ``inf``, ``0``, ``-1``, ``abc``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1 (a usage error otherwise)."""
     try:
@@ -131,7 +145,7 @@ def add_reward_arguments(
     per_item = inspect.signature(MathVerifyReward).parameters["timeout"].default  # its own
     p.add_argument(
         "--math-verify-timeout",
-        type=float,
+        type=positive_seconds,
         default=per_item,
         help="hard per-item timeout of math_verify in seconds, in killable workers (default "
         f"{per_item:g})",
@@ -161,11 +175,17 @@ def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> N
 
 
 def check_device(device: str) -> None:
-    """Refuse ``--device cuda...`` when this torch has no CUDA or sees no GPU.
+    """Refuse a ``--device`` that names no device (``tpu``, ``cuda:x``), and ``cuda...`` when
+    this torch has no CUDA or sees no GPU.
 
     Raises:
         SystemExit: a usage error naming the cause and the fix.
     """
+    if device != "auto" and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise SystemExit(
+            f"error: --device {device}: not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N' (N "
+            "the GPU's index)."
+        )
     try:
         resolve_device(device)
     except ValueError as e:

@@ -48,14 +48,18 @@ def add_field_arguments(
     cls: type,
     skip: Collection[str] = (),
     unset: bool = False,
+    prefix: str = "",
 ) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to ``parser`` (or an
-    argument group): its type is the type of the field's default, its help the field's ``help``
-    metadata with the default, its choices the ``choices`` metadata. A field that may hold a
-    sequence (``report_to: str | Sequence[str]``) takes a :class:`CommaList`, a tuple field a
-    comma-separated list of its items (``1e-4,3e-4``), a dict field a JSON object. A bool reads
-    true/false; with ``unset`` (a study's flags), it is ``--x``/``--no-x`` and every flag is
-    left out of the namespace unless given (so that presets apply under the given flags)."""
+    argument group), named ``--PREFIX-FIELD`` with ``prefix`` (``"stream_"``: the field
+    ``n_samples`` is ``--stream-n-samples``, read back by :func:`field_values`): its type is the
+    type of the field's default, its help the field's ``help`` metadata with the default, its
+    choices the ``choices`` metadata. A field that may hold a sequence (``report_to: str |
+    Sequence[str]``) takes a :class:`CommaList`, a tuple field a comma-separated list of its
+    items (``1e-4,3e-4``), a dict field a JSON object. A bool reads true/false; with ``unset``
+    (a study's flags), it is ``--x``/``--no-x`` and every flag is left out of the namespace
+    unless given (so that presets apply under the given flags, or an option given for a
+    feature that is off is seen)."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -80,7 +84,7 @@ def add_field_arguments(
             kw["type"] = _json_object
         else:
             kw["type"] = str if default is None else type(default)
-        parser.add_argument(flag_of(f.name), **kw)
+        parser.add_argument(flag_of(prefix + f.name), **kw)
 
 
 def _items(kind: type) -> Callable[[str], tuple[Any, ...]]:
@@ -108,10 +112,13 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()) -> dict:
-    """``{field: value}`` of every field of ``cls`` (except ``skip``) that ``args`` holds."""
+def field_values(
+    cls: type, args: argparse.Namespace, skip: Collection[str] = (), prefix: str = ""
+) -> dict:
+    """``{field: value}`` of every field of ``cls`` (except ``skip``) that ``args`` holds
+    (under ``prefix + field``, see :func:`add_field_arguments`)."""
     names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
-    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+    return {n: getattr(args, prefix + n) for n in names if hasattr(args, prefix + n)}
 
 
 def name_flags(message: str, cls: type, flags: Mapping[str, str] | None = None) -> str:

@@ -5,8 +5,9 @@ Needs the ``llm`` extra (``pip install "astarpo[llm]"``). The subpackages, from 
 (each imports only those before it): ``parallel``, ``data``, ``rollout``, ``stage1``,
 ``algorithms``, ``training``, then ``eval``, ``toy`` and ``bench``; see docs/architecture.md.
 
-The user-facing trainers and configs (Stage 1's ``Stage1Config`` included) are importable from
-here (``from astarpo.llm import AStarPOTrainer, AStarPOConfig``); they load on first use, so
+The user-facing trainers and configs (Stage 1's ``Stage1Config`` included) and the trainer
+extensions (``ReferenceRefresh``, ``StreamedStage1`` and their configs) are importable from here
+(``from astarpo.llm import AStarPOTrainer, AStarPOConfig``); they load on first use, so
 ``import astarpo.llm`` stays cheap.
 """
 
@@ -25,6 +26,11 @@ _LAZY = {
     "RLOOTrainer": "astarpo.llm.training.trainers",
     "PPOTrainer": "astarpo.llm.training.trainers",
     "REBELTrainer": "astarpo.llm.training.trainers",
+    "TrainerExtension": "astarpo.llm.training.extensions",
+    "ReferenceRefresh": "astarpo.llm.training.refresh",
+    "RefreshConfig": "astarpo.llm.training.refresh",
+    "StreamedStage1": "astarpo.llm.training.stream",
+    "StreamConfig": "astarpo.llm.training.stream",
 }
 
 __all__ = sorted(_LAZY)

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from astarpo.llm import StreamConfig, StreamedStage1
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import peak_memory
@@ -119,11 +120,13 @@ def _own_run(
     else:
         seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    extensions = []
     if stream:  # Stage 1 of each prompt when first drawn, in the training clock
-        streamed: dict[str, Any] = {"stream_n_samples": cfg.n_samples, "stream_beta1": cfg.beta1}
-        args = replace(args, **{"stream_stage1": True, **streamed})
+        extensions.append(StreamedStage1(StreamConfig(n_samples=cfg.n_samples, beta1=cfg.beta1)))
     rewards = [get_task(cfg.task).reward]
-    fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
+    fields = train_run(
+        policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s, extensions
+    )
     if stream:
         drawn = fields["stage1_streamed"]["samples"]
     return {**fields, "pool_all_wrong": all_wrong, "stage1_samples": drawn}

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from astarpo.llm import ReferenceRefresh
+from astarpo.llm import RefreshConfig as RefreshRule  # the library's; RefreshConfig: the study's
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.toy.tasks import get_task
 from astarpo.llm.training.metrics import read_metrics
@@ -88,17 +90,22 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     ref0 = copy.deepcopy(ref)  # the refresh overwrites the trainer's reference in place
     out, seed, every = Path(spec["out"]), int(spec["seed"]), int(spec["refresh_every"])
     args: Any = algorithm_config("astarpo", cfg, seed, out, cfg.learning_rate, 0.0)
-    args = dataclasses.replace(  # an AStarPOConfig: it has the refresh fields
-        args, max_steps=cfg.max_steps, eval_steps=cfg.eval_steps, eval_every_seconds=0.0,
-        refresh_every_steps=every, refresh_n_samples=cfg.n_samples, refresh_beta1=cfg.beta1,
-    )  # fmt: skip
+    args = dataclasses.replace(
+        args, max_steps=cfg.max_steps, eval_steps=cfg.eval_steps, eval_every_seconds=0.0
+    )
+    extensions = []  # K = 0: the fixed reference
+    if every:
+        rule = RefreshRule(every_steps=every, n_samples=cfg.n_samples, beta1=cfg.beta1)
+        extensions.append(ReferenceRefresh(rule))
 
     def eval_fn(model: Any) -> dict[str, float]:
         return evaluate_bins(model, ref0, tokenizer, spec["held_out"], cfg)
 
     table = ValueTable.load(spec["values"])
     rewards = [get_task(cfg.task).reward]
-    fields = train_run(policy, ref, tokenizer, rewards, args, spec["train"], table, eval_fn)
+    fields = train_run(
+        policy, ref, tokenizer, rewards, args, spec["train"], table, eval_fn, extensions=extensions
+    )
     steps = [r for r in read_metrics(out / "metrics.jsonl") if "loss" in r]
     last = steps[-1] if steps else {}
     refresh = {k.split("/")[1]: float(v) for k, v in last.items() if k.startswith("refresh/")}
