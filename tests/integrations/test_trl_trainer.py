@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toy_setup import make_tiny_model, spread_reward
+from toy_setup import make_tiny_model, spread_reward, toy_trainer
 
 from astarpo.cli import main
 from astarpo.llm.models.toy import make_char_tokenizer
@@ -171,9 +171,6 @@ def astarpo_losses(stage1, trainer, out: Path, peft_config: Any = None) -> list[
     is built anew: a copy of TRL's model would keep the ``forward`` accelerate bound to it.)"""
     from transformers import AutoModelForCausalLM
 
-    from astarpo.llm.algorithms.astarpo import AStarPOConfig
-    from astarpo.llm.training.trainers import AStarPOTrainer
-
     model_dir, table = stage1
     tok = make_char_tokenizer()
     replay = Replay(tok)
@@ -182,27 +179,23 @@ def astarpo_losses(stage1, trainer, out: Path, peft_config: Any = None) -> list[
         from peft import get_peft_model
 
         policy = get_peft_model(policy, copy.deepcopy(peft_config))
-    ours = AStarPOTrainer(
-        policy,
-        AutoModelForCausalLM.from_pretrained(model_dir),
-        [spread_reward],
-        args=AStarPOConfig(
-            output_dir=str(out),
-            max_steps=STEPS,
-            batch_size=BATCH,
-            max_new_tokens=NEW_TOKENS,
-            beta2=BETA2,
-            learning_rate=1e-2,
-            seed=SEED,
-            device="cpu",
-            mixed_precision="no",
-            report_to="none",
-            progress=False,
-        ),
-        train_dataset=ROWS,
-        v_star_table=table,
-        tokenizer=tok,
+    ours = toy_trainer(
+        tok,
+        out,
+        rows=ROWS,
+        table=table,
+        rewards=[spread_reward],
+        model=policy,
+        ref=AutoModelForCausalLM.from_pretrained(model_dir),
         generator=replay,
+        max_steps=STEPS,
+        batch_size=BATCH,
+        max_new_tokens=NEW_TOKENS,
+        beta2=BETA2,
+        learning_rate=1e-2,
+        seed=SEED,
+        device="cpu",
+        mixed_precision="no",
     )
     losses = []
     k = trainer.args.gradient_accumulation_steps
