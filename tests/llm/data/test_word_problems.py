@@ -80,6 +80,7 @@ def test_the_command_line_writes_the_files(tmp_path, capsys):
     assert "non-empty subset" in capsys.readouterr().err
 
 
+@pytest.mark.multiprocess  # the reward's worker pool
 def test_math_verify_scores_the_gold_answer_right_and_another_wrong():
     pytest.importorskip("math_verify")
     from astarpo.llm.rewards.math_verify import MathVerifyReward

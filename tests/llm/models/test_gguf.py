@@ -85,6 +85,7 @@ def test_a_packaged_name_without_its_wheel_names_the_install(monkeypatch):
     assert model_name("smollm2") == "smollm2"  # unresolvable here: recorded as named
 
 
+@pytest.mark.e2e
 def test_the_command_line_names_the_missing_wheel(monkeypatch, tmp_path, capsys):
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -171,6 +172,7 @@ def test_convert_writes_a_model_folder_with_its_provenance(tiny, tmp_path):
         convert_gguf("toy", tmp_path / "other")
 
 
+@pytest.mark.e2e
 def test_the_convert_verb(tiny, tmp_path, capsys):
     path, _ = tiny
     out = tmp_path / "bf16"
@@ -201,6 +203,7 @@ def test_a_table_made_with_the_gguf_fits_training_on_it_and_no_other_model(tiny,
             check_table_fits(table, model=other, rows=ROWS)
 
 
+@pytest.mark.e2e
 def test_the_command_line_runs_value_and_a_lora_step_on_the_gguf(tiny, tmp_path, capsys):
     path, _ = tiny
     data = tmp_path / "p.jsonl"
@@ -229,6 +232,7 @@ def test_the_command_line_runs_value_and_a_lora_step_on_the_gguf(tiny, tmp_path,
     assert code == 2 and "astarpo convert --model" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_the_packaged_name_is_documented_in_the_help(capsys):
     with pytest.raises(SystemExit):
         main(["value", "--help"])

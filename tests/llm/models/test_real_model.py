@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.real_model
+# Loading takes 20 s of CPU, much more wall time on a shared machine; the run below minutes.
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1800)]
 
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
