@@ -36,6 +36,7 @@ __all__ = [
     "PACKAGED",
     "PackagedGGUF",
     "file_sha256",
+    "gguf_dtype",
     "gguf_file",
     "is_packaged_name",
     "require_gguf",
@@ -162,3 +163,16 @@ def file_sha256(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def gguf_dtype(dtype: Any, device: str | None) -> Any:
+    """The dtype a GGUF checkpoint is dequantized to: ``dtype`` when named, else bfloat16 on a
+    CUDA device that supports it and float32 elsewhere (the CPU)."""
+    import torch  # here only: resolving a name needs no torch
+
+    if dtype is not None:
+        return dtype
+    if device and str(device).startswith("cuda") and torch.cuda.is_available():
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+    return torch.float32

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from astarpo.llm.models.gguf import gguf_file, require_gguf
+from astarpo.llm.models.gguf import gguf_dtype, gguf_file, require_gguf
 
 logger = logging.getLogger(__name__)
 
@@ -278,19 +278,6 @@ def named_tokenizer(model: Any) -> Any:
     return None
 
 
-def gguf_dtype(dtype: Any, device: str | None) -> Any:
-    """The dtype a GGUF checkpoint is dequantized to: ``dtype`` when named, else bfloat16 on a
-    CUDA device that supports it and float32 elsewhere (the CPU)."""
-    import torch
-
-    if dtype is not None:
-        return dtype
-    if device and str(device).startswith("cuda") and torch.cuda.is_available():
-        if torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-    return torch.float32
-
-
 def load_gguf_tokenizer(path: str | os.PathLike[str]) -> Any:
     """The tokenizer stored in the GGUF file ``path``, with its chat template (what
     ``transformers`` builds from the file's ``tokenizer.ggml.*`` fields).
@@ -318,7 +305,7 @@ def load_gguf_model(
     Args:
         path: A ``.gguf`` file (:func:`~astarpo.llm.models.gguf.gguf_file` resolves the other
             spellings).
-        dtype: A ``torch.dtype`` of the weights; default :func:`gguf_dtype` (float32 on the
+        dtype: A ``torch.dtype`` of the weights; default :func:`~astarpo.llm.models.gguf.gguf_dtype` (float32 on the
             CPU, bfloat16 on a GPU that supports it).
         device: Move the model there (default: leave it on the CPU).
 
