@@ -305,8 +305,9 @@ def load_gguf_model(
     Args:
         path: A ``.gguf`` file (:func:`~astarpo.llm.models.gguf.gguf_file` resolves the other
             spellings).
-        dtype: A ``torch.dtype`` of the weights; default :func:`~astarpo.llm.models.gguf.gguf_dtype` (float32 on the
-            CPU, bfloat16 on a GPU that supports it).
+        dtype: A ``torch.dtype`` of the weights; default
+            :func:`~astarpo.llm.models.gguf.gguf_dtype` (float32 on the CPU, bfloat16 on a GPU
+            that supports it).
         device: Move the model there (default: leave it on the CPU).
 
     Raises:
