@@ -143,13 +143,14 @@ def summarize(folder: Path) -> dict[str, Any]:
             run = folder / f"{algo}_s{seed}"
             out["runs"][f"{algo}_s{seed}"] = run_summary(run)
         out["eval"][algo] = {
-            str(s): accuracy(c) | {"change": paired_difference(c, before)}
+            str(s): accuracy(c) | {"change": paired_difference(c.tolist(), before.tolist())}
             for s, c in sorted(after[algo].items())
         }
     seeds = sorted(set(after["astarpo"]) & set(after["grpo"]))
     out["astarpo_vs_grpo"] = {
         "by_problem": {
-            str(s): paired_difference(after["astarpo"][s], after["grpo"][s]) for s in seeds
+            str(s): paired_difference(after["astarpo"][s].tolist(), after["grpo"][s].tolist())
+            for s in seeds
         },
         "by_seed": paired_difference(
             [float(after["astarpo"][s].mean()) for s in seeds],

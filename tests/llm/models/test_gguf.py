@@ -240,3 +240,28 @@ def test_the_packaged_name_is_documented_in_the_help(capsys):
     entry = PACKAGED["smollm2"]
     assert "smollm2" in text and entry.install in text
     assert Path(entry.file).suffix == ".gguf"
+
+
+def test_evaluate_takes_a_model_name(tiny, tmp_path):
+    from astarpo.llm.eval import Benchmark, evaluate, evaluate_benchmarks
+    from astarpo.llm.rollout.backend import build_generator
+    from astarpo.llm.rollout.base import SamplingConfig
+
+    path, _ = tiny
+    greedy = SamplingConfig(3, 0.0, 1.0)
+    rows = [dict(r) for r in ROWS]
+    by_name = evaluate(str(path), rows, [exact_match_reward], sampling=greedy, progress=False)
+    model, tok = load_causal_lm(path)
+    by_object = evaluate(
+        build_generator("hf", model, tok), rows, [exact_match_reward], sampling=greedy,
+        progress=False,
+    )  # fmt: skip
+    assert by_name == by_object and by_name["n_prompts"] == 4
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps({"problem": r["prompt"], "answer": r["answer"]}) + "\n"
+                            for r in ROWS))  # fmt: skip
+    out = evaluate_benchmarks(
+        str(path), [Benchmark.from_file(data)], [exact_match_reward], greedy=greedy,
+        template="none", progress=False, prompt_options={"chat_template": True},
+    )  # fmt: skip
+    assert out["p"]["n_prompts"] == 4  # rendered with the GGUF's own chat template
