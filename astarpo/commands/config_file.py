@@ -57,7 +57,7 @@ MAX_DEPTH = 10
 # directory, and whether it may be deleted (--out stays required, --overwrite a flag).
 _NOT_REPEATED = ("output_dir", "overwrite_output_dir")
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
-_VERBS = ("theory", "value", "train", "eval", "demo")
+_VERBS = ("theory", "value", "train", "eval", "demo", "convert")
 
 
 def presets() -> list[str]:
