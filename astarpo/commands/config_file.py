@@ -54,7 +54,7 @@ MAX_VALUES = 10_000
 MAX_DEPTH = 10
 
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
-_VERBS = ("theory", "value", "train", "eval", "demo")
+_VERBS = ("theory", "value", "train", "eval", "demo", "convert")
 
 
 def presets() -> list[str]:
