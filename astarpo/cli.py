@@ -39,6 +39,7 @@ VERBS: dict[str, str] = {
     "train": "Stage 2: train a policy with A*-PO (or a baseline: grpo, rloo, ppo, rebel)",
     "eval": "accuracy of a model on benchmark files (greedy pass@1, sampled avg@k)",
     "demo": "the CPU demo: SFT reference, Stage 1, A*-PO, evaluation and a report",
+    "convert": "save a GGUF checkpoint (a .gguf file or 'smollm2') as a model folder",
 }
 
 
@@ -138,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             apply_config_file(verb_parsers[wanted[0]], wanted[0], spec)
         args = parser.parse_args(argv)
+        args._argv = argv  # the command as given (a stopped run names the one that continues it)
     except SystemExit as e:  # a refused file or flag: SystemExit("error: ..."); --help: 0
         if not isinstance(e.code, str):
             raise

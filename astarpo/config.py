@@ -70,11 +70,13 @@ def doc_field(default: Any, help_text: str, *, choices: Sequence[Any] | None = N
 
 
 def config_fields(cls: type) -> list[tuple[str, Any, str]]:
-    """``(name, default, help)`` of every field of a config dataclass, in declaration order."""
+    """``(name, default, help)`` of every field of a config dataclass, in declaration order (the
+    default ``dataclasses.MISSING`` for a required field)."""
     out = []
     for f in dataclasses.fields(cls):
-        factory = typing.cast(Callable[[], Any], f.default_factory)
-        default = factory() if f.default is dataclasses.MISSING else f.default
+        default = f.default
+        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            default = typing.cast(Callable[[], Any], f.default_factory)()
         out.append((f.name, default, f.metadata.get("help", "")))
     return out
 
@@ -149,9 +151,11 @@ def add_field_arguments(
     cls: type,
     skip: Collection[str] = (),
     unset: bool = False,
+    prefix: str = "",
 ) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to ``parser`` (or an
-    argument group).
+    argument group), named ``--PREFIX-FIELD`` (``prefix="stream_"``: the field ``n_samples`` is
+    ``--stream-n-samples``, read back by :func:`field_values` with the same prefix).
 
     A flag's type is the type of the field's default, its help the field's ``help`` metadata
     with the default, its choices the ``choices`` metadata. A field that may hold a sequence
@@ -164,7 +168,9 @@ def add_field_arguments(
         cls: The config dataclass.
         skip: Fields that get no flag (another flag of the command sets them).
         unset: A bool is ``--x``/``--no-x``, and every flag is left out of the namespace unless
-            given (so that presets can apply under the flags given).
+            given (so that presets can apply under the flags given, or an option given for a
+            feature that is off is seen).
+        prefix: Prepended to each field's name in its flag and namespace attribute.
     """
     hints = typing.get_type_hints(cls)
     for name, default, help_text in config_fields(cls):
@@ -189,13 +195,16 @@ def add_field_arguments(
             kw["type"] = JSONObject()
         else:
             kw["type"] = str if default is None else type(default)
-        parser.add_argument(flag_of(name), **kw)
+        parser.add_argument(flag_of(prefix + name), **kw)
 
 
-def field_values(cls: type, args: argparse.Namespace, skip: Collection[str] = ()) -> dict[str, Any]:
-    """``{field: value}`` of every field of ``cls`` (except ``skip``) that ``args`` holds."""
+def field_values(
+    cls: type, args: argparse.Namespace, skip: Collection[str] = (), prefix: str = ""
+) -> dict[str, Any]:
+    """``{field: value}`` of every field of ``cls`` (except ``skip``) that ``args`` holds, under
+    ``prefix + field`` (see :func:`add_field_arguments`)."""
     names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
-    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+    return {n: getattr(args, prefix + n) for n in names if hasattr(args, prefix + n)}
 
 
 def name_flags(message: str, cls: type, flags: Mapping[str, str] | None = None) -> str:

@@ -294,17 +294,31 @@ def _commented(text: str, name: str) -> bool:
     return False
 
 
+def test_nothing_in_the_library_imports_the_integrations() -> None:
+    """``astarpo.integrations`` (verl, TRL) sits above the library: it imports the library, and
+    no module outside it imports it (so ``import astarpo`` never loads verl or TRL)."""
+    bad = [
+        f"{name} imports {dep}"
+        for name, deps in _graph(_modules()).items()
+        if not name.startswith("astarpo.integrations")
+        for dep in deps
+        if dep.startswith("astarpo.integrations")
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_core_does_not_import_llm_or_theory() -> None:
     for core in ("astarpo.objective", "astarpo.oracle", "astarpo"):
         deps = _graph(_modules())[core]
         assert not [d for d in deps if d.startswith(("astarpo.llm", "astarpo.theory"))], core
 
 
-@pytest.mark.parametrize("module", ["astarpo", "astarpo.llm"])
+@pytest.mark.parametrize("module", ["astarpo", "astarpo.llm", "astarpo.integrations"])
 def test_import_is_light(module: str) -> None:
     code = (
         f"import sys, {module}; "
-        "heavy = [m for m in ('transformers', 'vllm', 'peft', 'matplotlib') if m in sys.modules]; "
+        "heavy = [m for m in ('transformers', 'vllm', 'peft', 'matplotlib', 'trl', 'verl') "
+        "if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,6 +15,8 @@ import pytest
 
 PIL = pytest.importorskip("PIL.Image")
 
+pytestmark = pytest.mark.pages
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FIGURES = sorted(p for p in DOCS.rglob("*.png") if "_build" not in p.parts)
 CONTENT_PX = 736  # the docs theme's content width in CSS px

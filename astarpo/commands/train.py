@@ -7,7 +7,10 @@ Example::
         --batch-size 64 --learning-rate 1e-6 --beta2 1e-3
 
 Every field of the algorithm's config is a flag (``--batch-size``, ``--beta2``, ...; see
-``astarpo train --help``). ``--resume`` continues from the latest checkpoint in ``--out``.
+``astarpo train --help``), and so is every setting of the trainer extensions (``--refresh-*``,
+``--stream-*``; :mod:`astarpo.commands.train_extensions`). ``--resume`` continues from the
+latest checkpoint in ``--out``; a run stopped by SIGTERM or SIGINT names the command that
+continues it.
 
 ``--algo`` lists the algorithms of :data:`~astarpo.llm.algorithms.registry.ALGORITHMS`; a new
 algorithm registered there gets its config fields as flags automatically, and flags of other
@@ -19,6 +22,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +37,11 @@ from astarpo.commands.common import (
 )
 from astarpo.commands.fields import NotAnOption
 from astarpo.commands.paths import check_output
+from astarpo.commands.train_extensions import add_extension_arguments, build_extensions
 from astarpo.config import add_field_arguments, field_values, flag_of, name_flags
 from astarpo.llm.algorithms.registry import ALGORITHMS
 from astarpo.llm.parallel.dist import init_distributed
+from astarpo.llm.parallel.signals import Interrupted
 from astarpo.llm.stage1.table import ValueTable
 from astarpo.llm.training.trainer import Trainer
 
@@ -94,6 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser, algo: str = DEFAULT_ALGO) -> 
         "lists another algorithm's"
     )
     add_field_arguments(group, spec.config, skip=_OWN)
+    add_extension_arguments(parser, name, spec.algorithm.needs_v_star)
     parser.set_defaults(_fields_of=name)
     own = {f.name for f in dataclasses.fields(spec.config)}
     owners: dict[str, list[str]] = {}
@@ -124,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = spec.config(**values)
     except ValueError as e:  # named by flag, as `astarpo value` does
         raise SystemExit(f"error: {name_flags(str(e), spec.config, _OWN)}") from e
+    extensions = build_extensions(args, cfg)
+    streamed = any(ext.provides_values for ext in extensions)  # V* estimated during training
     if not args.data:
         raise SystemExit(
             "error: --data is required (a prompt file, a save_to_disk folder or hf:NAME:SPLIT)."
@@ -140,21 +150,32 @@ def run(args: argparse.Namespace) -> int:
         ref, _ = load_model(args.ref_model, args.device, dtype)
     rows = load_prompts_from_args(args, args.data, tokenizer)
     table = None
-    if spec.algorithm.needs_v_star and not getattr(cfg, "stream_stage1", False):
+    if spec.algorithm.needs_v_star and not streamed:
         if not args.v_star:
             raise SystemExit(
                 f"error: --algo {args.algo} needs --v-star (run `astarpo value`), or "
                 "--stream-stage1 to estimate V* during training."
             )
         table = ValueTable.load(args.v_star)  # the trainer checks its provenance
-    elif args.v_star and getattr(cfg, "stream_stage1", False):
+    elif args.v_star and streamed:
         raise SystemExit("error: --stream-stage1 estimates V* during training; drop --v-star.")
     rewards = build_rewards(args.reward, args.math_verify_timeout, default="math_verify")
     trainer = Trainer(
-        model, ref, rewards, args=cfg, train_dataset=rows, v_star_table=table, tokenizer=tokenizer
+        model,
+        ref,
+        rewards,
+        args=cfg,
+        train_dataset=rows,
+        v_star_table=table,
+        tokenizer=tokenizer,
+        extensions=extensions,
     )
     # Raises (nothing saved) on a non-finite step; also writes OUT/final (Trainer.save_model).
-    history = trainer.train(resume=args.resume)
+    try:
+        history = trainer.train(resume=args.resume)
+    except Interrupted as e:  # stopped at a safe point: say how to continue
+        again = resume_command(getattr(args, "_argv", None), dist_info.distributed)
+        raise Interrupted(e.signum, f"{e} To continue: {again}") from e
     final = Path(args.out) / "final"
     last: dict[str, Any] = next((r for r in reversed(history) if "loss" in r), {})
     keys = ("step", "reward/mean", "loss", "kl", "time/train_total")
@@ -162,3 +183,13 @@ def run(args: argparse.Namespace) -> int:
         summary = {k: last.get(k) for k in keys} | {"final_model": str(final)}
         print(json.dumps(summary, allow_nan=False))
     return 0
+
+
+def resume_command(argv: Sequence[str] | None, distributed: bool) -> str:
+    """The command that continues a stopped run: this one (``argv``, the verb's arguments)
+    with ``--resume`` (and without ``--overwrite``, which would delete what it continues);
+    under ``torchrun`` the launch command cannot be known, so it says to add ``--resume``."""
+    if argv is None or distributed:
+        return "rerun the same command with --resume (without --overwrite)."
+    kept = [a for a in argv if a not in ("--overwrite", "--resume")]
+    return shlex.join(["astarpo", *kept, "--resume"])

@@ -6,7 +6,12 @@ Three modes:
   ``--shard i/k`` only shard i, written to ``values.part-i-of-k.jsonl``);
 * ``astarpo value --merge K --out values.jsonl [--data FILE]``: merge the K part files;
 * ``astarpo value --import-official FILE --out values.jsonl``: convert an official A*-PO
-  dataset (columns ``eval_0`` .. ``eval_{N-1}``).
+  dataset (columns ``eval_0`` .. ``eval_{N-1}``);
+* ``astarpo value --export-verl train.parquet --out values.jsonl --data FILE --model DIR
+  --chat-template``: nothing is sampled; the finished table ``--out`` is checked against the
+  run verl will do (``--model``, ``--reward``, the sampling flags, the prompts and answers of
+  ``--data``), as ``astarpo train`` checks it, and written as verl's training parquet with
+  ``extra_info.v_star`` (:mod:`astarpo.llm.stage1.verl_export`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,16 @@ from astarpo.commands.common import (
     refuse_existing,
 )
 from astarpo.commands.paths import check_output
-from astarpo.config import add_field_arguments, field_values, name_flags
+from astarpo.config import add_field_arguments, field_values, name_flags, parse_bool
+from astarpo.llm.data.prompts import chat_messages, filter_prompt_length
 from astarpo.llm.parallel.dist import DEFAULT_DIST_TIMEOUT, init_distributed
+from astarpo.llm.rewards.scoring import reward_path
 from astarpo.llm.stage1.config import Stage1Config
 from astarpo.llm.stage1.estimate import estimate_values, estimate_values_by_rank
+from astarpo.llm.stage1.provenance import check_table_fits, model_name
 from astarpo.llm.stage1.shards import merge_shards, parse_shard, part_path
 from astarpo.llm.stage1.table import ValueTable
+from astarpo.llm.stage1.verl_export import verl_records, write_verl_parquet
 
 # Stage1Config fields set by another flag of the command.
 _OWN = {"progress": "--no-progress"}
@@ -79,6 +88,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the finished table as a datasets folder (the training data with "
         "v_star, pass_rate and rewards columns; what the official scripts and the TRL forks "
         "read; `astarpo train --v-star DIR` reads it too)",
+    )
+    verl = parser.add_argument_group("verl's training data (--export-verl)")
+    verl.add_argument(
+        "--export-verl",
+        metavar="FILE",
+        help="nothing is sampled: check the finished table --out against --model, --reward, the "
+        "sampling flags and --data (with --chat-template: verl renders every prompt with the "
+        "chat template), then write verl's training parquet with extra_info.v_star",
+    )
+    verl.add_argument(
+        "--data-source",
+        default="lighteval/MATH",
+        help="data_source of every verl row (verl's default reward dispatches on it; default "
+        "lighteval/MATH, its boxed-answer math scorer)",
+    )
+    verl.add_argument(
+        "--allow-v-star-mismatch",
+        type=parse_bool,
+        default=False,
+        help="export a table whose provenance (model, rewards, sampling, answers) differs from "
+        "the flags (default false: refused, as `astarpo train` refuses it)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="hide the progress bar (Stage1Config.progress)"
@@ -124,8 +154,66 @@ def check_merge_template(args: argparse.Namespace) -> None:
         )
 
 
+def export_verl(args: argparse.Namespace) -> int:
+    """``--export-verl``: check the finished table ``--out`` against the flags of the verl run
+    (as the trainer checks a table) and write verl's training parquet; nothing is sampled.
+
+    Raises:
+        SystemExit: a usage error (no ``--data``, no ``--chat-template``, a table that does not
+            fit, a prompt missing from it).
+    """
+    if args.merge or args.import_official or args.export:
+        raise SystemExit("error: --export-verl reads a finished --out; give it alone.")
+    if not args.data:
+        raise SystemExit("error: --export-verl needs --data (the training prompts and answers).")
+    if not args.chat_template:
+        raise SystemExit(
+            "error: --export-verl needs --chat-template: verl renders every prompt with the "
+            "tokenizer's chat template, so V* must come from Stage 1 on the chat-formatted "
+            "prompts (run `astarpo value ... --chat-template` and pass the same flags here)."
+        )
+    check_output(args.export_verl, "--export-verl", folder=False, new=True)
+    tokenizer = load_tokenizer(args.model)
+    config = stage1_config(args)
+    plain = argparse.Namespace(**{**vars(args), "chat_template": False, "max_prompt_tokens": None})
+    rows = load_prompts_from_args(plain, args.data, tokenizer)  # the user text of each prompt
+    for row in rows:
+        row["messages"] = chat_messages(row["prompt"], args.system_prompt)
+        row["prompt"] = tokenizer.apply_chat_template(
+            row["messages"], tokenize=False, add_generation_prompt=True
+        )
+    if args.max_prompt_tokens is not None:  # counted on the chat-formatted text, as Stage 1 does
+        rows, _ = filter_prompt_length(rows, tokenizer, args.max_prompt_tokens)
+    table = ValueTable.load(args.out)
+    rewards = build_rewards(args.reward, args.math_verify_timeout, "math_verify")
+    sampling = {k: getattr(config, k) for k in ("max_new_tokens", "temperature", "top_p")}
+    try:
+        for warning in check_table_fits(
+            table,
+            reward_paths=[reward_path(f) for f in rewards],
+            rows=rows,
+            model=model_name(args.model),
+            sampling=sampling,
+            allow_mismatch=args.allow_v_star_mismatch,
+        ):
+            print(f"warning: {warning}")
+        records = verl_records(
+            table, rows, data_source=args.data_source, drop_all_wrong=config.filter_all_wrong
+        )
+    except (ValueError, KeyError) as e:  # ValueTableError, MissingPromptError
+        raise SystemExit(f"error: {e}") from e
+    write_verl_parquet(records, args.export_verl)
+    print(
+        f"verl data {args.export_verl}: {len(records)} of {len(rows)} prompts, V* in "
+        f"extra_info.v_star (from {table.path}), data_source {args.data_source!r}"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run Stage 1, a merge or an import; print a one-line summary."""
+    """Run Stage 1, a merge, an import or the verl export; print a one-line summary."""
+    if args.export_verl:
+        return export_verl(args)
 
     def rows_of_data() -> list[dict] | None:
         if not args.data:

@@ -7,10 +7,11 @@ Needs the ``llm`` extra (``pip install "astarpo[llm]"``). The subpackages, from 
 docs/architecture.md.
 
 What a user calls is importable from here (``from astarpo.llm import AStarPOTrainer,
-AStarPOConfig, ValueTable, estimate_values``): the trainers and every config, Stage 1 and its
-V* table, the generators, model loading and log-probabilities, data, rewards and evaluation,
-and the toy tasks with their SFT reference. They load on first use, so ``import astarpo.llm``
-stays cheap; ``__all__`` lists them.
+AStarPOConfig, ValueTable, estimate_values``): the trainers and every config, the trainer
+extensions (``ReferenceRefresh``, ``StreamedStage1`` and their configs), Stage 1 and its V*
+table, the generators, model loading and log-probabilities, data, rewards and evaluation, and the
+toy tasks with their SFT reference. They load on first use, so ``import astarpo.llm`` stays
+cheap; ``__all__`` lists them.
 """
 
 from typing import Any
@@ -50,6 +51,7 @@ _LAZY = {
     "build_generator": "astarpo.llm.rollout.backend",
     "sample_and_score": "astarpo.llm.rollout.scored",
     # models
+    "load_causal_lm": "astarpo.llm.models.loading",
     "load_pretrained_model": "astarpo.llm.models.loading",
     "load_tokenizer": "astarpo.llm.models.loading",
     "sequence_logprobs": "astarpo.llm.models.logprobs",
@@ -82,6 +84,12 @@ _LAZY = {
     "sft": "astarpo.llm.toy.sft",
     "cached_sft": "astarpo.llm.toy.sft",
     "check_accuracy": "astarpo.llm.toy.sft",
+    # trainer extensions
+    "TrainerExtension": "astarpo.llm.training.extensions",
+    "ReferenceRefresh": "astarpo.llm.training.refresh",
+    "RefreshConfig": "astarpo.llm.training.refresh",
+    "StreamedStage1": "astarpo.llm.training.stream",
+    "StreamConfig": "astarpo.llm.training.stream",
 }
 
 __all__ = sorted(_LAZY)

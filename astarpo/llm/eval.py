@@ -24,6 +24,7 @@ import numpy as np
 from astarpo.llm.data.prompts import benchmark_path, load_prompts
 from astarpo.llm.data.rows import check_reward_columns
 from astarpo.llm.parallel.progress import progress_bar
+from astarpo.llm.rollout.backend import named_generator
 from astarpo.llm.rollout.base import SamplingConfig, derive_seed
 from astarpo.llm.rollout.scored import sample_and_score
 
@@ -133,7 +134,9 @@ def evaluate(
     """Generate ``k`` responses per prompt, score them, and report accuracy.
 
     Args:
-        generator: A :class:`~astarpo.llm.rollout.hf.Generator`.
+        generator: A :class:`~astarpo.llm.rollout.hf.Generator`, or a model name (``"toy"``, a
+            directory, a GGUF checkpoint such as ``"smollm2"``) sampled by Hugging Face
+            ``generate`` (:func:`~astarpo.llm.rollout.backend.named_generator`).
         rows: Rows with ``prompt`` and the reward columns (e.g. ``answer``), ``[P]``.
         reward_funcs: Reward functions, summed by
             :func:`~astarpo.llm.rewards.scoring.compute_rewards`.
@@ -160,6 +163,7 @@ def evaluate(
         raise ValueError("no rows to evaluate.")
     if k < 1 or batch_size < 1:
         raise ValueError(f"k and batch_size must be >= 1, got {k}, {batch_size}.")
+    generator = named_generator(generator)
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping) or not isinstance(row.get("prompt"), str):
             raise ValueError(
@@ -228,7 +232,9 @@ def evaluate_benchmarks(
     (:meth:`Benchmark.from_file`): greedy sampling for k = 1, ``sampled`` for k > 1.
 
     Args:
-        generator: The model's :class:`~astarpo.llm.rollout.hf.Generator`.
+        generator: The model's :class:`~astarpo.llm.rollout.hf.Generator`, or a model name
+            (as in :func:`evaluate`; its tokenizer renders ``chat_template`` prompts when
+            ``prompt_options`` names none).
         benchmarks: From :func:`resolve_benchmarks`, or :meth:`Benchmark.from_file` of any
             prompt file.
         reward_funcs: Reward functions (usually ``[math_verify_reward]``).
@@ -253,12 +259,14 @@ def evaluate_benchmarks(
     """
     greedy = greedy if greedy is not None else GREEDY
     sampled = sampled if sampled is not None else SAMPLED
+    generator = named_generator(generator)
+    options = dict(prompt_options or {})
+    if options.get("chat_template") and options.get("tokenizer") is None:
+        options["tokenizer"] = getattr(generator, "tokenizer", None)
     out: dict[str, dict[str, Any]] = {}
     for bench in benchmarks:
         kk = (k or {}).get(bench.name, bench.k)
-        rows = load_prompts(
-            bench.file, template=template, limit=limit, **dict(prompt_options or {})
-        )
+        rows = load_prompts(bench.file, template=template, limit=limit, **options)
         res = evaluate(
             generator,
             rows,

@@ -35,6 +35,7 @@ from experiments.efficiency.peers import check_peers, peer_info
 from experiments.efficiency.summary import curve, summarize
 from experiments.efficiency.worker import run_one
 from experiments.harness.measure import evaluate_policy, timed_stage1
+from experiments.harness.output import open_output
 from experiments.harness.protocol import (
     DROP_ARM,
     SFT,
@@ -43,7 +44,8 @@ from experiments.harness.protocol import (
     make_reference,
     splits,
 )
-from experiments.harness.runner import Runner, entry, open_output, rotated, sweep_all
+from experiments.harness.runner import Runner, entry, rotated
+from experiments.harness.sweep import sweep_all
 
 __all__ = ["OUTPUTS", "run", "seed_runs", "sweep_batches", "sweep_rates", "sweep_scores"]
 
@@ -97,7 +99,7 @@ def sweep_scores(
 
 
 def sweep_rates(runner: Runner, cfg: EfficiencyConfig, base: dict[str, Any]) -> dict[str, Any]:
-    """The sweep (:func:`~experiments.harness.runner.sweep_all`) of every algorithm and
+    """The sweep (:func:`~experiments.harness.sweep.sweep_all`) of every algorithm and
     peer, ``astarpo_drop`` and (with ``adaptive_n``) the Stage 1 runs at A*-PO's rate:
     ``{name: {"scores", "chosen", "extended"}}`` (and ``"given": True`` for a rate of
     ``learning_rates``, not swept)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from astarpo.llm import ValueTable, get_task, peak_memory
+from astarpo.llm import StreamConfig, StreamedStage1, ValueTable, get_task, peak_memory
 from experiments.efficiency.config import PEER_ARMS, EfficiencyConfig, stage2_seconds
 from experiments.efficiency.peers import import_peer, run_peer
 from experiments.harness.measure import PeakRSS, evaluate_policy, timed_stage1
@@ -112,12 +112,14 @@ def _own_run(
     else:
         seconds = stage2_seconds(arm, float(spec["seconds"]), stage1_s)
         args = algorithm_config(arm, cfg, seed, out, float(spec["lr"]), seconds)
+    extensions = []
     if stream:  # Stage 1 of each prompt when first drawn, in the training clock
-        streamed: dict[str, Any] = {"stream_n_samples": cfg.stage1.n_samples}
-        streamed["stream_beta1"] = cfg.stage1.beta1
-        args = replace(args, **{"stream_stage1": True, **streamed})
+        stream = StreamConfig(n_samples=cfg.stage1.n_samples, beta1=cfg.stage1.beta1)
+        extensions.append(StreamedStage1(stream))
     rewards = [get_task(cfg.task).reward]
-    fields = train_run(policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s)
+    fields = train_run(
+        policy, ref, tokenizer, rewards, args, rows, table, eval_fn, stage1_s, extensions
+    )
     if stream:
         drawn = fields["stage1_streamed"]["samples"]
     return {**fields, "pool_all_wrong": all_wrong, "stage1_samples": drawn}

@@ -11,12 +11,13 @@ import fcntl
 import json
 import os
 import shutil
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOCK", "OutputDir"]
+__all__ = ["LOCK", "RUN_NEUTRAL", "OutputDir", "open_output"]
 
 _LOCK = threading.Lock()  # runs started from threads record their folders one at a time
 #: The lock file a study holds in its output folder while it runs.
@@ -193,3 +194,55 @@ def _relative(p: Any) -> bool:
 def _files(root: Path) -> list[Path]:
     """Every file (or link) under ``root``."""
     return [p for p in root.rglob("*") if p.is_file() or p.is_symlink()]
+
+
+#: Settings that do not change what a run computes (how many run at once): a ``--resume`` may
+#: change them, and a run's spec is compared without them.
+RUN_NEUTRAL = ("workers", "sweep_workers")
+
+
+def open_output(
+    out_dir: str | Path,
+    stem: str,
+    outputs: tuple[str, ...],
+    cfg: Any,
+    overwrite: bool,
+    resume: bool,
+    say: Callable[[str], Any] = print,
+) -> OutputDir:
+    """A study's :class:`OutputDir`, locked and cleared by the ``--overwrite`` policy (the
+    files it kept named), its settings (``cfg.to_dict()``) recorded; with ``resume``,
+    ``ValueError`` naming each setting that differs from the earlier run's (nothing deleted)."""
+    output = OutputDir(out_dir, stem, outputs)
+    kept = output.clear(overwrite, resume)
+    if kept:
+        shown = ", ".join(kept[:6]) + (f" and {len(kept) - 6} more" if len(kept) > 6 else "")
+        print(
+            f"--overwrite: kept {len(kept)} files the study did not write: {shown}",
+            file=sys.stderr,
+            flush=True,
+        )
+    settings = {k: v for k, v in cfg.to_dict().items() if k not in RUN_NEUTRAL}
+    settings = json.loads(json.dumps(settings))
+    earlier = output.settings()
+    if resume and earlier is not None and earlier != settings:
+        changed = [k for k in sorted({*earlier, *settings}) if earlier.get(k) != settings.get(k)]
+        said = "; ".join(
+            f"--{k.replace('_', '-')} {_text(earlier.get(k))} then, {_text(settings.get(k))} now"
+            for k in changed
+        )
+        raise ValueError(
+            f"--resume continues the earlier run in {output.path} with its settings, but {said}; "
+            "resume with the earlier settings, or pass --overwrite to start over (or choose "
+            "another --out). Nothing was changed."
+        )
+    if earlier is None or not resume:
+        output.keep_settings(settings)
+    return output
+
+
+def _text(value: Any) -> str:
+    """A setting as its flag takes it (a list comma-separated)."""
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "(none)" if value is None else str(value)

@@ -1,5 +1,6 @@
 """The runs of a study, each in a fresh process on a stated clock (:class:`Runner`, whose
-processes run :func:`main`), the seed loop (:func:`rotated`) and the sweep (:func:`sweep`).
+processes run :func:`main`), and the seed loop (:func:`rotated`); the sweep is
+:mod:`experiments.harness.sweep`, the output folder :mod:`experiments.harness.output`.
 """
 
 from __future__ import annotations
@@ -13,81 +14,25 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import astarpo
-from experiments.harness.output import OutputDir
+from experiments.harness.output import RUN_NEUTRAL, OutputDir, open_output
 
 __all__ = [
     "MIN_CPU_SHARE",
-    "RUN_NEUTRAL",
     "Runner",
     "entry",
-    "extend_grid",
     "main",
-    "open_output",
     "rotated",
     "run_process",
-    "select",
-    "sweep",
-    "sweep_all",
 ]
 
 #: A run whose CPU time over wall time is below this had its core shared: flagged ``slow``.
 MIN_CPU_SHARE = 0.9
-#: Settings that do not change what a run computes (how many run at once): a ``--resume`` may
-#: change them, and a run's spec is compared without them.
-RUN_NEUTRAL = ("workers", "sweep_workers")
-
-
-def open_output(
-    out_dir: str | Path,
-    stem: str,
-    outputs: tuple[str, ...],
-    cfg: Any,
-    overwrite: bool,
-    resume: bool,
-    say: Callable[[str], Any] = print,
-) -> OutputDir:
-    """A study's :class:`OutputDir`, locked and cleared by the ``--overwrite`` policy (the
-    files it kept named), its settings (``cfg.to_dict()``) recorded; with ``resume``,
-    ``ValueError`` naming each setting that differs from the earlier run's (nothing deleted)."""
-    output = OutputDir(out_dir, stem, outputs)
-    kept = output.clear(overwrite, resume)
-    if kept:
-        shown = ", ".join(kept[:6]) + (f" and {len(kept) - 6} more" if len(kept) > 6 else "")
-        print(
-            f"--overwrite: kept {len(kept)} files the study did not write: {shown}",
-            file=sys.stderr,
-            flush=True,
-        )
-    settings = {k: v for k, v in cfg.to_dict().items() if k not in RUN_NEUTRAL}
-    settings = json.loads(json.dumps(settings))
-    earlier = output.settings()
-    if resume and earlier is not None and earlier != settings:
-        changed = [k for k in sorted({*earlier, *settings}) if earlier.get(k) != settings.get(k)]
-        said = "; ".join(
-            f"--{k.replace('_', '-')} {_text(earlier.get(k))} then, {_text(settings.get(k))} now"
-            for k in changed
-        )
-        raise ValueError(
-            f"--resume continues the earlier run in {output.path} with its settings, but {said}; "
-            "resume with the earlier settings, or pass --overwrite to start over (or choose "
-            "another --out). Nothing was changed."
-        )
-    if earlier is None or not resume:
-        output.keep_settings(settings)
-    return output
-
-
-def _text(value: Any) -> str:
-    """A setting as its flag takes it (a list comma-separated)."""
-    if isinstance(value, list):
-        return ",".join(map(str, value))
-    return "(none)" if value is None else str(value)
 
 
 def run_process(cmd: Sequence[str], **popen: Any) -> tuple[int, float, float]:
@@ -339,83 +284,6 @@ def rotated(names: Sequence[Any], seeds: int) -> Iterator[tuple[int, Any]]:
         k = seed % len(names)
         for name in [*names[k:], *names[:k]]:
             yield seed, name
-
-
-def select(scores: Mapping[float, float]) -> float:
-    """The rule of a sweep: the value with the highest score, the smaller one on a tie (within
-    1e-9); NaN scores (a diverged run) never win."""
-    if not scores:
-        raise ValueError("select needs at least one (value, score) pair.")
-    best_x, best = None, -math.inf
-    for x in sorted(scores):
-        if not math.isnan(scores[x]) and scores[x] > best + 1e-9:
-            best_x, best = x, scores[x]
-    return best_x if best_x is not None else min(scores)
-
-
-def extend_grid(scores: Mapping[float, float], integer: bool = False) -> float | None:
-    """The value to try when :func:`select`'s choice is an edge of two or more values tried (None
-    otherwise): one grid ratio beyond it (3.33e-5 below 1e-4, 3e-4, ...), to 3 significant
-    digits, or rounded to an integer >= 1 (``integer``: a batch size)."""
-    xs = sorted(scores)
-    if len(xs) < 2 or select(scores) not in (xs[0], xs[-1]):
-        return None
-    beyond = xs[0] ** 2 / xs[1] if select(scores) == xs[0] else xs[-1] ** 2 / xs[-2]
-    return float(max(1, round(beyond))) if integer else float(f"{beyond:.3g}")
-
-
-def sweep(
-    score: Callable[[float], float],
-    grid: Sequence[float],
-    extensions: int = 0,
-    integer: bool = False,
-    say: Callable[[str], Any] = print,
-) -> dict[str, Any]:
-    """``{"scores": {value: score}, "chosen": value, "extended": [values added]}``: ``score``
-    (one run) of every value of ``grid``, the choice by :func:`select`, a choice at an edge
-    extended (:func:`extend_grid`) up to ``extensions`` times. One value: that one, unscored."""
-    points = lambda todo: [score(x) for _, x in todo]  # noqa: E731
-    return sweep_all(points, ("",), grid, extensions, integer, say)[""]
-
-
-def sweep_all(
-    score_all: Callable[[list[tuple[str, float]]], list[float]],
-    names: Sequence[str],
-    grid: Sequence[float],
-    extensions: int = 0,
-    integer: bool = False,
-    say: Callable[[str], Any] = lambda *a: None,
-) -> dict[str, dict[str, Any]]:
-    """:func:`sweep` of every name of ``names`` over one ``grid``, in rounds: ``score_all``
-    scores a list of ``(name, value)`` points in one call (so that their runs can go side by
-    side), first every name's grid, then each round of the edge choices' extensions.
-
-    Returns:
-        ``{name: {"scores", "chosen", "extended"}}``, as :func:`sweep` per name.
-    """
-    if len(grid) <= 1 or not names:
-        return {n: {"scores": {}, "chosen": grid[0], "extended": []} for n in names}
-    scores: dict[str, dict[float, float]] = {n: {} for n in names}
-    added: dict[str, list[float]] = {n: [] for n in names}
-    todo = [(n, float(x)) for n in names for x in grid]
-    for round_ in range(extensions + 1):
-        for (n, x), got in zip(todo, score_all(todo), strict=True):
-            scores[n][x] = got
-            added[n] += [x] if round_ else []
-        beyond = {n: extend_grid(scores[n], integer) for n in names}
-        todo = [(n, x) for n, x in beyond.items() if x is not None and x not in scores[n]]
-        if not todo or round_ == extensions:
-            break
-        tried = ", ".join(f"{n} {x:g}".strip() for n, x in todo)
-        say(f"  a choice on the grid's edge; trying {tried}")
-    return {
-        n: {
-            "scores": {f"{k:g}": v for k, v in sorted(scores[n].items())},
-            "chosen": select(scores[n]),
-            "extended": added[n],
-        }
-        for n in names
-    }
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ from astarpo.llm import ValueTable, get_task
 from experiments.harness.ladder_build import check_bins, ladder_for, read_ladder
 from experiments.harness.measure import SuccessCounter, evaluate_sets, timed_stage1
 from experiments.harness.protocol import DROP_ARM, PAPER_SHAPE, algorithm_config, arm_algorithm
-from experiments.harness.runner import Runner, entry, sweep_all
+from experiments.harness.runner import Runner, entry
+from experiments.harness.sweep import sweep_all
 from experiments.harness.training import drop_all_wrong, load_run, train_run
 from experiments.ladder_train import report
 from experiments.ladder_train.config import (
@@ -248,7 +249,7 @@ def _run_all(
 
 def _sweep(runner: Runner, cfg: LadderTrainConfig, spec: Any) -> dict[str, Any]:
     """Per algorithm of the study's runs, the harness's bracketed
-    :func:`~experiments.harness.runner.sweep_all` over ``lr_grid``: each rate scored by the
+    :func:`~experiments.harness.sweep.sweep_all` over ``lr_grid``: each rate scored by the
     step-average expected accuracy on ``sweep_bin``'s training prompts, alone, over
     ``sweep_seeds`` seeds from ``sweep_seed``. The runs go ``workers`` at a time in two rounds:
     every algorithm's grid, then every edge choice's extension."""

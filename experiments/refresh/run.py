@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from astarpo.llm import ValueTable, get_task, read_metrics
+from astarpo.llm import ReferenceRefresh, ValueTable, get_task, read_metrics
+from astarpo.llm import RefreshConfig as RefreshRule  # the library's; RefreshConfig: the study's
 from experiments.harness.ladder_build import check_bins, ladder_for, read_ladder
 from experiments.harness.ladder_sets import BINS, LadderConfig, bin_spec
 from experiments.harness.measure import gold_logprobs, sample_scores, timed_stage1
@@ -84,18 +85,27 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     ref0 = copy.deepcopy(ref)  # the refresh overwrites the trainer's reference in place
     out, seed, every = Path(spec["out"]), int(spec["seed"]), int(spec["refresh_every"])
     args: Any = algorithm_config("astarpo", cfg, seed, out, cfg.train.learning_rate, 0.0)
-    args = dataclasses.replace(  # an AStarPOConfig: it has the refresh fields
-        args, max_steps=cfg.train.max_steps, eval_steps=cfg.train.eval_steps,
-        eval_every_seconds=0.0, refresh_every_steps=every,
-        refresh_n_samples=cfg.stage1.n_samples, refresh_beta1=cfg.stage1.beta1,
-    )  # fmt: skip
+    args = dataclasses.replace(
+        args,
+        max_steps=cfg.train.max_steps,
+        eval_steps=cfg.train.eval_steps,
+        eval_every_seconds=0.0,
+    )
+    extensions = []  # K = 0: the fixed reference
+    if every:
+        n, beta1 = cfg.stage1.n_samples, cfg.stage1.beta1
+        extensions.append(
+            ReferenceRefresh(RefreshRule(every_steps=every, n_samples=n, beta1=beta1))
+        )
 
     def eval_fn(model: Any) -> dict[str, float]:
         return evaluate_bins(model, ref0, tokenizer, spec["held_out"], cfg)
 
     table = ValueTable.load(spec["values"])
     rewards = [get_task(cfg.task).reward]
-    fields = train_run(policy, ref, tokenizer, rewards, args, spec["train"], table, eval_fn)
+    fields = train_run(
+        policy, ref, tokenizer, rewards, args, spec["train"], table, eval_fn, extensions=extensions
+    )
     steps = [r for r in read_metrics(out / "metrics.jsonl") if "loss" in r]
     last = steps[-1] if steps else {}
     refresh = {k.split("/")[1]: float(v) for k, v in last.items() if k.startswith("refresh/")}

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("peft")
 
 
+@pytest.mark.e2e
 def test_measured_peak_memory_lower_without_reference_copy() -> None:
     """Real measurement: peak RSS growth of one training step in fresh processes
     (experiments/benchmarks/lora_memory.py), LoRA policy with a frozen copy vs adapters disabled."""

@@ -23,8 +23,8 @@ from experiments.harness.cli import main
 from experiments.harness.config import StudyConfig
 from experiments.harness.ladder_build import read_ladder
 from experiments.harness.ladder_sets import read_prompts
-from experiments.harness.output import OutputDir
-from experiments.harness.runner import Runner, open_output
+from experiments.harness.output import OutputDir, open_output
+from experiments.harness.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
 

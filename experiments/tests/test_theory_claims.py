@@ -146,6 +146,7 @@ def test_every_claim_has_one_of_the_three_sources(rows: list[Claim]) -> None:
         Claim("c", "old page", "m", "agrees: x", "order")
 
 
+@pytest.mark.pages
 def test_the_page_is_what_fill_page_renders() -> None:
     from experiments.theory_claims import fill_page
 

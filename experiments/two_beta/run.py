@@ -18,8 +18,9 @@ import numpy as np
 from astarpo import optimal_value
 from astarpo.llm import ValueTable, get_task, make_char_tokenizer, read_metrics
 from experiments.harness.measure import evaluate_policy, timed_stage1
+from experiments.harness.output import open_output
 from experiments.harness.protocol import algorithm_config, make_reference, splits
-from experiments.harness.runner import Runner, entry, open_output, rotated
+from experiments.harness.runner import Runner, entry, rotated
 from experiments.harness.training import load_run, train_run
 from experiments.two_beta import report
 from experiments.two_beta.config import TwoBetaConfig

@@ -27,8 +27,9 @@ from astarpo.llm import (
     scratchpad_task,
 )
 from experiments.harness.measure import evaluate_sets, gold_logprobs, timed_stage1
+from experiments.harness.output import open_output
 from experiments.harness.protocol import Protocol, make_reference, splits
-from experiments.harness.runner import Runner, entry, open_output
+from experiments.harness.runner import Runner, entry
 from experiments.zero_pass import report
 from experiments.zero_pass.config import ARMS, SETS, ZeroPassConfig, seeds_of
 from experiments.zero_pass.worker import pass_shard, run_one

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from dist_setup import free_port
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
 

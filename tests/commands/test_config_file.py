@@ -106,6 +106,7 @@ def toy_run(tmp_path_factory):
     return d, flags
 
 
+@pytest.mark.e2e
 def test_paper_preset_trains_and_a_flag_overrides_the_file(toy_run):
     d, flags = toy_run
     # The toy model has 64 positions: its budget overrides the preset's 1024 tokens, and the
@@ -135,6 +136,7 @@ def test_paper_preset_trains_and_a_flag_overrides_the_file(toy_run):
     }
 
 
+@pytest.mark.e2e
 def test_an_unknown_key_is_refused_naming_it_and_the_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("train:\n  learning_rate: 1.0e-5\n  learnig_rate: 1.0e-5\n")
@@ -149,6 +151,7 @@ def test_an_unknown_key_is_refused_naming_it_and_the_file(tmp_path):
     assert code == 2 and "not a packaged preset" in err
 
 
+@pytest.mark.e2e
 def test_a_flag_of_another_algorithm_in_the_file_is_refused(tmp_path, toy_run):
     d, flags = toy_run
     f = tmp_path / "grpo.yaml"
@@ -512,6 +515,7 @@ def test_run_config_records_the_algorithm_that_ran(tokenizer, tmp_path, saved_mo
 
 
 # ------------------------------------------------------------- V* tables interoperate
+@pytest.mark.e2e
 def test_export_writes_a_dataset_that_train_reads_back(toy_run, tmp_path):
     from datasets import load_from_disk
 

@@ -78,6 +78,7 @@ def test_benchmarks_table(mv):
     assert "| average |" in table
 
 
+@pytest.mark.e2e
 def test_cli_eval_toy(tmp_path, capsys):
     out = tmp_path / "r.json"
     code = main(
@@ -153,6 +154,7 @@ def test_benchmarks_with_chat_template(mv):
     assert all(p.startswith("<user>") for p in gen.calls[0][0])
 
 
+@pytest.mark.e2e
 def test_cli_benchmarks_from_another_directory(tmp_path):
     """`astarpo eval --model toy --benchmarks math500 --limit N` with no data flags, run in an
     empty directory outside the checkout: the benchmark comes from the installed package."""

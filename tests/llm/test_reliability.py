@@ -147,6 +147,7 @@ def train_with_reward(tmp_path, data_file, value_table, reward, source, *flags, 
                tmp_path=tmp_path, extra_path=str(tmp_path), **kw)  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
     source = "def huge(prompts, completions, **_):\n    return [1e300] * len(completions)\n"
     code, out, err = train_with_reward(tmp_path, data_file, value_table, "bad_rewards:huge",
@@ -156,6 +157,7 @@ def test_cli_exits_1_without_final(tmp_path, data_file, value_table):
 
 
 # ------------------------------------------------------------ one run per directory
+@pytest.mark.e2e
 def test_cli_refuses_non_empty_out_without_resume_or_overwrite(tmp_path, data_file, value_table):
     out = tmp_path / "run"
     base = train_flags(data_file, value_table, out)
@@ -213,6 +215,7 @@ def test_resume_refuses_another_algorithm_and_allows_max_steps(tokenizer, tmp_pa
     assert tr.step_count == 3
 
 
+@pytest.mark.e2e
 def test_cli_resume_names_the_changed_flag(tmp_path, data_file, value_table):
     base = train_flags(data_file, value_table, tmp_path / "run")
     assert cli(*base, "--max-steps", "1", tmp_path=tmp_path)[0] == 0
@@ -292,6 +295,7 @@ def test_table_of_another_reward_or_answers_is_refused_by_training(tokenizer, tm
     toy_trainer(tokenizer, tmp_path / "d", rewards=[exact_match_reward], table=table)
 
 
+@pytest.mark.e2e
 def test_cli_refuses_a_table_of_another_model(tmp_path, data_file, value_table):
     lines = value_table.read_text().splitlines()
     rows = [json.loads(x) for x in lines]
@@ -360,6 +364,7 @@ def test_deadline_thread_is_reused_and_replaced_after_a_hang():
     assert threads[2].is_alive() and threads[2].daemon
 
 
+@pytest.mark.e2e
 def test_cli_hang_exits_1_naming_the_function(tmp_path, data_file, value_table):
     source = "import threading\n\ndef stuck(prompts, completions, **_):\n"
     source += "    threading.Event().wait()\n"
@@ -375,6 +380,7 @@ def test_prompts_longer_than_the_model_are_refused_before_generation(tokenizer, 
         toy_trainer(tokenizer, tmp_path, rows=rows, table={r["prompt"]: 0.0 for r in rows})
 
 
+@pytest.mark.e2e
 def test_cli_value_refuses_a_long_prompt(tmp_path):
     data = write_data(tmp_path / "long.jsonl", [{"problem": "9" * 10_000, "answer": "1"}])
     args = ["--reward", "exact_match", "--out", str(tmp_path / "v.jsonl"), "--n-samples", "2"]
@@ -417,6 +423,7 @@ def test_torn_metrics_line_and_corrupt_latest_checkpoint(tokenizer, tmp_path, ca
 
 
 # ---------------------------------------------------- data errors at load
+@pytest.mark.e2e
 def test_non_utf8_byte_names_file_and_line(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_bytes(b'{"problem": "1+1=", "answer": "2"}\n{"problem": "caf\xe9", "answer": "1"}\n')
@@ -464,6 +471,7 @@ def test_non_number_reward_names_the_function():
 
 
 # ------------------------------------------------------------ greedy N, lock
+@pytest.mark.e2e
 def test_value_refuses_greedy_with_several_samples(tmp_path, data_file):
     code, _, err = cli("value", *toy_flags(data_file), "--out", str(tmp_path / "v.jsonl"),
                        "--temperature", "0", "--n-samples", "4", tmp_path=tmp_path)  # fmt: skip
@@ -512,6 +520,7 @@ def test_progress_prints_a_line_every_30_s_off_a_terminal(tokenizer, tmp_path, m
     assert "loss=" in lines[1]
 
 
+@pytest.mark.e2e
 def test_cli_train_shows_progress_and_resuming_message(tmp_path, data_file, value_table):
     base = train_flags(data_file, value_table, tmp_path / "run")
     base[base.index("--progress") + 1] = "true"
@@ -540,12 +549,14 @@ def test_run_config_and_metrics_are_standard_json(tokenizer, tmp_path):
     assert np.isfinite(read_metrics(tmp_path / "metrics.jsonl")[-1]["loss"])
 
 
+@pytest.mark.e2e
 def test_cli_debug_shows_the_traceback(tmp_path):
     code, _, err = cli("--debug", "value", "--out", str(tmp_path / "v.jsonl"), "--merge", "2",
                        tmp_path=tmp_path)  # fmt: skip
     assert code == 1 and any("Traceback" in x for x in err)
 
 
+@pytest.mark.e2e
 def test_cli_usage_errors_are_one_line_with_exit_2(tmp_path, data_file):
     code, _, err = cli("train", "--model", "toy", tmp_path=tmp_path)
     assert_one_error(code, err, 2, "the following arguments are required: --out")
@@ -554,6 +565,7 @@ def test_cli_usage_errors_are_one_line_with_exit_2(tmp_path, data_file):
     assert_one_error(code, err, 2, "--batch-size: invalid int value: 'x'")
 
 
+@pytest.mark.e2e
 def test_cli_results_are_not_overwritten_without_overwrite(tmp_path, data_file):
     official = write_data(tmp_path / "off.jsonl", [{"prompt": "1+1=", "eval_0": 1, "eval_1": 0}])
     out = tmp_path / "v.jsonl"

@@ -7,7 +7,7 @@ import pytest
 
 from astarpo.theory.convergence import (
     AT_OPTIMUM,
-    RULE,
+    FIXED_POINT_RULE,
     TOLERANCE,
     fixed_point_verdict,
     window_average,
@@ -92,4 +92,4 @@ def test_the_setting_verdict_combines_the_starts() -> None:
     assert word == "still moving" and detail == "from b: falling"
     noisy = {"a": same["a"], "b": _run(np.array([0.1, 0.1]), 20.0, 0.0, 4)}
     assert fixed_point_verdict(noisy)[0] == "not resolved"
-    assert f"{100 * TOLERANCE:.0f}%" in RULE and "still moving" in RULE
+    assert f"{100 * TOLERANCE:.0f}%" in FIXED_POINT_RULE and "still moving" in FIXED_POINT_RULE

@@ -28,6 +28,7 @@ def quick_all(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.e2e
 def test_all_writes_every_file(quick_all: Path) -> None:
     summary = json.loads((quick_all / "results.json").read_text())
     assert summary["version"] == __version__ and summary["quick"] is True
@@ -55,6 +56,7 @@ KEYS = {
 }
 
 
+@pytest.mark.e2e
 def test_quick_results_have_their_keys(quick_all: Path) -> None:
     assert set(KEYS) == set(NAMES)
     summary = json.loads((quick_all / "results.json").read_text())
@@ -69,6 +71,7 @@ def test_quick_results_have_their_keys(quick_all: Path) -> None:
     assert horizon["projection"]["radius"] == pytest.approx(20.0)  # 2 ||theta*|| = 2 / beta
 
 
+@pytest.mark.e2e
 def test_quick_coverage_records_the_sweep_and_the_hard_contexts(quick_all: Path) -> None:
     res = json.loads((quick_all / "coverage" / "results.json").read_text())
     assert res["config"]["instance"]["v_ref"] != 0.1  # the sweep, not one value
@@ -83,6 +86,7 @@ def test_quick_coverage_records_the_sweep_and_the_hard_contexts(quick_all: Path)
         assert set(run) == {"transfer", "no_transfer"}
 
 
+@pytest.mark.e2e
 def test_quick_horizon_slope_is_negative_and_in_band(quick_all: Path) -> None:
     res = json.loads((quick_all / "horizon" / "results.json").read_text())
     s = res["slopes"]["inverse_sqrt"]["last"]
@@ -96,6 +100,7 @@ def test_quick_horizon_slope_is_negative_and_in_band(quick_all: Path) -> None:
         assert curve[-1] < 0.1 * res["reference_gap"]
 
 
+@pytest.mark.e2e
 def test_two_beta_limit_does_not_depend_on_beta1(quick_all: Path) -> None:
     res = json.loads((quick_all / "two-beta" / "results.json").read_text())
     for b2 in res["config"]["beta2"]:
@@ -105,6 +110,7 @@ def test_two_beta_limit_does_not_depend_on_beta1(quick_all: Path) -> None:
         np.testing.assert_allclose(det, det[0], rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.e2e
 def test_samples_value_error_is_exact_and_falls(quick_all: Path) -> None:
     res = json.loads((quick_all / "samples" / "results.json").read_text())
     same = res["settings"]["beta1=0.1"]["value_error"]["vs_beta1"]["mse"]
@@ -139,6 +145,7 @@ def test_cli_rejects_one_seed(tmp_path: Path) -> None:
     assert main(["theory", "horizon", "--quick", "--seeds", "1", "--out", str(tmp_path)]) == 2
 
 
+@pytest.mark.e2e
 def test_quick_update_intervals_contain_their_points(quick_all: Path) -> None:
     res = json.loads((quick_all / "update" / "results.json").read_text())
     for name, v in res["variants"].items():
@@ -147,6 +154,7 @@ def test_quick_update_intervals_contain_their_points(quick_all: Path) -> None:
                 assert s["lo"] <= s["gap"] <= s["hi"], (name, s)
 
 
+@pytest.mark.e2e
 def test_quick_update_at_the_paper_betas(quick_all: Path) -> None:
     """The paper-betas part: every run has a verdict by the stated rule, the windows are the
     rule's, and along the plain path the exact moment is recorded at every point."""

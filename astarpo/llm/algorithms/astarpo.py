@@ -13,7 +13,6 @@ import torch
 
 from astarpo.config import doc_field
 from astarpo.llm.algorithms.base import RolloutBatch
-from astarpo.llm.algorithms.config import check_choice
 from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.logprobs import SequenceLogprobs
 from astarpo.objective import advantage_regression_loss, check_beta, optimal_advantage
@@ -23,36 +22,12 @@ __all__ = ["AStarPO", "AStarPOConfig"]
 
 @dataclass(frozen=True)
 class AStarPOConfig(TrainConfig):
-    r"""A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``
-    and the refresh rule of the reference.
+    r"""A*-PO Stage 2: :class:`~astarpo.llm.algorithms.train_config.TrainConfig` plus ``beta2``.
 
-    A fixed reference caps what A*-PO can learn: the regression pulls the policy towards
-    :math:`\pi_{\mathrm{ref}} e^{A^*/\beta_2}`, which stays close to the starting model. With
-    ``refresh_every_steps = K > 0`` the reference moves (as OAPL, arXiv 2602.19362, refreshes a
-    lagged reference): after every step ``t`` with ``t % K == 0``, before step ``t + 1``, the
-    reference becomes a frozen copy of the current policy and V* is estimated again under it
-    for every training prompt by Stage 1 (:func:`~astarpo.llm.stage1.estimate.estimate_values`
-    with ``refresh_n_samples`` samples per prompt, ``refresh_beta1`` and the run's sampling;
-    :mod:`astarpo.llm.training.refresh`). The samples and time of a refresh count as training
-    cost. ``refresh_every_steps = 0`` (the default) keeps the reference and the V* table of the
-    run's start, as in the paper.
-
-    With ``stream_stage1=True`` the trainer takes no V* table: before each step it estimates V*
-    of the batch's prompts not seen before from ``stream_n_samples`` reference samples each
-    (:mod:`astarpo.llm.training.stream`), so a run that sees each prompt once pays Stage 1 only
-    for the prompts it trains on; that time is training time.
-
-    Attributes:
-        refresh_every_steps: Steps between refreshes of the reference (0: never, the paper).
-        refresh_n_samples: Stage 1 samples per prompt of each refresh's V* (with adaptive
-            allocation, their mean over each generate call's prompts).
-        refresh_beta1: ``beta1`` of each refresh's V* (``beta1 log mean exp(r / beta1)``).
-        refresh_allocation: ``"fixed"`` or ``"adaptive"``
-            (:attr:`~astarpo.llm.stage1.config.Stage1Config.allocation`).
-        stream_stage1: Estimate V* per step, on each prompt's first use, instead of taking a
-            table (the paper: False, Stage 1 up front).
-        stream_n_samples: Reference samples per prompt of the streamed V* (N).
-        stream_beta1: ``beta1`` of the streamed V*.
+    The variants beyond the paper that change V* or the reference during training are trainer
+    extensions with their own configs, not fields here: the moving reference
+    (:class:`~astarpo.llm.training.refresh.ReferenceRefresh`) and the streamed Stage 1
+    (:class:`~astarpo.llm.training.stream.StreamedStage1`).
 
     Example:
         >>> from astarpo.llm import AStarPOConfig
@@ -70,84 +45,9 @@ class AStarPOConfig(TrainConfig):
         "A training set that is a subset of the table's prompts needs no override.",
     )
 
-    refresh_every_steps: int = doc_field(
-        0,
-        "Refresh the reference every this many steps: after each step that is a multiple of it, "
-        "the reference becomes a frozen copy of the policy and V* is estimated again under it "
-        "(Stage 1 on the training prompts; its samples and time count as training cost); "
-        "0 = never (the paper's fixed reference).",
-    )
-    refresh_n_samples: int = doc_field(
-        8, "Stage 1 samples per prompt of each refresh's V* estimate (with refresh_every_steps)."
-    )
-    refresh_beta1: float = doc_field(
-        0.5, "beta1 of each refresh's V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5)."
-    )
-    refresh_allocation: str = doc_field(
-        "fixed",
-        "How each refresh spreads its samples over prompts: 'fixed' (refresh_n_samples each) or "
-        "'adaptive' (Stage 1's allocation rule, with its default pilot and cap).",
-    )
-
-    stream_stage1: bool = doc_field(
-        False,
-        "Estimate V* of each step's prompts not seen before, just before the step, from "
-        "stream_n_samples reference samples each (Stage 1 streamed; its samples and time count "
-        "as training cost), instead of taking a v_star_table; False = the paper's Stage 1 up "
-        "front. Not with refresh_every_steps, LoRA or torchrun.",
-    )
-    stream_n_samples: int = doc_field(
-        8, "Reference samples per prompt of the streamed V* (with stream_stage1; the paper's N)."
-    )
-    stream_beta1: float = doc_field(
-        0.5, "beta1 of the streamed V* = beta1 log mean exp(r / beta1), > 0 (the paper: 0.5)."
-    )
-
     def __post_init__(self) -> None:
         super().__post_init__()
         check_beta(self.beta2, "beta2")  # here only: the algorithm and its loss trust it
-        self._check_refresh()
-        self._check_stream()
-
-    def _check_stream(self) -> None:
-        if not isinstance(self.stream_stage1, bool):
-            raise ValueError(f"stream_stage1 must be True or False, got {self.stream_stage1!r}.")
-        n = self.stream_n_samples
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"stream_n_samples must be an integer >= 1, got {n!r}.")
-        check_beta(self.stream_beta1, "stream_beta1")
-        if self.stream_stage1 and self.sampling.greedy and n > 1:
-            raise ValueError(
-                f"temperature 0 (greedy) gives the streamed Stage 1 {n} identical samples per "
-                "prompt, so V* would be one reward; sample with temperature > 0, or use "
-                "stream_n_samples=1."
-            )
-
-    def _check_refresh(self) -> None:
-        for name, low in (("refresh_every_steps", 0), ("refresh_n_samples", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(
-                    f"{name} must be an integer >= {low}, got {v!r}"
-                    + (" (0 turns the refresh off)." if low == 0 else ".")
-                )
-        check_beta(self.refresh_beta1, "refresh_beta1")
-        check_choice(self, "refresh_allocation", ("fixed", "adaptive"))
-        if not self.refresh_every_steps:
-            return
-        if self.lora_r:
-            raise ValueError(
-                "refresh_every_steps > 0 is not supported with LoRA (lora_r > 0): the reference "
-                "is the policy with its adapters disabled, so it cannot become a copy of the "
-                "policy. Train without LoRA (lora_r=0) or keep the reference (refresh_every_steps"
-                "=0)."
-            )
-        if self.sampling.greedy and self.refresh_n_samples > 1:
-            raise ValueError(
-                f"temperature 0 (greedy) gives each refresh {self.refresh_n_samples} identical "
-                "samples per prompt, so V* would be one reward; sample with temperature > 0, or "
-                "use refresh_n_samples=1."
-            )
 
 
 class AStarPO:

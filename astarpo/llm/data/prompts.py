@@ -38,6 +38,7 @@ __all__ = [
     "TEMPLATES",
     "apply_template",
     "benchmark_path",
+    "chat_messages",
     "extract_gsm8k_answer",
     "filter_prompt_length",
     "load_prompts",
@@ -86,6 +87,15 @@ def apply_template(problem: str, template: str) -> str:
             "containing '{problem}'."
         )
     return fmt.replace("{problem}", problem)
+
+
+def chat_messages(text: str, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The chat messages of a templated prompt: ``text`` as the user message, after
+    ``system_prompt`` as a system message when given (what ``load_prompts(chat_template=True)``
+    renders with the tokenizer's chat template, and what verl's parquet ``prompt`` holds)."""
+    msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    msgs.append({"role": "user", "content": text})
+    return msgs
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -239,8 +249,7 @@ def load_prompts(
     for row in rows:
         text = apply_template(row["problem"], tmpl)
         if chat_template:
-            msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
-            msgs.append({"role": "user", "content": text})
+            msgs = chat_messages(text, system_prompt)
             text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         row["prompt"] = text
     if max_prompt_tokens is not None:

@@ -12,15 +12,26 @@ directory is taken as a Hugging Face hub id (``"Qwen/Qwen2.5-1.5B"``) and downlo
 ``transformers`` as usual: the hub is contacted only when the user names a remote model. A
 string that looks like a path (starts with ``/``, ``.`` or ``~``) but does not exist is an error,
 so a typo never turns into a download.
+
+A GGUF checkpoint (:mod:`astarpo.llm.models.gguf`: a ``.gguf`` file, a directory holding one,
+or a packaged name such as ``"smollm2"``) loads through ``transformers``' GGUF support, which
+needs the ``gguf`` package: its weights dequantized (float32, or bfloat16 on a GPU that has it,
+unless a dtype is named), its tokenizer and chat template read from the file. The model returned
+is a plain causal LM (``save_pretrained`` works on it: :func:`astarpo.llm.models.convert.
+convert_gguf` writes it as a model folder) whose ``config._name_or_path`` is the file's absolute
+path, the name a V* table records.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
+
+from astarpo.llm.models.gguf import gguf_dtype, gguf_file, require_gguf
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +41,8 @@ __all__ = [
     "is_model_name",
     "is_toy",
     "load_causal_lm",
+    "load_gguf_model",
+    "load_gguf_tokenizer",
     "load_pretrained_model",
     "load_tokenizer",
     "named_tokenizer",
@@ -100,8 +113,9 @@ def _plain_backend(folder: Path) -> bool:
 
 
 def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
-    """The tokenizer saved in the directory ``spec`` (local only) or of the hub id ``spec``; the
-    character tokenizer for :data:`TOY`.
+    """The tokenizer saved in the directory ``spec`` (local only), of the hub id ``spec`` or of
+    the GGUF checkpoint ``spec`` (:func:`load_gguf_tokenizer`); the character tokenizer for
+    :data:`TOY`.
 
     A tokenizer saved as a plain ``tokenizers`` backend (the toy models' character tokenizer
     after ``save_pretrained``) is read as written: ``AutoTokenizer`` would build the class of
@@ -121,6 +135,9 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
         from astarpo.llm.models.toy import make_char_tokenizer
 
         return make_char_tokenizer()
+    gguf = gguf_file(spec)
+    if gguf is not None:
+        return load_gguf_tokenizer(gguf)
     name, local = _resolve(spec)
     if local and not any((Path(name) / f).is_file() for f in TOKENIZER_FILES):
         raise FileNotFoundError(
@@ -148,22 +165,30 @@ def load_tokenizer(spec: str | os.PathLike[str]) -> Any:
 def load_causal_lm(
     spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of the directory ``spec`` (local only), of the hub id ``spec`` or
-    of :data:`TOY`; the tokenizer is ``None`` for a local directory without one
-    (:data:`TOKENIZER_FILES`), so a caller given its own tokenizer still works, and one that
-    needs it gets the error of :func:`load_tokenizer`.
+    """``(model, tokenizer)`` of the directory ``spec`` (local only), of the hub id ``spec``, of
+    a GGUF checkpoint (:func:`load_gguf_model`) or of :data:`TOY`; the tokenizer is ``None`` for
+    a local directory without one (:data:`TOKENIZER_FILES`), so a caller given its own
+    tokenizer still works, and one that needs it gets the error of :func:`load_tokenizer`.
 
     Args:
-        spec: A directory written by ``save_pretrained``, a hub id or ``"toy"``.
-        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        spec: A directory written by ``save_pretrained``, a hub id, a GGUF checkpoint (a
+            ``.gguf`` file, a directory holding one, or a packaged name such as
+            ``"smollm2"``) or ``"toy"``.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32; a GGUF
+            checkpoint: see :func:`load_gguf_model`).
         device: Move the model there (default: leave it on the CPU).
 
     Raises:
-        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
-            does not exist.
+        FileNotFoundError: if a local directory lacks ``config.json``, a path-like ``spec``
+            does not exist, or a packaged GGUF name is not installed (naming the install).
+        ImportError: a GGUF checkpoint without the ``gguf`` package (naming the install).
     """
     if is_toy(spec):
         return _toy_model(dtype, device)
+    gguf = gguf_file(spec)
+    if gguf is not None:
+        tokenizer = load_gguf_tokenizer(gguf)  # before the weights: the faster failure
+        return load_gguf_model(gguf, dtype, device), tokenizer
     name, local = _resolve(spec)
     model = load_pretrained_model(spec, dtype)
     has_tokenizer = not local or any((Path(name) / f).is_file() for f in TOKENIZER_FILES)
@@ -174,17 +199,20 @@ def load_causal_lm(
 def load_pretrained_model(
     spec: str | os.PathLike[str], dtype: Any = None, device: str | None = None
 ) -> Any:
-    """The causal LM of the directory ``spec`` (local only), of the hub id ``spec`` or of
-    :data:`TOY`, without its tokenizer (see :func:`load_causal_lm`).
+    """The causal LM of the directory ``spec`` (local only), of the hub id ``spec``, of a GGUF
+    checkpoint or of :data:`TOY`, without its tokenizer (see :func:`load_causal_lm`).
 
     Args:
-        spec: A directory written by ``save_pretrained``, a hub id or ``"toy"``.
-        dtype: A ``torch.dtype`` of the weights (default: as saved / float32).
+        spec: A directory written by ``save_pretrained``, a hub id, a GGUF checkpoint or
+            ``"toy"``.
+        dtype: A ``torch.dtype`` of the weights (default: as saved / float32; a GGUF
+            checkpoint: see :func:`load_gguf_model`).
         device: Move the model there (default: leave it on the CPU).
 
     Raises:
-        FileNotFoundError: if a local directory lacks ``config.json``, or a path-like ``spec``
-            does not exist.
+        FileNotFoundError: if a local directory lacks ``config.json``, a path-like ``spec``
+            does not exist, or a packaged GGUF name is not installed.
+        ImportError: a GGUF checkpoint without the ``gguf`` package.
         OSError: a local weights file is corrupt or truncated (naming the directory, its
             weights files and the fix).
     """
@@ -193,6 +221,9 @@ def load_pretrained_model(
 
     if is_toy(spec):
         return _toy_model(dtype, device)[0]
+    gguf = gguf_file(spec)
+    if gguf is not None:
+        return load_gguf_model(gguf, dtype, device)
     name, local = _resolve(spec)
     if local and not (Path(name) / "config.json").is_file():
         raise FileNotFoundError(
@@ -240,8 +271,82 @@ def resolve_model(model: Any, role: str = "model") -> tuple[Any, Any]:
 
 def named_tokenizer(model: Any) -> Any:
     """The tokenizer a model object names in ``config._name_or_path`` when that can be loaded
-    without a download: :data:`TOY`'s, or a local directory's; else ``None``."""
+    without a download: :data:`TOY`'s, a local directory's or a GGUF file's; else ``None``."""
     name = getattr(getattr(model, "config", None), "_name_or_path", "")
-    if name and (is_toy(name) or Path(name).is_dir()):
+    if name and (is_toy(name) or Path(name).is_dir() or Path(name).suffix.lower() == ".gguf"):
         return load_tokenizer(name)
     return None
+
+
+def load_gguf_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """The tokenizer stored in the GGUF file ``path``, with its chat template (what
+    ``transformers`` builds from the file's ``tokenizer.ggml.*`` fields).
+
+    Raises:
+        ImportError: the ``gguf`` package is missing (naming the install).
+    """
+    from transformers import AutoTokenizer  # the llm extra
+
+    require_gguf()
+    file = Path(path)
+    return AutoTokenizer.from_pretrained(
+        str(file.parent), gguf_file=file.name, local_files_only=True
+    )
+
+
+def load_gguf_model(
+    path: str | os.PathLike[str], dtype: Any = None, device: str | None = None
+) -> Any:
+    """The causal LM of the GGUF file ``path``, dequantized, as a plain model.
+
+    ``transformers`` dequantizes the file's tensors into a model that keeps a GGUF
+    ``quantization_config`` (and refuses ``save_pretrained``); its weights are moved into a
+    model built from the same config without it, which saves, trains and wraps (LoRA, vLLM) as
+    any other. ``config._name_or_path`` is the file's absolute path.
+
+    Args:
+        path: A ``.gguf`` file (:func:`~astarpo.llm.models.gguf.gguf_file` resolves the other
+            spellings).
+        dtype: A ``torch.dtype`` of the weights; default
+            :func:`~astarpo.llm.models.gguf.gguf_dtype` (float32 on the CPU, bfloat16 on a GPU
+            that supports it).
+        device: Move the model there (default: leave it on the CPU).
+
+    Raises:
+        ImportError: the ``gguf`` package is missing (naming the install).
+    """
+    from transformers import AutoModelForCausalLM  # the llm extra
+
+    require_gguf()
+    file = Path(path).resolve()
+    dtype = gguf_dtype(dtype, device)
+    loaded: Any = AutoModelForCausalLM.from_pretrained(
+        str(file.parent), gguf_file=file.name, dtype=dtype, local_files_only=True
+    )
+    model = _plain_copy(loaded, dtype)
+    model.config._name_or_path = str(file)
+    return model.to(device) if device else model
+
+
+def _plain_copy(loaded: Any, dtype: Any) -> Any:
+    """A model of ``loaded``'s class and config, without its quantization config, holding
+    ``loaded``'s tensors (built on the meta device: nothing is initialized or copied)."""
+    import torch
+    from transformers import AutoModelForCausalLM  # the llm extra
+
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    with torch.device("meta"):
+        model: Any = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model.load_state_dict(loaded.state_dict(), assign=True)
+    for name, buffer in loaded.named_buffers():  # the non-persistent ones too (rotary inv_freq)
+        owner, _, leaf = name.rpartition(".")
+        model.get_submodule(owner)._buffers[leaf] = buffer
+    model.tie_weights()
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:  # a tensor the loaded model did not have: not a plain copy
+        raise RuntimeError(f"the GGUF model could not be copied ({', '.join(left[:5])} missing).")
+    model.generation_config = loaded.generation_config
+    model.eval()
+    return model

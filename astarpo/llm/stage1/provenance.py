@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from astarpo.llm.data.prompts import prompt_key
+from astarpo.llm.models.gguf import gguf_file
 from astarpo.llm.models.loading import TOY
 from astarpo.llm.stage1.rows import ValueTableError
 from astarpo.llm.stage1.table import ValueTable
@@ -79,28 +80,43 @@ def table_provenance(table: ValueTable) -> dict[str, Any]:
 
 
 def same_model(a: str, b: str) -> bool:
-    """Whether two model names are the same (local directories compared by resolved path)."""
+    """Whether two model names are the same (local directories and files compared by resolved
+    path, GGUF checkpoints by the file they name)."""
     if a == b:
         return True
-    if os.path.isdir(a) and os.path.isdir(b):
+    if (os.path.isdir(a) and os.path.isdir(b)) or (os.path.isfile(a) and os.path.isfile(b)):
         return Path(a).resolve() == Path(b).resolve()
-    return False
+    return _gguf_name(a) is not None and _gguf_name(a) == _gguf_name(b)
+
+
+def _gguf_name(name: str) -> str | None:
+    """The absolute path of the GGUF file ``name`` names, or None (also when it cannot be
+    resolved: a packaged name not installed here)."""
+    try:
+        path = gguf_file(name)
+    except (OSError, ValueError):
+        return None
+    return str(path) if path is not None else None
 
 
 def model_name(model: Any) -> str | None:
     """The name a table records for ``model``: the string itself (``"toy"``, a hub id, or a local
-    directory as its absolute path, so that a run started from another directory can check it),
-    else an object's ``config._name_or_path`` (what ``from_pretrained`` sets); None when
-    unknown."""
+    directory as its absolute path, so that a run started from another directory can check it;
+    a GGUF checkpoint, however named, as the absolute path of its file), else an object's
+    ``config._name_or_path`` (what ``from_pretrained`` sets; the file's path for a model loaded
+    from a GGUF file); None when unknown."""
     if model is None:
         return None
     if isinstance(model, (str, os.PathLike)):
         name = str(model)
     else:
         name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or "")
-    if not name:
-        return None
-    return str(Path(name).resolve()) if name != TOY and os.path.isdir(name) else name
+    if not name or name == TOY:
+        return name or None
+    gguf = _gguf_name(name)
+    if gguf is not None:
+        return gguf
+    return str(Path(name).resolve()) if os.path.isdir(name) else name
 
 
 def _row_problems(table: ValueTable, rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -115,20 +115,26 @@ def check_train_rows(rows: Sequence[Mapping[str, Any]], reward_funcs: Sequence[A
 
 
 def train_v_star(
-    algorithm: Any, table: Any, rows: Sequence[Mapping[str, Any]], streamed: bool = False
+    algorithm: Any, table: Any, rows: Sequence[Mapping[str, Any]], provider: str | None = None
 ) -> np.ndarray | None:
     """The Stage 1 value of every training row ``[N]`` (float64) when ``algorithm.needs_v_star``,
     else ``None``; every prompt is looked up now, so a missing one fails before training.
-    ``streamed`` (Stage 1 during training, :mod:`astarpo.llm.training.stream`): ``NaN`` for
-    every row, filled step by step.
+    ``provider`` (the extension that estimates V* during training, e.g. ``"StreamedStage1"``):
+    ``NaN`` for every row, filled step by step.
 
     Raises:
-        ValueError: the algorithm needs a V* table and none was given.
+        ValueError: the algorithm needs a V* table and none was given, or a table was given
+            and ``provider`` estimates V* itself.
         MissingPromptError: a training prompt is not in the table (the prompt named).
     """
     if not algorithm.needs_v_star:
         return None
-    if streamed and table is None:
+    if provider is not None and table is not None:
+        raise ValueError(
+            f"{provider} estimates V* during training, but a v_star_table was given too; pass "
+            f"v_star_table=None, or train on the table without {provider}."
+        )
+    if provider is not None:
         return np.full(len(rows), np.nan)
     if table is None:
         raise ValueError(f"{algorithm.name} needs a V* table (run Stage 1: `astarpo value`).")

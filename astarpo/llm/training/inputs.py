@@ -20,7 +20,9 @@ the interrupted one stopped. The permutation is computed once per epoch, not onc
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -120,6 +122,25 @@ class EpochOrder:
             rng = np.random.default_rng(derive_seed(self.seed, "epoch", epoch))
             self._perm = (epoch, rng.permutation(self.n))
         return self._perm[1]
+
+    def state_dict(self) -> dict[str, int]:
+        """The position (``data_epoch``, ``data_index``), as a checkpoint stores it."""
+        return {"data_epoch": self.epoch, "data_index": self.index}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a position of :meth:`state_dict`."""
+        self.epoch, self.index = int(state["data_epoch"]), int(state["data_index"])
+
+    @contextlib.contextmanager
+    def given_back_on(self, *errors: type[BaseException]) -> Iterator[None]:
+        """Rows taken inside the block are given back (the position restored) when it raises
+        one of ``errors``: the step they were taken for did not happen."""
+        start = self.state_dict()
+        try:
+            yield
+        except errors:
+            self.load_state_dict(start)
+            raise
 
     def take(self, batch_size: int) -> list[int]:
         """The next ``batch_size`` row indices (advancing the position)."""

@@ -6,8 +6,9 @@ A fresh run refuses an ``output_dir`` that holds an earlier run unless
 run's files (checkpoints, ``metrics.jsonl``, ``tb/``, ``final/``, ``run_config.json``). It then
 writes ``run_config.json``: the resolved config, the algorithm and its settings as it ran
 (:func:`algorithm_settings`), the reward functions' dotted
-paths, fingerprints of the training rows and of the V* values, and the refresh rule of the
-reference (:func:`~astarpo.llm.training.refresh.refresh_rule`). A resume compares the current
+paths, fingerprints of the training rows and of the V* values, and the settings of the
+trainer's extensions (:meth:`~astarpo.llm.training.extensions.TrainerExtension.settings`, e.g.
+the refresh rule of the reference). A resume compares the current
 run with that file and refuses every difference that changes the result, naming each field;
 :data:`RESUMABLE_FIELDS` may change.
 """
@@ -30,7 +31,7 @@ import numpy as np
 
 from astarpo import __version__
 from astarpo.llm.rewards.scoring import reward_path
-from astarpo.llm.training.refresh import REFRESH_DIR, refresh_rule
+from astarpo.llm.training.refresh import REFRESH_DIR
 
 __all__ = [
     "RESUMABLE_FIELDS",
@@ -110,9 +111,11 @@ def run_record(
     rows: Sequence[Mapping[str, Any]],
     reward_funcs: Sequence[Callable[..., Any]],
     v_star: np.ndarray | None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What ``run_config.json`` holds for this run (see the module docstring); ``algorithm``
-    is the algorithm object that runs (its ``name`` and :func:`algorithm_settings`)."""
+    is the algorithm object that runs (its ``name`` and :func:`algorithm_settings`),
+    ``extensions`` the settings of the trainer's extensions by name (``None``: none)."""
     return {
         "astarpo_version": __version__,
         "algorithm": algorithm.name,
@@ -122,7 +125,7 @@ def run_record(
         "data": {"rows": len(rows), "sha256": fingerprint([dict(r) for r in rows])},
         "v_star": None if v_star is None else fingerprint(np.asarray(v_star, np.float64)),
         "algorithm_settings": algorithm_settings(algorithm),
-        "refresh": refresh_rule(config),  # None: the reference of the start, never refreshed
+        "extensions": extensions,
     }
 
 
@@ -173,7 +176,8 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
     ``run_config.json``; other files (notes, a benchmark's spec) are left alone.
 
     Raises:
-        RunDirError: ``output_dir`` holds an earlier run and ``overwrite`` is off.
+        RunDirError: ``output_dir`` holds an earlier run and ``overwrite`` is off, or it cannot
+            be created.
     """
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
@@ -189,7 +193,13 @@ def prepare_fresh_run(output_dir: str | Path, overwrite: bool, record: dict[str,
         )
     for p in _run_files(out):
         shutil.rmtree(p) if p.is_dir() else p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. under /proc, or a read-only disk: name the path, not an errno
+        raise RunDirError(
+            f"output_dir {str(out)!r} cannot be created ({e.strerror or e}); choose a writable "
+            "folder (--out)."
+        ) from e
     write_json_atomic(out / RUN_CONFIG, record)
 
 
@@ -204,13 +214,11 @@ def discard_fresh_run(output_dir: str | Path) -> None:
 def _differences(saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     diffs = []
     keys = ("algorithm", "algorithm_settings", "config_class", "rewards", "data", "v_star")
-    for key in (*keys, "refresh"):
-        if saved.get(key) != now.get(key):
+    for key in (*keys, "extensions"):
+        if saved.get(key) != json.loads(json.dumps(now.get(key))):
             diffs.append(f"{key}: {saved.get(key)!r} -> {now.get(key)!r}")
     old, new = saved.get("config", {}), json.loads(json.dumps(now["config"]))
     for name in sorted(set(old) | set(new)):
-        if name not in old and name.startswith("refresh_") and now.get("refresh") is None:
-            continue  # a run from before the refresh rule existed: it never refreshed either
         if name not in RESUMABLE_FIELDS and old.get(name) != new.get(name):
             diffs.append(f"{name}: {old.get(name)!r} -> {new.get(name)!r}")
     return diffs

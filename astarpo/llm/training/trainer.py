@@ -16,6 +16,9 @@ sampling seed of step ``t`` is ``derive_seed(seed, t)`` and the minibatch shuffl
 :func:`~astarpo.llm.training.update.minibatch_order` (``derive_seed(seed, "minibatch", t,
 epoch)``; :func:`~astarpo.llm.rollout.base.derive_seed`), so a run resumed from a checkpoint
 reproduces the losses of an uninterrupted run.
+
+Variants (a moving reference, Stage 1 streamed) are extensions whose hooks the loop calls
+(:mod:`astarpo.llm.training.extensions`); V* and the reference change in ``self.reference``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from astarpo.llm.algorithms.train_config import TrainConfig
 from astarpo.llm.models.lora import maybe_apply_lora
 from astarpo.llm.parallel.dist import barrier, resolve_device
 from astarpo.llm.parallel.progress import progress_bar
+from astarpo.llm.parallel.signals import Interrupted
 from astarpo.llm.rewards.scoring import as_reward_funcs
 from astarpo.llm.rollout.base import Generator, Rollout, derive_seed
 from astarpo.llm.rollout.scored import sample_and_score
@@ -47,6 +51,7 @@ from astarpo.llm.training.checkpoint import (
     save_checkpoint,
 )
 from astarpo.llm.training.data_parallel import DataParallel
+from astarpo.llm.training.extensions import Extensions, StepBegin, TrainerExtension
 from astarpo.llm.training.final_model import save_model_folder
 from astarpo.llm.training.guards import (
     check_batch,
@@ -59,9 +64,8 @@ from astarpo.llm.training.guards import (
 from astarpo.llm.training.inputs import EpochOrder, frozen_reference, resolve_inputs
 from astarpo.llm.training.metrics import peak_memory, response_metrics, timed
 from astarpo.llm.training.preemption import TrainingSignals
-from astarpo.llm.training.refresh import ReferenceRefresh
+from astarpo.llm.training.reference import ReferenceState
 from astarpo.llm.training.run_dir import announce_resume, run_record, start_run
-from astarpo.llm.training.stream import StreamedStage1
 from astarpo.llm.training.update import (
     autocast_factory,
     build_optimizer,
@@ -98,8 +102,8 @@ class Trainer:
             (:func:`~astarpo.llm.models.fit.check_sampling_fits`), and so are rows lacking a
             column a reward function requires, and duplicate prompts with different answers.
         v_star_table: Stage 1 values (a ``ValueTable`` or ``{prompt: v_star}``); required when
-            ``algorithm.needs_v_star``, unless ``args.stream_stage1`` (then ``None``: V* is
-            estimated per step, :mod:`astarpo.llm.training.stream`). Every prompt is looked up
+            ``algorithm.needs_v_star``, unless an extension estimates V* itself (then ``None``:
+            :class:`~astarpo.llm.training.stream.StreamedStage1`). Every prompt is looked up
             at construction, so a missing one fails before training starts.
         tokenizer: The policy's tokenizer (for generation and padding); default: loaded from
             the model's local directory.
@@ -115,6 +119,9 @@ class Trainer:
             (:mod:`astarpo.llm.training.callbacks`); one that would never be called (a plain
             function, a ``transformers`` ``TrainerCallback``) is refused with a ``TypeError``.
         algorithm: An algorithm object to use instead of the registry's for ``args``.
+        extensions: :class:`~astarpo.llm.training.extensions.TrainerExtension` objects, e.g.
+            :class:`~astarpo.llm.training.refresh.ReferenceRefresh` or
+            :class:`~astarpo.llm.training.stream.StreamedStage1`.
     """
 
     def __init__(
@@ -132,10 +139,13 @@ class Trainer:
         eval_fn: EvalFn | None = None,
         callbacks: Sequence[Any] = (),
         algorithm: Algorithm | None = None,
+        extensions: Sequence[TrainerExtension] = (),
     ) -> None:
         self.args = args
+        self.extensions = Extensions(extensions, args)  # checked before any model is loaded
         self.dp = DataParallel(args.parallel, args.seed_chunk_size, dist_timeout=args.dist_timeout)
         self.dp.check_batch(args.batch_size, args.minibatches)
+        self.distributed = self.dp.info.distributed  # one rank of several (torchrun)
         reference_name = model_name(ref_model if ref_model is not None else model)
         self.device = self.dp.device(resolve_device(args.device))
         model, ref_model, tokenizer, self.rows = resolve_inputs(
@@ -155,8 +165,9 @@ class Trainer:
             self.ref_model = self.dp.prepare_reference(frozen)
         self.reward_funcs = as_reward_funcs(reward_funcs)
         check_train_rows(self.rows, self.reward_funcs)
-        streamed = bool(getattr(args, "stream_stage1", False))  # V* estimated step by step
-        self.v_star = train_v_star(algorithm, v_star_table, self.rows, streamed)  # [N] or None
+        provider = self.extensions.value_provider  # None: V* from the table
+        v_star = train_v_star(algorithm, v_star_table, self.rows, provider)  # [N] or None
+        self.reference = ReferenceState(self.ref_model, v_star, algorithm.name)
         self.tokenizer = tokenizer
         check_v_star_table(v_star_table, self.rows, self.reward_funcs, args, reference_name)
         self.pad_token_id = int(
@@ -177,8 +188,13 @@ class Trainer:
         self.order = EpochOrder(len(self.rows), args.seed)
         self.train_time = 0.0
         self.history: list[dict[str, Any]] = []
-        self.refresh = ReferenceRefresh(self)  # refresh_every_steps (A*-PO): a moving reference
-        self.stream = StreamedStage1(self, v_star_table)  # stream_stage1 (A*-PO): V* on first use
+        self._checkpoint: Path | None = None  # of this step: written or resumed from
+        self.extensions.on_init(self)
+
+    @property
+    def v_star(self) -> np.ndarray | None:
+        """V* of every training row now ``[N]`` (read-only: ``self.reference.set_values``)."""
+        return self.reference.v_star
 
     def _micro(self, rows: int) -> int:
         return self.args.micro_batch_size or rows
@@ -189,11 +205,14 @@ class Trainer:
         times: dict[str, float] = {}
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        record: dict[str, Any] = {"step": t, **self.refresh.before_step(self, t, times)}
+        record: dict[str, Any] = {"step": t}
 
-        # 1-2. Prompts, generation and rewards (dataset columns repeated per sample).
-        global_idx = self.order.take(args.batch_size)
-        record.update(self.stream.before_step(self, global_idx, t, times))
+        # 1-2. Prompts, the extensions' hook (a signal in its Stage 1 gives the prompts back),
+        # generation and rewards (dataset columns repeated per sample).
+        with self.order.given_back_on(Interrupted):
+            global_idx = self.order.take(args.batch_size)
+            begin = StepBegin(t, tuple(global_idx), times, self.device)
+            record.update(self.extensions.on_step_begin(self, begin))
         positions = self.dp.shard(len(global_idx))  # this rank's block of the global batch
         n = algo.samples_per_prompt
 
@@ -259,7 +278,7 @@ class Trainer:
         record.update(times)
         record["time/step"] = sum(times.values())
         record.update(peak_memory(self.device))
-        self.step_count = t
+        self.step_count, self._checkpoint = t, None
         self.train_time += record["time/step"]
         record["time/train_total"] = self.train_time
         return record
@@ -267,43 +286,27 @@ class Trainer:
     def save(self) -> Path:
         """Write a checkpoint of the current step to ``output_dir`` (every rank must call it),
         then keep only the newest ``save_total_limit`` checkpoints."""
-        state = {
-            "data_epoch": self.order.epoch,
-            "data_index": self.order.index,
-            "train_time": self.train_time,
-            "algorithm": self.algorithm.name,
-            "refresh": self.refresh.state(),
-            "stream": self.stream.state(self.v_star),
-        }
-        with self.dp.watch("checkpoint", self.step_count):
-            path = save_checkpoint(
-                self.args.output_dir,
-                self.step_count,
-                self.model,
-                self.optimizer,
-                self.modules,
-                state,
-            )
-        rotate_checkpoints(self.args.output_dir, self.args.save_total_limit)
-        self.refresh.prune(self.args.output_dir)  # the refresh folders no checkpoint needs
+        out, step = self.args.output_dir, self.step_count
+        state: dict[str, Any] = {**self.order.state_dict(), "train_time": self.train_time}
+        state.update(algorithm=self.algorithm.name, extensions=self.extensions.state_dict(self))
+        with self.dp.watch("checkpoint", step):
+            path = save_checkpoint(out, step, self.model, self.optimizer, self.modules, state)
+        rotate_checkpoints(out, self.args.save_total_limit)
+        self._checkpoint = path
+        self.extensions.on_save(self)  # e.g. delete the files no kept checkpoint needs
         return path
 
     def save_model(self, output_dir: str | Path | None = None, *, overwrite: bool = False) -> Path:
-        """Write the policy and tokenizer with ``save_pretrained`` (TRL's ``save_model``):
-        ``AutoModelForCausalLM.from_pretrained(dir)`` reloads it (LoRA adapters merged, FSDP2
-        shards gathered; every rank must call it). Default ``output_dir``: ``OUT/final``.
-
-        The folder is marked ``astarpo_model.json``; a non-empty folder astarpo did not write is
-        refused unless ``overwrite=True`` (:mod:`astarpo.llm.training.final_model`).
+        """Write the policy and tokenizer with ``save_pretrained`` (TRL's ``save_model``;
+        LoRA merged, FSDP2 gathered; every rank must call it) to ``output_dir`` (default
+        ``OUT/final``), marked ``astarpo_model.json`` (:mod:`astarpo.llm.training.final_model`).
 
         Raises:
             FileExistsError: ``output_dir`` is a file, or a non-empty folder astarpo did not
                 write (without ``overwrite``).
         """
-        if output_dir is None:  # OUT/final lies in the run directory, which the run owns
-            out, owned = Path(self.args.output_dir) / "final", True
-        else:
-            out, owned = Path(output_dir), False
+        owned = output_dir is None  # OUT/final lies in the run directory, which the run owns
+        out = Path(self.args.output_dir) / "final" if output_dir is None else Path(output_dir)
         return save_model_folder(
             self.model, self.tokenizer, out, step=self.step_count, owned=owned, overwrite=overwrite
         )
@@ -318,15 +321,14 @@ class Trainer:
             FileNotFoundError: if there is no checkpoint to resume from.
             CheckpointError: the checkpoint (every checkpoint, without ``path``) is unreadable.
         """
-        found = [Path(path)] if path is not None else checkpoints(self.args.output_dir)[::-1]
-        state = load_first_readable(
-            found, self.args.output_dir, self.model, self.optimizer, self.modules
-        )
+        out = self.args.output_dir
+        found = [Path(path)] if path is not None else checkpoints(out)[::-1]
+        state = load_first_readable(found, out, self.model, self.optimizer, self.modules)
         self.step_count = int(state["step"])
-        self.order.epoch, self.order.index = int(state["data_epoch"]), int(state["data_index"])
+        self.order.load_state_dict(state)
         self.train_time = float(state["train_time"])
-        self.refresh.restore(self, state.get("refresh"))  # the reference and V* it had
-        self.stream.restore(self, state.get("stream"))  # the V* streamed so far
+        self.extensions.load_state_dict(self, state.get("extensions"))  # e.g. the reference
+        self._checkpoint = Path(path or Path(out) / f"checkpoint-{self.step_count}")
         return self.step_count
 
     def train(self, resume: bool | str | Path = False) -> list[dict[str, Any]]:
@@ -345,11 +347,12 @@ class Trainer:
                 is not applied and nothing is saved.
             RewardTimeoutError: a reward function ran past ``reward_timeout``.
             Interrupted: SIGTERM or SIGINT arrived (on any rank); the step running then was
-                finished and checkpointed (:mod:`astarpo.llm.parallel.signals`).
+                finished and checkpointed, or the one before it when the signal stopped an
+                extension's Stage 1 (:mod:`astarpo.llm.training.preemption`).
         """
-        args = self.args
-        v_star = self.refresh.initial_v_star  # the run's Stage 1 values, whatever was refreshed
-        record = run_record(args, self.algorithm, self.rows, self.reward_funcs, v_star)
+        args, extensions = self.args, self.extensions.settings()
+        v_star = self.reference.v_star_at_start  # the run's Stage 1 values, not refreshed ones
+        record = run_record(args, self.algorithm, self.rows, self.reward_funcs, v_star, extensions)
         start_run(args.output_dir, record, bool(resume), args.overwrite_output_dir, self.dp.is_main)
         barrier()
         resume_step = None
@@ -359,6 +362,7 @@ class Trainer:
         logger = self.dp.logger(args.output_dir, args.reporters, resume_step)
         self.history = []
         schedule = Schedule.from_config(args, self.train_time)
+        self.extensions.on_train_begin(self)
         call_hook(self.callbacks, "on_train_begin", self)
         if resume_step is None:
             evaluate(self, logger)
@@ -371,7 +375,8 @@ class Trainer:
             signals = finally_.enter_context(TrainingSignals(self.dp, args.max_steps))
             stop = schedule.done(self.step_count, self.train_time)
             while not stop:
-                record = self.step()
+                with signals.in_step(self.step_count + 1, self.save, self._checkpoint):
+                    record = self.step()  # a stop inside its Stage 1 saves the step before
                 logger.log(record)
                 self.history.append(record)
                 reward = record.get("reward/mean", float("nan"))
@@ -383,10 +388,9 @@ class Trainer:
                 stop = schedule.done(t, self.train_time) or stop
                 if schedule.evaluate_now(t, self.train_time) and not stop:
                     evaluate(self, logger)
-                saved = None
                 if args.save_steps and t % args.save_steps == 0 and not stop:
-                    saved = self.save()
-                signals.after_step(t, stop, self.save, saved)
+                    self.save()
+                signals.after_step(t, stop, self.save, self._checkpoint)
             if resume_step is None or resume_step < self.step_count:
                 evaluate(self, logger)
             self.save()

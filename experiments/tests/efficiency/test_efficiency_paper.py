@@ -272,6 +272,7 @@ def test_plateau_by_horizon_reads_each_prefix_as_a_shorter_run():
     assert by_horizon(runs[:3], [2000])[0]["plateaued"]
 
 
+@pytest.mark.pages
 def test_plateau_horizons_script_prints_the_pilot_table_on_the_page():
     root = Path(__file__).resolve().parents[3]
     script = [sys.executable, "-m", "experiments.benchmarks.plateau_horizons"]

@@ -13,6 +13,8 @@ import pytest
 
 from experiments.efficiency.report import refresh
 
+pytestmark = pytest.mark.pages
+
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "baselines.md"
 

@@ -13,15 +13,8 @@ import pytest
 
 from experiments.harness import runner as runner_mod
 from experiments.harness.output import OutputDir
-from experiments.harness.runner import (
-    Runner,
-    extend_grid,
-    rotated,
-    run_process,
-    select,
-    sweep,
-    sweep_all,
-)
+from experiments.harness.runner import Runner, rotated, run_process
+from experiments.harness.sweep import extend_grid, select, sweep, sweep_all
 
 BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
 
@@ -139,6 +132,7 @@ def test_resume_reads_back_finished_runs_and_runs_the_rest(tmp_path, monkeypatch
     assert calls == ["a"]
 
 
+@pytest.mark.e2e
 def test_a_real_run_in_a_fresh_process(tmp_path, monkeypatch):
     runner = _runner(tmp_path, monkeypatch)
     res = runner.run("real", ECHO)

@@ -98,6 +98,7 @@ def test_poisson_binomial_is_exact() -> None:
     assert agreement(np.full(50, 0.5), 0)["p_value"] < 1e-10
 
 
+@pytest.mark.e2e
 def test_prompt_file_fields_bins_and_disjoint_splits(tiny: dict) -> None:
     cfg, rows = tiny["cfg"], tiny["rows"]
     lines = (tiny["out"] / "ladder_prompts.jsonl").read_text().splitlines()
@@ -119,6 +120,7 @@ def test_prompt_file_fields_bins_and_disjoint_splits(tiny: dict) -> None:
     assert all(parse_problem(r["prompt"])[2] == SCRATCHPAD_DIGITS + 1 for r in long)
 
 
+@pytest.mark.e2e
 def test_v_ref_recomputed_from_the_saved_reference(tiny: dict) -> None:
     """As a reader would: the folder's paths as strings, the library's teacher forcing."""
     assert read_prompts(str(tiny["out"] / "ladder_prompts.jsonl")) == tiny["rows"]
@@ -133,6 +135,7 @@ def test_v_ref_recomputed_from_the_saved_reference(tiny: dict) -> None:
     np.testing.assert_allclose(again, stored, rtol=1e-5)
 
 
+@pytest.mark.e2e
 def test_sampled_pass64_agrees_with_v_ref(tiny: dict) -> None:
     """Per bin, the count of prompts with pass@64 = 0 is Poisson-binomial with chances
     (1 - v_ref)^64: the observed count lies inside its two-sided 0.1% bounds."""
@@ -150,6 +153,7 @@ def test_sampled_pass64_agrees_with_v_ref(tiny: dict) -> None:
         assert info["pass8_zero"] >= info["pass64_zero"]
 
 
+@pytest.mark.e2e
 def test_the_report_is_written(tiny: dict) -> None:
     out: Path = tiny["out"]
     for name in ("ladder.json", "ladder.md", "ladder.png", "ladder_manifest.json"):

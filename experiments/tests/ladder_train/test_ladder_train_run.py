@@ -48,6 +48,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"out": base / "out", "result": result}
 
 
+@pytest.mark.e2e
 def test_the_study_writes_every_output_from_its_runs(tiny: dict) -> None:
     out, res = tiny["out"], tiny["result"]
     for name in ("ladder_train.json", "ladder_train.md", "ladder_train.png", "stage1.jsonl"):

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from experiments.two_beta.report import refresh, to_markdown
+
+pytestmark = pytest.mark.pages
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 

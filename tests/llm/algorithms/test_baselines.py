@@ -192,6 +192,7 @@ def test_from_config_factories(tokenizer):
     assert isinstance(ppo.modules()[0], ValueModel)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("algo", "flags"),
     [

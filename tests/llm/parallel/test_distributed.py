@@ -26,7 +26,7 @@ from astarpo.llm.parallel.dist import (
 )
 from astarpo.llm.parallel.state import full_optimizer_state, full_state_dict, load_full_state
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(120)]
 
 
 # ----------------------------------------------------------------------------- pure functions

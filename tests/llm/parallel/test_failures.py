@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from dist_setup import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parents[1]  # tests/llm: faults.py, fault_main.py

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -30,7 +31,7 @@ from astarpo.llm.data.files import append_bytes
 from astarpo.llm.parallel.signals import Interrupted, StopSignals
 from astarpo.llm.stage1.config import Stage1Config
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -203,6 +204,90 @@ def test_sigint_finishes_the_step_checkpoints_and_resume_is_exact(
     assert signal.getsignal(signal.SIGINT) is before  # restored
     resumed = signalled_trainer(tokenizer, tmp_path / "run")
     resumed.train(resume=True)
+    _same_weights(resumed, clean)
+
+
+# ---------------------------------------------- a signal inside a step's own Stage 1 (issue 61)
+
+ARMED: dict[str, int] = {}
+
+
+def sigint_once_armed(completions: list[str], answer: list[str], **_: Any) -> list[float]:
+    """First digit matches; sends SIGINT to this process on its first call once armed (the
+    first call of the step after the one that armed it: that step's Stage 1)."""
+    if ARMED.get("at") is not None and ARMED.get("done", -1) >= ARMED["at"] and "sent" not in ARMED:
+        ARMED["sent"] = 1
+        os.kill(os.getpid(), signal.SIGINT)
+    return [1.0 if c[:1] == a[:1] else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+
+class Arm:
+    """A callback that arms :func:`sigint_once_armed` once step ``ARMED["at"]`` has ended."""
+
+    def on_step_end(self, record: dict[str, Any]) -> None:
+        ARMED["done"] = int(record["step"])
+
+
+def _extensions(kind: str) -> list[Any]:
+    from astarpo.llm.training.refresh import ReferenceRefresh, RefreshConfig
+    from astarpo.llm.training.stream import StreamConfig, StreamedStage1
+
+    if kind == "stream":
+        return [StreamedStage1(StreamConfig(n_samples=2))]
+    return [ReferenceRefresh(RefreshConfig(every_steps=1, n_samples=2))]
+
+
+def _stage1_trainer(tokenizer: Any, out: Path, kind: str) -> Any:
+    """2 steps of 4 of 8 prompts, no periodic checkpoint; ``kind``: the streamed Stage 1 (each
+    step estimates its 4 prompts) or a refresh after every step (step 2 begins with one)."""
+    table = None if kind == "stream" else ...
+    return toy_trainer(
+        tokenizer,
+        out,
+        table=table,
+        rewards=[sigint_once_armed],
+        max_steps=2,
+        save_steps=0,
+        callbacks=[Arm()],
+        extensions=_extensions(kind),
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "at"), [("stream", 1), ("stream", 0), ("refresh", 1)], ids=["stream", "step1", "ref"]
+)
+def test_sigint_in_a_steps_stage1_saves_the_finished_steps_and_resume_is_exact(
+    tokenizer: Any, tmp_path: Path, kind: str, at: int
+) -> None:
+    from astarpo.llm.training.metrics import read_metrics
+
+    before = signal.getsignal(signal.SIGINT)
+    ARMED.clear()
+    clean = _stage1_trainer(tokenizer, tmp_path / "clean", kind)
+    clean.train()
+    ARMED.clear()
+    ARMED["at"], ARMED["done"] = at, 0  # step at + 1's Stage 1 gets SIGINT
+    out = tmp_path / "run"
+    tr = _stage1_trainer(tokenizer, out, kind)
+    with pytest.raises(
+        Interrupted, match=f"SIGINT in Stage 1 .*step {at + 1} of 2 was stopped"
+    ) as e:
+        tr.train()
+    assert e.value.exit_code == 130
+    assert f"checkpoint {out / f'checkpoint-{at}'} (step {at})" in str(e.value)
+    assert "--resume" in str(e.value)
+    assert [p.name for p in out.glob("checkpoint-*")] == [f"checkpoint-{at}"]  # save_steps=0
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r] == [1][:at]
+    assert signal.getsignal(signal.SIGINT) is before
+    ARMED.clear()
+    resumed = _stage1_trainer(tokenizer, out, kind)
+    resumed.train(resume=True)
+    losses = [
+        [r["loss"] for r in read_metrics(d / "metrics.jsonl") if "loss" in r]
+        for d in (tmp_path / "clean", out)
+    ]
+    assert losses[0] == losses[1] and len(losses[0]) == 2
+    np.testing.assert_array_equal(resumed.v_star, clean.v_star)
     _same_weights(resumed, clean)
 
 
@@ -520,3 +605,47 @@ def test_cli_exits_143_after_sigterm_in_stage_1_and_in_stage_2(tmp_path: Path) -
     assert "received SIGTERM: finishing the current step and a checkpoint" in proc.stderr
     assert "stopped by SIGTERM after step 2 of 3: checkpoint" in proc.stderr
     assert (tmp_path / "run" / "checkpoint-2").is_dir()
+
+
+@pytest.mark.slow
+def test_cli_sigint_in_streamed_stage1_keeps_the_finished_steps_and_names_the_resume(
+    tmp_path: Path,
+) -> None:
+    """Issue 61, lost 1: Ctrl-C during step 2's streamed Stage 1 (the reward's third call:
+    step 1's Stage 1, step 1's rollout, step 2's Stage 1) exits 130 with checkpoint-1 written
+    (save_steps 0) and the command that continues; that command finishes the run."""
+    import shlex
+
+    from astarpo.llm.toy.problems import addition_task
+
+    data = tmp_path / "p.jsonl"
+    rows = addition_task(8, seed=0)
+    data.write_text(
+        "".join(json.dumps({k: r[k] for k in ("problem", "answer")}) + "\n" for r in rows)
+    )
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{Path(__file__).parents[1]}"}
+    env["OMP_NUM_THREADS"] = "1"
+    argv = ["train", "--model", "toy", "--data", str(data), "--template", "none"]
+    argv += ["--device", "cpu", "--reward", "faults:exact_reward", "--max-new-tokens", "3"]
+    argv += ["--stream-stage1", "true", "--stream-n-samples", "2", "--max-steps", "3"]
+    argv += ["--batch-size", "4", "--save-steps", "0", "--progress", "false"]
+    argv += ["--report-to", "none", "--out", str(tmp_path / "run")]
+
+    def astarpo(args: list[str], fault: str = "") -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "astarpo", *args]
+        run_env = {**env, "ASTARPO_TEST_FAULT": fault}
+        return subprocess.run(cmd, env=run_env, capture_output=True, text=True, timeout=240)
+
+    proc = astarpo(argv, fault="sigint:0:3")
+    assert proc.returncode == 130, proc.stderr
+    assert "stopped by SIGINT in Stage 1 after 4 of 4 prompts (step 2 of 3 was stopped" in (
+        proc.stderr
+    )
+    assert [p.name for p in (tmp_path / "run").glob("checkpoint-*")] == ["checkpoint-1"]
+    again = shlex.split(proc.stderr.split("To continue: ")[1].strip())
+    assert again[:2] == ["astarpo", "train"] and again[-1] == "--resume", again
+    proc = astarpo(again[1:])
+    assert proc.returncode == 0, proc.stderr
+    steps = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if "loss" in r] == [1, 2, 3]
+    assert (tmp_path / "run" / "final").is_dir()

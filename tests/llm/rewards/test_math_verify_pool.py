@@ -22,7 +22,10 @@ from astarpo.llm.rewards.math_verify import MathVerifyReward
 HANG = r"The answer is \boxed{9^{9^{9^{9^{9}}}}}"
 ROOT = str(Path(astarpo.__file__).resolve().parents[1])  # the code under test
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc"),
+]
 
 
 def _live_members(pgid: int) -> list[int]:

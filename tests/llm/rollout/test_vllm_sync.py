@@ -15,8 +15,9 @@ import torch
 from toy_setup import tiny_qwen
 
 from astarpo.llm.parallel.state import hf_weights
-from astarpo.llm.rollout import vllm as vllm_backend
-from astarpo.llm.rollout.vllm import CPU_KV_CACHE_BYTES, VLLMGenerator
+from astarpo.llm.rollout import vllm_cpu
+from astarpo.llm.rollout.vllm import VLLMGenerator
+from astarpo.llm.rollout.vllm_cpu import CPU_KV_CACHE_BYTES
 
 
 class Tok:
@@ -92,7 +93,8 @@ def test_sync_falls_back_without_reload(monkeypatch: pytest.MonkeyPatch) -> None
 def test_cpu_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     mod = fake_vllm()
     monkeypatch.setitem(sys.modules, "vllm", mod)
-    monkeypatch.setattr(vllm_backend, "_vllm_on_cpu", lambda: True)
+    monkeypatch.setattr(vllm_cpu, "on_cpu", lambda: True)
+    monkeypatch.setattr(vllm_cpu, "model_max_len", lambda path: 1024)
     VLLMGenerator("m", Tok())
     init = mod.calls["init"]
     assert init["kv_cache_memory_bytes"] == CPU_KV_CACHE_BYTES
@@ -106,10 +108,33 @@ def test_cpu_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "kv_cache_memory_bytes" not in mod.calls["init"]
 
 
+def test_cpu_never_splits_a_seeded_prompt(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """vLLM 0.32's CPU build fails a seeded request whose prefill is chunked ("CPU Generator does
+    not use offset"): chunked prefill is off there, with a token budget of a whole sequence (the
+    model's max_position_embeddings, or the given max_model_len); either may be given."""
+    mod = fake_vllm()
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setattr(vllm_cpu, "on_cpu", lambda: True)
+    tiny_qwen(max_position_embeddings=640).config.save_pretrained(tmp_path)
+    VLLMGenerator(tmp_path, Tok())
+    init = mod.calls["init"]
+    assert init["enable_chunked_prefill"] is False and init["max_num_batched_tokens"] == 640
+    VLLMGenerator(tmp_path, Tok(), max_model_len=300)
+    assert mod.calls["init"]["max_num_batched_tokens"] == 300
+    VLLMGenerator(tmp_path, Tok(), max_num_batched_tokens=4096)
+    assert mod.calls["init"]["max_num_batched_tokens"] == 4096
+    VLLMGenerator("m", Tok(), enable_chunked_prefill=True)  # no config read: vLLM's budget
+    init = mod.calls["init"]
+    assert init["enable_chunked_prefill"] is True and "max_num_batched_tokens" not in init
+    monkeypatch.setattr(vllm_cpu, "on_cpu", lambda: False)
+    VLLMGenerator("m", Tok())
+    assert "enable_chunked_prefill" not in mod.calls["init"]
+
+
 def test_gpu_gets_no_cpu_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     mod = fake_vllm()
     monkeypatch.setitem(sys.modules, "vllm", mod)
-    monkeypatch.setattr(vllm_backend, "_vllm_on_cpu", lambda: False)
+    monkeypatch.setattr(vllm_cpu, "on_cpu", lambda: False)
     VLLMGenerator("m", Tok(), gpu_memory_utilization=0.4)
     init = mod.calls["init"]
     assert "kv_cache_memory_bytes" not in init and "enforce_eager" not in init
@@ -119,7 +144,8 @@ def test_gpu_gets_no_cpu_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cpu_memory_error_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     msg = "Available memory on node 0 (2.0/9.2 GiB) on startup is less than desired CPU memory"
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm(init_error=msg))
-    monkeypatch.setattr(vllm_backend, "_vllm_on_cpu", lambda: True)
+    monkeypatch.setattr(vllm_cpu, "on_cpu", lambda: True)
+    monkeypatch.setattr(vllm_cpu, "model_max_len", lambda path: 1024)
     with pytest.raises(ValueError, match=r"kv_cache_memory_bytes=.*VLLM_CPU_KVCACHE_SPACE"):
         VLLMGenerator("m", Tok(), kv_cache_memory_bytes=1 << 40)
 

@@ -1,8 +1,10 @@
-"""The refresh rule of A*-PO's reference (astarpo.llm.training.refresh): the reference becomes
-the policy every K steps and V* is estimated again by Stage 1; runs without it are unchanged,
-and a resume across a refresh continues with the reference it had."""
+"""The moving reference (astarpo.llm.training.refresh, a trainer extension): the reference
+becomes the policy every K steps and V* is estimated again by Stage 1; runs without it are
+unchanged, and a resume across a refresh continues with the reference it had."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -11,15 +13,30 @@ from toy_setup import first_digit_reward, hand_v_star, make_tiny_model, spread_r
 
 from astarpo.llm.algorithms.astarpo import AStarPOConfig
 from astarpo.llm.stage1.table import ValueTable
-from astarpo.llm.training.refresh import refresh_folder, refresh_stage1_config
+from astarpo.llm.training.refresh import (
+    ReferenceRefresh,
+    RefreshConfig,
+    refresh_folder,
+    refresh_stage1_config,
+)
 from astarpo.llm.training.run_dir import RunDirError
 
-RULE = {"refresh_every_steps": 2, "refresh_n_samples": 4, "refresh_beta1": 0.5}
+RULE = RefreshConfig(every_steps=2, n_samples=4, beta1=0.5)
+
+
+def refresh(**changes):
+    """The ``extensions`` keyword of a trainer with :data:`RULE` (``changes`` applied)."""
+    return {"extensions": [ReferenceRefresh(dataclasses.replace(RULE, **changes))]}
+
+
+def refresh_of(trainer):
+    """The trainer's ReferenceRefresh."""
+    return next(e for e in trainer.extensions if isinstance(e, ReferenceRefresh))
 
 
 def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
     rewards = [first_digit_reward, spread_reward]
-    trainer = toy_trainer(tokenizer, tmp_path, max_steps=3, rewards=rewards, **RULE)
+    trainer = toy_trainer(tokenizer, tmp_path, max_steps=3, rewards=rewards, **refresh())
     start = {k: v.clone() for k, v in trainer.ref_model.state_dict().items()}
     first = [trainer.step() for _ in range(2)]
     assert all(r["refresh/count"] == 0 and r["refresh/samples"] == 0 for r in first)
@@ -33,12 +50,12 @@ def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
     assert not any(p.requires_grad for p in trainer.ref_model.parameters())
     assert any(p.requires_grad for p in trainer.model.parameters())
 
-    cfg, batch = refresh_stage1_config(trainer.args, 2), trainer.args.generation_batch_size
+    cfg, batch = refresh_stage1_config(RULE, trainer.args, 2), trainer.args.generation_batch_size
     expected = hand_v_star(trainer.ref_model, tokenizer, cfg, batch, trainer.rows, rewards)
     assert len(set(expected.tolist())) > 1  # prompts of different values
     np.testing.assert_allclose(trainer.v_star, expected, rtol=1e-12, atol=1e-12)
     assert record["refresh/count"] == 1
-    assert record["refresh/samples"] == len(trainer.rows) * RULE["refresh_n_samples"]
+    assert record["refresh/samples"] == len(trainer.rows) * RULE.n_samples
     assert record["refresh/v_star_mean"] == pytest.approx(float(expected.mean()))
     assert record["refresh/seconds"] == record["time/refresh"] > 0
     assert record["time/step"] >= record["time/refresh"]  # training cost: in the train clock
@@ -52,7 +69,7 @@ def test_refresh_copies_the_policy_and_reestimates_v_star(tokenizer, tmp_path):
 
 def test_no_refresh_rule_leaves_the_run_unchanged(tokenizer, tmp_path):
     off = toy_trainer(tokenizer, tmp_path / "off", max_steps=3).train()
-    never = toy_trainer(tokenizer, tmp_path / "never", max_steps=3, refresh_every_steps=10)
+    never = toy_trainer(tokenizer, tmp_path / "never", max_steps=3, **refresh(every_steps=10))
     on = never.train()
     losses = [[r["loss"] for r in h if "loss" in r] for h in (off, on)]
     assert len(losses[0]) == 3 and losses[0] == losses[1]  # bit-identical
@@ -61,20 +78,21 @@ def test_no_refresh_rule_leaves_the_run_unchanged(tokenizer, tmp_path):
 
 
 def test_resume_across_a_refresh_continues_the_refreshed_reference(tokenizer, tmp_path):
-    k = RULE["refresh_every_steps"]
-    straight = toy_trainer(tokenizer, tmp_path / "a", max_steps=2 * k + 1, **RULE)
+    k = RULE.every_steps
+    straight = toy_trainer(tokenizer, tmp_path / "a", max_steps=2 * k + 1, **refresh())
     whole = [r["loss"] for r in straight.train() if "loss" in r]
 
     out = tmp_path / "b"
-    first = toy_trainer(tokenizer, out, max_steps=k + 1, **RULE).train()
+    first = toy_trainer(tokenizer, out, max_steps=k + 1, **refresh()).train()
     with pytest.raises(RunDirError, match="refresh"):
-        toy_trainer(tokenizer, out, max_steps=2 * k + 1, **{**RULE, "refresh_n_samples": 2}).train(
-            resume=True
-        )
-    resumed = toy_trainer(tokenizer, out, max_steps=2 * k + 1, **RULE)
+        toy_trainer(tokenizer, out, max_steps=2 * k + 1, **refresh(n_samples=2)).train(resume=True)
+    with pytest.raises(RunDirError, match="extensions"):  # the refresh left out
+        toy_trainer(tokenizer, out, max_steps=2 * k + 1).train(resume=True)
+    resumed = toy_trainer(tokenizer, out, max_steps=2 * k + 1, **refresh())
     rest = [r["loss"] for r in resumed.train(resume=True) if "loss" in r]
     assert [r["loss"] for r in first] + rest == whole
-    assert len(whole) == 2 * k + 1 and resumed.refresh.count == straight.refresh.count == 2
+    assert len(whole) == 2 * k + 1
+    assert refresh_of(resumed).count == refresh_of(straight).count == 2
     np.testing.assert_array_equal(resumed.v_star, straight.v_star)
     ref_a, ref_b = straight.ref_model.state_dict(), resumed.ref_model.state_dict()
     assert all(torch.equal(ref_a[n], ref_b[n]) for n in ref_a)
@@ -83,30 +101,45 @@ def test_resume_across_a_refresh_continues_the_refreshed_reference(tokenizer, tm
 @pytest.mark.parametrize(
     ("fields", "match"),
     [
-        ({"refresh_every_steps": -1}, "refresh_every_steps must be an integer >= 0"),
-        ({"refresh_every_steps": 1.5}, "refresh_every_steps must be an integer"),
-        ({"refresh_every_steps": True}, "refresh_every_steps must be an integer"),
-        ({"refresh_n_samples": 0}, "refresh_n_samples must be an integer >= 1"),
-        ({"refresh_beta1": 0.0}, "refresh_beta1 must be a finite number > 0"),
-        ({"refresh_allocation": "greedy"}, "refresh_allocation must be one of"),
-        ({"refresh_every_steps": 2, "lora_r": 4}, "not supported with LoRA"),
-        ({"refresh_every_steps": 2, "temperature": 0.0}, "identical samples"),
+        ({"every_steps": 0}, "every_steps must be an integer >= 1"),
+        ({"every_steps": 1.5}, "every_steps must be an integer"),
+        ({"every_steps": True}, "every_steps must be an integer"),
+        ({"every_steps": 2, "n_samples": 0}, "n_samples must be an integer >= 1"),
+        ({"every_steps": 2, "beta1": 0.0}, "beta1 must be a finite number > 0"),
+        ({"every_steps": 2, "allocation": "greedy"}, "allocation must be one of"),
     ],
 )
 def test_bad_refresh_rules_are_refused(fields, match):
     with pytest.raises(ValueError, match=match):
-        AStarPOConfig(**fields)
+        RefreshConfig(**fields)
+    with pytest.raises(TypeError, match="every_steps"):
+        RefreshConfig()  # no default period: the refresh is asked for by its period
+    with pytest.raises(TypeError, match="needs a RefreshConfig"):
+        ReferenceRefresh({"every_steps": 2})
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [({"lora_r": 4}, "not supported with LoRA"), ({"temperature": 0.0}, "identical samples")],
+)
+def test_a_refresh_the_config_cannot_run_is_refused_before_any_model_is_built(
+    tokenizer, tmp_path, fields, match
+):
+    with pytest.raises(ValueError, match=match):
+        toy_trainer(tokenizer, tmp_path, model=object(), **refresh(), **fields)
+    assert not tmp_path.joinpath("run_config.json").exists()
 
 
 def test_greedy_with_one_sample_and_lora_without_refresh_are_fine():
-    AStarPOConfig(refresh_every_steps=2, temperature=0.0, refresh_n_samples=1)
+    greedy = AStarPOConfig(temperature=0.0, output_dir="x")
+    ReferenceRefresh(dataclasses.replace(RULE, n_samples=1)).check_config(greedy)
     AStarPOConfig(lora_r=4)
 
 
 def test_a_reference_of_another_architecture_is_refused(tokenizer, tmp_path):
     other = make_tiny_model(tokenizer, hidden_size=16, intermediate_size=32)
     with pytest.raises(ValueError, match="another architecture"):
-        toy_trainer(tokenizer, tmp_path, ref=other, **RULE)
+        toy_trainer(tokenizer, tmp_path, ref=other, **refresh())
     toy_trainer(tokenizer, tmp_path, ref=other)  # without the rule: any reference
 
 
@@ -114,21 +147,19 @@ def test_torchrun_is_refused(tokenizer):
     from types import SimpleNamespace
 
     from astarpo.llm.algorithms.astarpo import AStarPO
-    from astarpo.llm.training.refresh import ReferenceRefresh
+    from astarpo.llm.training.reference import ReferenceState
 
-    model = make_tiny_model(tokenizer)
     trainer = SimpleNamespace(
-        args=AStarPOConfig(**RULE),
+        args=AStarPOConfig(),
         algorithm=AStarPO(),
-        dp=SimpleNamespace(info=SimpleNamespace(distributed=True)),
-        model=model,
-        ref_model=make_tiny_model(tokenizer),
-        v_star=None,
+        distributed=True,
+        model=make_tiny_model(tokenizer),
+        reference=ReferenceState(make_tiny_model(tokenizer), None, "astarpo"),
     )
     with pytest.raises(ValueError, match="not supported under torchrun"):
-        ReferenceRefresh(trainer)
-    trainer.dp.info.distributed = False
-    assert ReferenceRefresh(trainer).every == RULE["refresh_every_steps"]
+        ReferenceRefresh(RULE).on_init(trainer)
+    trainer.distributed = False
+    ReferenceRefresh(RULE).on_init(trainer)
 
 
 def test_a_missing_refresh_folder_fails_the_resume_by_name(tokenizer, tmp_path):
@@ -136,22 +167,22 @@ def test_a_missing_refresh_folder_fails_the_resume_by_name(tokenizer, tmp_path):
 
     from astarpo.llm.training.checkpoint import CheckpointError
 
-    toy_trainer(tokenizer, tmp_path, max_steps=3, **RULE).train()
+    toy_trainer(tokenizer, tmp_path, max_steps=3, **refresh()).train()
     shutil.rmtree(refresh_folder(tmp_path, 2))
     with pytest.raises(CheckpointError, match="refreshed after step 2"):
-        toy_trainer(tokenizer, tmp_path, max_steps=4, **RULE).train(resume=True)
+        toy_trainer(tokenizer, tmp_path, max_steps=4, **refresh()).train(resume=True)
 
 
 def test_an_algorithm_without_v_star_is_refused(tokenizer, tmp_path):
     from astarpo.llm.algorithms.grpo import GRPO, GRPOConfig
 
     with pytest.raises(ValueError, match="reference and V"):
-        toy_trainer(tokenizer, tmp_path, algorithm=GRPO(GRPOConfig()), **RULE)
+        toy_trainer(tokenizer, tmp_path, algorithm=GRPO(GRPOConfig()), **refresh())
 
 
 def test_refresh_folders_no_kept_checkpoint_needs_are_deleted(tokenizer, tmp_path):
-    rule = {**RULE, "refresh_every_steps": 1, "refresh_n_samples": 2}
+    rule = refresh(every_steps=1, n_samples=2)
     trainer = toy_trainer(tokenizer, tmp_path, max_steps=4, save_total_limit=1, **rule)
     trainer.train()
     assert sorted(p.name for p in (tmp_path / "refresh").iterdir()) == ["step-3"]
-    assert (tmp_path / "checkpoint-4").is_dir() and trainer.refresh.count == 3
+    assert (tmp_path / "checkpoint-4").is_dir() and refresh_of(trainer).count == 3

@@ -64,6 +64,7 @@ print(json.dumps(seen, default=str))
 """
 
 
+@pytest.mark.e2e
 def test_the_same_step_records_reach_every_tracker(tmp_path: Path) -> None:
     pytest.importorskip("trackio")
     pytest.importorskip("wandb")

@@ -202,6 +202,7 @@ def test_config_validation(kw, msg):
         AStarPOConfig(**kw)
 
 
+@pytest.mark.e2e
 def test_train_cli_runs_resumes_and_names_missing_prompts(tmp_path, capsys):
     from astarpo.cli import main
 
@@ -315,15 +316,21 @@ def test_protocol_supports_groups_old_logprobs_and_critic(tokenizer, tmp_path):
 
 
 def test_docs_list_every_config_field() -> None:
-    """docs/llm.md's config table names every AStarPOConfig field with its default."""
+    """docs/llm.md's config tables name every field of AStarPOConfig and of the extensions'
+    configs with its default ("required" for none)."""
+    import dataclasses
     from pathlib import Path
 
     from astarpo.config import config_fields
+    from astarpo.llm import RefreshConfig, StreamConfig
 
     page = (Path(__file__).parents[3] / "docs" / "llm.md").read_text()
-    for name, default, help_text in config_fields(AStarPOConfig):
-        assert f"| `{name}` | `{default!r}` |" in page, f"docs/llm.md lacks config field {name}"
-        assert help_text, f"config field {name} has no help text"
+    for cls in (AStarPOConfig, RefreshConfig, StreamConfig):
+        for name, default, help_text in config_fields(cls):
+            shown = "required" if default is dataclasses.MISSING else f"`{default!r}`"
+            row = f"| `{name}` | {shown} |"
+            assert row in page, f"docs/llm.md lacks the row of {cls.__name__}.{name}: {row}"
+            assert help_text, f"config field {name} has no help text"
 
 
 class StopAt:

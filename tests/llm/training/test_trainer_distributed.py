@@ -20,7 +20,7 @@ import torch.multiprocessing as mp
 from dist_setup import free_port, set_rank_env
 from toy_setup import comparison_run, toy_trainer
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(180)]
 
 
 # The runs compared: test_trainer's for 3 steps, seeded per prompt (the samples do not depend
