@@ -200,20 +200,22 @@ def plot(result: dict[str, Any], path: Path) -> None:
     @styled
     def draw() -> None:
         fig, (ax,) = figure(1, 1, height=3.0)
-        labels = ["reference"]
-        points = [result["eval"]["before"]]
-        for algo, title in (("astarpo", "A*-PO"), ("grpo", "GRPO")):
-            for seed, acc in result["eval"][algo].items():
-                labels.append(f"{title}\nseed {seed}")
-                points.append(acc)
-        x = np.arange(len(points))
-        y = np.array([p["accuracy"] for p in points])
-        low = np.array([p["ci"][0] for p in points])
-        high = np.array([p["ci"][1] for p in points])
-        errorbars(ax, x, y, low, high)
-        ax.set_xticks(x, labels)
-        ax.set_ylabel("held-out accuracy (greedy)")
-        n = points[0]["problems"]
+        groups = [("reference", "C7", {"": result["eval"]["before"]})]
+        groups += [("A*-PO", "C0", result["eval"]["astarpo"])]
+        groups += [("GRPO", "C1", result["eval"]["grpo"])]
+        labels, x0 = [], 0
+        for title, colour, runs in groups:
+            x = np.arange(x0, x0 + len(runs))
+            y = np.array([p["accuracy"] for p in runs.values()])
+            low = np.array([p["ci"][0] for p in runs.values()])
+            high = np.array([p["ci"][1] for p in runs.values()])
+            errorbars(ax, x, y, low, high, color=colour)
+            labels += [f"{title}\nseed {s}" if s else title for s in runs]
+            x0 += len(runs)
+        ax.axhline(result["eval"]["before"]["accuracy"], color="C7", lw=0.8, ls=":")
+        ax.set_xticks(np.arange(x0), labels)
+        ax.set_ylabel("accuracy")
+        n = result["eval"]["before"]["problems"]
         title = f"SmolLM2-135M-Instruct, {n} held-out word problems (95% intervals)"
         save(fig, path, title, strict=True)
 

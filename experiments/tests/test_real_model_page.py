@@ -112,3 +112,37 @@ def test_first_difference():
     assert first_difference([1, 2, 3], [1, 2, 3]) is None
     assert first_difference([1, 2, 3], [1, 5, 3]) == 1
     assert first_difference([1, 2], [1, 2, 7]) == 2
+
+
+@pytest.mark.pages
+def test_the_page_quotes_its_json():
+    """docs/real_model.md's accuracy table, its A*-PO - GRPO line and its Stage 1 and vLLM
+    figures are those of docs/figures/real_model.json."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "real_model.md").read_text()
+    result = json.loads((root / "docs" / "figures" / "real_model.json").read_text())
+
+    for algo, title in (("astarpo", "A\\*-PO"), ("grpo", "GRPO")):
+        for seed, acc in result["eval"][algo].items():
+            low, high = acc["ci"]
+            ch = acc["change"]
+            row = (
+                f"| {title}, seed {seed} | {acc['accuracy']:.3f} [{low:.3f}, {high:.3f}] | "
+                f"{ch['diff']:+.3f} [{ch['low']:.3f}, {ch['high']:.3f}] |"
+            )
+            assert row in page, row
+    by_seed = result["astarpo_vs_grpo"]["by_seed"]
+    line = f"{by_seed['diff']:.3f} [{by_seed['low']:.3f}, {by_seed['high']:.3f}]"
+    assert f"A\\*-PO minus GRPO at 384 responses: {line}" in page
+    assert set(result["responses"].values()) == {384}
+    stage1 = result["stage1"]["word_problems"]
+    low, high = stage1["mean_pass_rate_ci"]
+    assert f"{stage1['mean_pass_rate']:.3f} [{low:.3f}, {high:.3f}]" in page
+    assert f"V\\* > 0 on {stage1['prompts_with_v_star_above_0']} of the 32" in page
+    vllm = result["vllm"]
+    assert vllm["greedy"] == {"prompts": 50, "equal_token_ids": 50, "same_score": 50}
+    assert vllm["eval"]["problems_scored_differently"] == 0
+    d = vllm["stage1"]["vllm_minus_hf"]
+    assert f"{d['diff']:.3f} [{d['low']:.3f}, {d['high']:.3f}]" in page
