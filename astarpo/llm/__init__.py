@@ -71,6 +71,7 @@ _LAZY = {
     "MathVerifyReward": "astarpo.llm.rewards.math_verify",
     "reward_name": "astarpo.llm.rewards.scoring",
     "scratchpad_solution": "astarpo.llm.rewards.scratchpad",
+    "parse_problem": "astarpo.llm.rewards.scratchpad",
     "BENCHMARKS": "astarpo.llm.eval",
     "evaluate": "astarpo.llm.eval",
     "answer_probability": "astarpo.llm.eval",

@@ -5,9 +5,10 @@ by another path, and can be much stronger on the ladder's rare patterns, so that
 ``python -m experiments.ladder --quick`` (and of the adaptive-N and refresh studies' quick
 ladders) holds too few candidates. This script fine-tunes the ladder's reference from each seed
 of ``--sft-seeds`` (the SFT data order; from the cache when there), draws the quick ladder's
-candidates with their exact v_ref (its top-ups included: :func:`~experiments.harness.
+candidates with their exact v_ref (its search rounds included: :func:`~experiments.harness.
 ladder_build.draw_for`) and prints, per bin, how many fell in it against the train + test
-prompts it keeps; exit code 1 when a bin is short. Run from the repository root::
+prompts it keeps, and the search rounds used of the quick ladder's ``top_ups``; exit code 1 when
+a bin is short. Run from the repository root::
 
     python -m experiments.benchmarks.ladder_fill --sft-seeds 1,2,3 [--cache-dir DIR]
 """
@@ -32,14 +33,21 @@ from experiments.harness.protocol import make_reference
 
 def fill(seed: int, cache_dir: str | None, quiet: bool = True) -> dict[str, Any]:
     """The quick ladder's fill under the reference of SFT seed ``seed``: ``sft`` (its steps and
-    check accuracy), ``candidates``, per bin label ``found`` and ``need``, ``ok``, ``seconds``."""
+    check accuracy), ``candidates``, ``rounds`` (search rounds used), per bin label ``found``
+    and ``need``, ``ok``, ``seconds``."""
     cfg = LadderConfig.from_dict(QUICK)
     sft = replace(cfg.protocol.sft, seed=seed)
     protocol = replace(cfg.protocol, sft=sft, cache_dir=cache_dir).resolved()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         ref, info = make_reference(protocol, Path(tmp))
-    say = (lambda *a: None) if quiet else print
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if not quiet:
+            print(line, flush=True)
+
     candidates, logp = draw_for(replace(cfg, protocol=protocol), ref, make_char_tokenizer(), say)
     log10, need = logp / math.log(10.0), cfg.train + cfg.test
     bins = {}
@@ -50,8 +58,8 @@ def fill(seed: int, cache_dir: str | None, quiet: bool = True) -> dict[str, Any]
     ok = all(b["found"] >= b["need"] for b in bins.values())
     sft_info = {"steps": info["steps"], "check_accuracy": info["check_accuracy"]}
     seconds = time.perf_counter() - t0
-    return {"seed": seed, "sft": sft_info, "candidates": len(candidates), "bins": bins, "ok": ok,
-            "seconds": seconds}  # fmt: skip
+    return {"seed": seed, "sft": sft_info, "candidates": len(candidates), "rounds": len(said),
+            "bins": bins, "ok": ok, "seconds": seconds}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         bins = ", ".join(f"{b} {v['found']}/{v['need']}" for b, v in got["bins"].items())
         print(
             f"SFT seed {seed}: {got['sft']['steps']} SFT steps, check accuracy "
-            f"{got['sft']['check_accuracy']:.3f}; {got['candidates']} candidates; per bin "
+            f"{got['sft']['check_accuracy']:.3f}; {got['candidates']} candidates after "
+            f"{got['rounds']} of {QUICK['top_ups']} search rounds; per bin "
             f"(found/needed): {bins}; {'filled' if got['ok'] else 'SHORT'} "
             f"({got['seconds']:.0f} s)",
             flush=True,

@@ -31,8 +31,10 @@ from experiments.harness.ladder_sets import (
     LadderConfig,
     bin_label,
     draw_candidates,
+    excluded_prompts,
     fill_bins,
     read_prompts,
+    seek_candidates,
     short_bins,
     write_prompts,
 )
@@ -152,14 +154,20 @@ def draw_for(
     cfg: LadderConfig, ref: Any, tokenizer: Any, say: Any = print
 ) -> tuple[list[dict[str, str]], np.ndarray]:
     """``(candidates, their natural-log v_ref)`` under the reference ``ref``: the draw, then
-    up to ``top_ups`` more while a bin holds too few (:func:`short_bins`)."""
+    up to ``top_ups`` rounds of search while a bin holds too few (:func:`short_bins`,
+    :func:`~experiments.harness.ladder_sets.seek_candidates`); the search stops early when a
+    round finds nothing new."""
     candidates = draw_candidates(cfg)
     logp = gold_logprobs(ref, tokenizer, candidates, cfg.batch)
+    taken = excluded_prompts(cfg) | {r["prompt"] for r in candidates}
+    expanded: set[str] = set()
     for k in range(1, cfg.top_ups + 1):  # a stronger reference leaves the hard bins short
         if not (short := short_bins(logp, cfg)):
             break
-        more = draw_candidates(cfg, top_up=k, drawn=candidates)
-        say(f"[ladder] {', '.join(short)} short: {len(more)} more candidates (top-up {k})")
+        more = seek_candidates(cfg, candidates, logp, k, taken, expanded)
+        if not more:
+            break
+        say(f"[ladder] {', '.join(short)} short: {len(more)} more candidates (search round {k})")
         candidates += more
         logp = np.concatenate([logp, gold_logprobs(ref, tokenizer, more, cfg.batch)])
     return candidates, logp

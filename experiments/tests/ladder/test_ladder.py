@@ -10,14 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from astarpo.llm import SCRATCHPAD_DIGITS, get_task, make_char_tokenizer, scratchpad_solution
-from astarpo.llm.rewards.scratchpad import parse_problem
+from astarpo.llm import (
+    SCRATCHPAD_DIGITS,
+    get_task,
+    make_char_tokenizer,
+    parse_problem,
+    scratchpad_solution,
+)
 from experiments.harness.ladder_build import agreement, poisson_binomial
 from experiments.harness.ladder_sets import (
     FIELDS,
     LadderConfig,
     bin_label,
-    draw_candidates,
     load_reference,
     parse_bin,
     read_prompts,
@@ -183,19 +187,96 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
     assert cfg.top_ups == QUICK["top_ups"] > 0
 
 
-def test_a_top_up_draws_new_zero_rich_candidates_and_short_bins_names_the_short() -> None:
-    """A top-up draws ``candidates`` more zero-rich problems of another seed, none already
-    drawn, no long ones; ``short_bins`` names the bins with fewer than train + test."""
-    from experiments.harness.ladder_sets import short_bins
+def test_neighbours_are_every_one_digit_change_of_the_same_width() -> None:
+    """``2 d * 9`` distinct problems, each one character of one operand away, with their
+    worked solutions; a prompt that is no scratchpad problem is refused by value."""
+    from experiments.harness.ladder_sets import neighbours
 
-    cfg = LadderConfig.from_dict(
-        dict(bins=("-1:-2", "-2:-4"), train=2, test=2, candidates=300, long_candidates=5)
+    for prompt in ("0123+4567=", "07+90="):
+        d = parse_problem(prompt)[2]
+        near = neighbours(prompt)
+        assert len(near) == len({r["prompt"] for r in near}) == 2 * d * 9
+        for r in near:
+            assert len(r["prompt"]) == len(prompt)
+            assert sum(x != y for x, y in zip(r["prompt"], prompt, strict=True)) == 1
+            x, y, width = parse_problem(r["prompt"])
+            assert width == d and r["answer"] == scratchpad_solution(x, y, d)
+    with pytest.raises(ValueError, match="not a scratchpad problem"):
+        neighbours("12+345=")
+
+
+def fake_log10_v_ref(prompt: str) -> float:
+    """A reference under which no 4-digit problem lies below -2.4 (0.3 per zero digit) and a
+    shorter one lies at -12 + 1.5 per digit 9: [-4,-6) holds only short problems with five
+    nines (-4.5), reached from the random short seeds by the search alone."""
+    a, b, d = parse_problem(prompt)
+    text = f"{a:0{d}d}{b:0{d}d}"
+    if d == SCRATCHPAD_DIGITS:
+        return -0.3 * text.count("0")
+    if d == SCRATCHPAD_DIGITS + 1:
+        return -40.0
+    return -12.0 + 1.5 * text.count("9")
+
+
+def test_the_search_fills_a_bin_no_draw_reaches_and_keeps_the_drawn_bins(monkeypatch) -> None:
+    """With ``top_ups`` the search walks from the short operands up into a bin no 4-digit
+    problem reaches; the bins the draw filled keep the same prompts; every candidate is new and
+    outside the SFT region; without top-ups the bin is refused by name with the fix."""
+    import experiments.harness.ladder_build as build
+    from experiments.harness.ladder_sets import excluded_prompts, fill_bins, short_bins
+
+    def fake(model, tokenizer, rows, batch=256):
+        return np.array([fake_log10_v_ref(r["prompt"]) * math.log(10.0) for r in rows])
+
+    monkeypatch.setattr(build, "gold_logprobs", fake)
+    base = dict(bins=("0:-1", "-1:-2", "-4:-6", "-30:-inf"), train=4, test=4, candidates=400)
+    base.update(long_candidates=10)
+    plain = LadderConfig.from_dict(dict(base))
+    said: list[str] = []
+    rows0, logp0 = build.draw_for(plain, None, None, said.append)
+    assert short_bins(logp0, plain) == ["[-4,-6)"] and not said
+    with pytest.raises(RuntimeError, match=r"bin \[-4,-6\) holds 0 .*--top-ups"):
+        fill_bins(rows0, logp0, plain)
+    cfg = LadderConfig.from_dict(dict(base, top_ups=6))
+    rows, logp = build.draw_for(cfg, None, None, said.append)
+    assert rows[: len(rows0)] == rows0 and said and "search round 1" in said[0]
+    assert short_bins(logp, cfg) == []
+    prompts = [r["prompt"] for r in rows]
+    assert len(set(prompts)) == len(prompts) and not set(prompts) & excluded_prompts(cfg)
+    kept = fill_bins(rows, logp, cfg)[0]
+    kept0 = [r for r in kept if r["bin"] != "[-4,-6)"]
+    assert kept0 == [r for r in fill_bins(rows0, logp0, replace_bins(plain))[0]]
+    hard = [r for r in kept if r["bin"] == "[-4,-6)"]
+    assert len(hard) == 8 and all(parse_problem(r["prompt"])[2] < SCRATCHPAD_DIGITS for r in hard)
+    assert all(math.isclose(math.log10(r["v_ref"]), -4.5) for r in hard)
+
+
+def replace_bins(cfg: LadderConfig) -> LadderConfig:
+    """``cfg`` without its bin [-4,-6)."""
+    from dataclasses import replace
+
+    return replace(cfg, bins=tuple(b for b in cfg.bins if b != "-4:-6"))
+
+
+def test_the_search_runs_at_most_top_ups_rounds_and_stops_when_nothing_is_new(
+    monkeypatch,
+) -> None:
+    """A bin nothing reaches stays short after exactly ``top_ups`` rounds; a round that finds
+    no new candidate ends the search."""
+    import experiments.harness.ladder_build as build
+    import experiments.harness.ladder_sets as sets
+
+    monkeypatch.setattr(build, "gold_logprobs", lambda m, t, rows, batch=256: np.zeros(len(rows)))
+    monkeypatch.setattr(sets, "SHORT_SEEDS", 20)
+    bins = dict(bins=("0:-1", "-2:-3"), train=2, test=2, candidates=30, long_candidates=1)
+    said: list[str] = []
+    cfg = LadderConfig.from_dict(dict(bins, top_ups=3))
+    _, logp = build.draw_for(cfg, None, None, said.append)
+    assert sets.short_bins(logp, cfg) == ["[-2,-3)"] and len(said) == 3
+    monkeypatch.setattr(sets, "SHORT_SEEDS", 0)
+    monkeypatch.setattr(sets, "neighbours", lambda prompt: [])
+    said.clear()
+    _, logp = build.draw_for(
+        LadderConfig.from_dict(dict(bins, top_ups=50)), None, None, said.append
     )
-    first = draw_candidates(cfg)
-    more = draw_candidates(cfg, top_up=1, drawn=first)
-    assert more and not {r["prompt"] for r in more} & {r["prompt"] for r in first}
-    digits = {parse_problem(r["prompt"])[2] for r in more}
-    assert digits == {cfg.digits}  # zero-rich only: the long ones come once
-    logp = np.log(10.0) * np.array([-1.5] * 4 + [-3.0] * 3)  # 4 in [-1,-2), 3 in [-2,-4)
-    assert short_bins(logp, cfg) == ["[-2,-4)"]
-    assert short_bins(np.log(10.0) * np.array([-1.5] * 4 + [-3.0] * 4), cfg) == []
+    assert sets.short_bins(logp, cfg) == ["[-2,-3)"] and said == []

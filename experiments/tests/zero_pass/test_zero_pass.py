@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from astarpo import optimal_value
-from astarpo.llm import SCRATCHPAD_DIGITS, ValueTable, lookup_v_star, make_char_tokenizer
-from astarpo.llm.rewards.scratchpad import parse_problem
+from astarpo.llm import (
+    SCRATCHPAD_DIGITS,
+    ValueTable,
+    lookup_v_star,
+    make_char_tokenizer,
+    parse_problem,
+)
 from experiments.harness.measure import SuccessCounter, gold_logprobs, timed_stage1
 from experiments.harness.output import OutputDir
 from experiments.harness.protocol import make_reference
