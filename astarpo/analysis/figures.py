@@ -228,14 +228,15 @@ def mark_zeros(ax: Any, x: Any, y: Any, color: Any, offset: float = 0.0) -> bool
 def log_y_labels(ax: Any) -> None:
     """Tidy a log y axis's tick labels once its data are drawn: over two decades or more,
     label only the decades; over less, label plain numbers (at 1, 2 and 5 of each decade, or
-    at every tick within a single decade)."""
+    at every tick when the axis lies inside one decade, where no two labels crowd: ticks of
+    two decades, such as 0.09 and 0.1, sit close together)."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     lo, hi = ax.get_ylim()
     if hi >= 100 * lo:
         ax.yaxis.set_minor_formatter(NullFormatter())
         return
-    every = hi <= 10 * lo  # within one decade: label every tick
+    every = lo > 0 and np.floor(np.log10(lo)) == np.floor(np.log10(hi))  # inside one decade
 
     def plain(y: float, _pos: int | None = None) -> str:
         lead = round(y / 10 ** np.floor(np.log10(y)), 6) if y > 0 else 0.0

@@ -11,10 +11,23 @@ from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, process_lines, table
 from experiments.harness.report import write as write_report
 
-__all__ = ["ALPHA", "plot", "refresh", "summarize", "to_markdown", "verdict", "write"]
+__all__ = [
+    "ALPHA",
+    "PLOT_MIN_SUCCESSES",
+    "plot",
+    "refresh",
+    "summarize",
+    "to_markdown",
+    "verdict",
+    "write",
+]
 
 #: Family-wise error rate of the verdicts (Holm-adjusted p-values below it count).
 ALPHA = 0.05
+#: A bin is drawn when its reference samples hold at least this many successes: below, no
+#: budget finds one, V-hat* is almost always 0, and its error relative to a V* of about 0
+#: says nothing (the tables still give it).
+PLOT_MIN_SUCCESSES = 5
 
 
 def verdict(d: dict[str, Any]) -> str:
@@ -112,22 +125,27 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
-    r"""Per bin, the root-MSE of :math:`\hat V^*` relative to the bin's mean exact V* against
-    mean samples per prompt: fixed N and adaptive, each a marker with its 95% interval (the
-    square root of the MSE's, over the same mean V*; no line between budgets)."""
-    err = result["errors"]
-    bins = list(err["bins"])
-    cols = 3
-    rows = math.ceil(len(bins) / cols)
-    fig, axes = figure(cols, rows, height=2.4)
-    for ax, b in zip(axes, bins, strict=False):
+    r"""Per bin whose samples hold :data:`PLOT_MIN_SUCCESSES` successes or more, the root-MSE
+    of :math:`\hat V^*` relative to the bin's mean exact V* against mean samples per prompt:
+    fixed N and adaptive, each a marker with its 95% interval (the square root of the MSE's,
+    over the same mean V*; no line between budgets). The bins left out are named in the
+    title."""
+    err, k = result["errors"], int(result["config"]["k"])
+    shown = [
+        b for b, info in err["bins"].items()
+        if info["sample_rate"] * info["prompts"] * k >= PLOT_MIN_SUCCESSES
+    ]  # fmt: skip
+    left = [b for b in err["bins"] if b not in shown]
+    cols = min(len(shown), 4) or 1
+    fig, axes = figure(cols, math.ceil(len(shown) / cols) or 1, height=2.6)
+    for ax, b in zip(axes, shown, strict=False):
         scale = err["bins"][b]["v_star"]
         for j, family in enumerate(("fixed", "adaptive")):
             rules = [r for name, r in err["rules"].items() if name.startswith(family)]
             x = [r[b]["samples"] for r in rules]
             m = [r[b]["mse"] for r in rules]
             y, lo, hi = (
-                [math.sqrt(max(c[k], 0.0)) / scale for c in m] for k in ("mean", "low", "high")
+                [math.sqrt(max(c[k_], 0.0)) / scale for c in m] for k_ in ("mean", "low", "high")
             )
             errorbars(ax, x, y, lo, hi, fmt="os"[j], color=f"C{j}", ms=4, capsize=2,
                       label=f"{family} N")  # fmt: skip
@@ -136,13 +154,19 @@ def plot(result: dict[str, Any], path: Any) -> Any:
         log_y_labels(ax)
         ax.set_title(f"{b} (n = {err['bins'][b]['prompts']})")
         ax.set_xlabel("samples per prompt")
-    for ax in axes[len(bins) :]:
+    for ax in axes[len(shown) :]:
         ax.set_visible(False)
     for ax in axes[::cols]:
         ax.set_ylabel("root-MSE / mean V*")
     handles, labels = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, labels, ncol=2)
-    return save(fig, path, "Stage 1's V* error by bin of log10 v_ref", strict=True)
+    title = "Stage 1's V* error by bin of log10 v_ref"
+    if left:
+        title += (
+            f"\nnot drawn: {' and '.join(left)}, under {PLOT_MIN_SUCCESSES} successes in all "
+            f"their samples\n({k} per prompt): V-hat* is 0 there at almost every budget"
+        )
+    return save(fig, path, title, strict=True)
 
 
 def write(output: OutputDir, result: dict[str, Any], with_json: bool = True) -> None:

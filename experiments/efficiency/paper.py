@@ -286,6 +286,15 @@ AXES = {
     "tokens generated in training, millions (Stage 1 not)": lambda r, e, n: e["tokens"] / 1e6,
     "run clock (s)": lambda r, e, n: float(e["time"]),
 }
+#: The axes of :data:`AXES` drawn on a log scale: a group method generates ``group_size`` times
+#: the responses per step, so on a linear axis the one-sample methods fill its first fifth.
+LOG_AXES = (
+    "responses generated (Stage 1 included)",
+    "tokens generated in training, millions (Stage 1 not)",
+)
+#: The forest plot's colours and markers per quantity of :data:`RATIOS`: none of the colours
+#: the curves give the algorithms (``C0``-``C4``), so a colour means one thing per figure.
+RATIO_STYLES = (("C9", "o"), ("C5", "s"), ("C8", "^"), ("C6", "D"), ("C7", "v"))
 
 
 @styled
@@ -314,6 +323,9 @@ def plot_paper(result: dict[str, Any], path: Any) -> Any:
                 for r in groups[arm]
             ]
             seed_errorbars(ax, curves, arm, f"C{i}")
+        if label in LOG_AXES:  # the step-0 evaluations at 0 are left out (the steps panel)
+            ax.set_xscale("log", nonpositive="mask")
+            label = f"{label}\n(log scale)"
         ax.set(xlabel=label, ylabel="held-out expected accuracy")
         ax.grid(alpha=0.3)
     handles, labels = top.axes[0].get_legend_handles_labels()
@@ -327,7 +339,8 @@ def plot_paper(result: dict[str, Any], path: Any) -> Any:
         if ok:
             low, high = [r["low"] for _, r in ok], [r["high"] for _, r in ok]
             pos, ratio = [y for y, _ in ok], [r["ratio"] for _, r in ok]
-            errorbars(ax, ratio, pos, low, high, True, color=f"C{i}", label=RATIOS[k])
+            color, marker = RATIO_STYLES[i % len(RATIO_STYLES)]
+            errorbars(ax, ratio, pos, low, high, True, color=color, fmt=marker, label=RATIOS[k])
     centers = [-(j * width + (len(RATIOS) - 1) / 2) for j in range(len(algos))]
     ax.axvline(1.0, color="gray", ls=":", lw=1)
     ax.set(xscale="log", yticks=centers, yticklabels=algos, xlabel="A*-PO's / the algorithm's")

@@ -13,7 +13,7 @@ from experiments.harness.output import OutputDir
 from experiments.harness.report import fmt, fmt_ci, process_lines, table
 from experiments.harness.report import write as write_report
 from experiments.ladder_train.config import ALONE, ARMS, MIXED
-from experiments.ladder_train.summary import MIN_GAIN, summarize
+from experiments.ladder_train.summary import ALPHA, MIN_GAIN, summarize
 
 __all__ = ["LABELS", "describe", "plot", "refresh", "to_markdown", "write"]
 
@@ -147,8 +147,9 @@ def _bracket_text(swept: dict[str, Any]) -> str:
 def plot(result: dict[str, Any], path: Any) -> Any:
     """Per training set, each run name's held-out gain per bin (a marker with its 95% interval
     over seeds at the bin's position, each seed's gain an open marker beside it; bins evenly
-    spaced, labelled with their median log10 v_ref), the rule's
-    :data:`~experiments.ladder_train.summary.MIN_GAIN` dashed."""
+    spaced, labelled with their median log10 v_ref), a star above each cell the rule calls
+    "learns" (the threshold :data:`~experiments.ladder_train.summary.MIN_GAIN` is too close to
+    zero to tell apart as a line)."""
     s = result["summary"]
     order, bins = s["order"], result["bins"]
     sets = [k for k in (ALONE, MIXED) if any(k in c for c in s["curve"].values())]
@@ -169,8 +170,11 @@ def plot(result: dict[str, Any], path: Any) -> Any:
                 each = p.get("seed_gains", [])
                 ax.plot([xi + 0.03] * len(each), each, ls="none", marker="o", ms=3, mew=0.6,
                         mfc="none", color=_COLOURS[arm], alpha=0.7)  # fmt: skip
+                cell = s["cells"].get(arm, {}).get(f"{set_name}|{p['bin']}", {})
+                if cell.get("verdict") == "learns":
+                    top = max([p["gain"]["high"], *each])
+                    ax.plot([xi], [top + 0.08], ls="none", marker="*", ms=7, color=_COLOURS[arm])
         ax.axhline(0.0, color="0.3", lw=0.8)
-        ax.axhline(MIN_GAIN, color="0.5", ls="--", lw=0.8)
         ticks = [f"{b}\n{bins[b]['test_log10_v_ref']['median']:.1f}" for b in order]
         ax.set_xticks(range(len(order)), ticks)
         ax.set_xlim(-0.5, len(order) - 0.5)
@@ -184,7 +188,7 @@ def plot(result: dict[str, Any], path: Any) -> Any:
     title = (
         f"Who learns within {result['config']['steps']} steps, per bin of v_ref\n"
         "filled: the mean over seeds with its 95% interval; open: single seeds\n"
-        "dashed: the rule's minimum gain"
+        f"star: learns by the rule (mean gain above {MIN_GAIN:g}, Holm-adjusted p < {ALPHA:g})"
     )
     return save(fig, path, title, strict=True)
 

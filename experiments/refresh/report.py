@@ -1,6 +1,6 @@
 """The refresh study's report: ``refresh.json``, ``refresh.md`` (per rule and bin the final
 exact pass@k, expected accuracy and KL to the original reference; the paired verdicts) and
-``refresh.png`` (pass@k per bin against steps)."""
+``refresh.png`` (pass@k per bin against steps, and the refresh's expected-accuracy difference)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from astarpo.analysis import (
+    errorbars,
     figure,
     holm,
     legend_below,
@@ -158,30 +159,67 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 @styled
 def plot(result: dict[str, Any], path: Any) -> Any:
-    """Per bin, the exact held-out pass@k against steps per rule (a marker per evaluation with
-    its interval over seeds), the original reference's as a dashed line."""
+    """Per bin (a column): the exact held-out pass@k against steps per rule (top: every panel on
+    [0, 1], the fixed reference solid, each refresh rule dashed and shifted by 2% of the steps so
+    that neither hides the other, the original reference's a grey dotted line), and each
+    refresh rule's held-out expected accuracy minus the fixed reference's, paired by seed, with
+    its 95% t-interval at each evaluation (bottom: the page's finding)."""
     cfg = result["config"]
     bins = cfg["bins"]
-    fig, axes = figure(len(bins), 1, height=2.8)
+    fig, axes = figure(len(bins), 2, height=2.6)
     rules = sorted({int(r["refresh_every"]) for r in result["runs"]})
-    for ax, b in zip(axes, bins, strict=True):
+    runs = {k: sorted((r for r in result["runs"] if int(r["refresh_every"]) == k),
+                      key=lambda r: int(r["seed"])) for k in rules}  # fmt: skip
+    shift = 0.02 * max((e["step"] for r in result["runs"] for e in r["evals"]), default=0)
+    for col, b in enumerate(bins):
+        top, bottom = axes[col], axes[len(bins) + col]
         for j, k in enumerate(rules):
             curves = [
-                ([e["step"] for e in r["evals"]], [e[f"{b}/pass_at_k"] for e in r["evals"]])
-                for r in result["runs"]
-                if int(r["refresh_every"]) == k
+                (
+                    [e["step"] + shift * j for e in r["evals"]],
+                    [e[f"{b}/pass_at_k"] for e in r["evals"]],
+                )
+                for r in runs[k]
             ]
             name = "fixed reference" if k == 0 else f"refresh every {k}"
-            seed_errorbars(ax, curves, name, f"C{j}")
-        ax.axhline(result["reference"][f"{b}/pass_at_k"], color="0.4", ls="--", lw=1.0)
-        ax.set_title(f"{b} (n = {cfg['ladder_prompts']})" if not cfg["ladder"] else b)
-        ax.set_xlabel("step")
-    axes[0].set_ylabel(f"held-out pass@{cfg['pass_k']} (exact)")
+            seed_errorbars(top, curves, name, f"C{j}", dashed=k != 0)
+            if k == 0:
+                continue
+            steps = [e["step"] for e in runs[0][0]["evals"]] if runs[0] else []
+            diffs = [
+                paired_difference(
+                    [_at(r, step, f"{b}/expected_accuracy") for r in runs[k]],
+                    [_at(r, step, f"{b}/expected_accuracy") for r in runs[0]],
+                )
+                for step in steps
+            ]
+            ok = [(s_, d) for s_, d in zip(steps, diffs, strict=True) if not math.isnan(d["diff"])]
+            if ok:
+                x = [s_ + shift * j for s_, _ in ok]
+                mean, low, high = ([d[key] for _, d in ok] for key in ("diff", "low", "high"))
+                errorbars(bottom, x, mean, low, high, fmt="--o", lw=0.8, ms=3.5, capsize=2,
+                          color=f"C{j}")  # fmt: skip
+        top.axhline(result["reference"][f"{b}/pass_at_k"], color="0.4", ls=":", lw=1.0)
+        top.set(
+            ylim=(-0.03, 1.03),
+            title=f"{b} (n = {cfg['ladder_prompts']})" if not cfg["ladder"] else b,
+        )
+        bottom.axhline(0.0, color="0.3", lw=0.8)
+        bottom.set_xlabel("step")
+    axes[0].set_ylabel(f"held-out pass@{cfg['pass_k']}\n(exact)")
+    axes[len(bins)].set_ylabel("expected accuracy,\nrefreshed - fixed")
     handles, labels = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, labels, ncol=2)
-    return save(
-        fig, path, "A moving reference: pass@k per ladder bin (dashed: the reference)", strict=True
+    title = (
+        "A moving reference, per ladder bin: pass@k (dotted: the reference's), and the refresh's\n"
+        "expected-accuracy difference from the fixed reference, paired by seed (95% intervals)"
     )
+    return save(fig, path, title, strict=True)
+
+
+def _at(run: dict[str, Any], step: int, key: str) -> float | None:
+    """``key`` of ``run``'s evaluation at ``step`` (None where it has none)."""
+    return next((e[key] for e in run["evals"] if e["step"] == step and key in e), None)
 
 
 def write(output: OutputDir, result: dict[str, Any], with_json: bool = True) -> None:

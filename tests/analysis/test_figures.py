@@ -106,3 +106,27 @@ def test_seed_errorbars_draws_markers_at_the_evaluations_only() -> None:
     assert line.get_linewidth() < 1.0  # a thin line joins the markers; it is no data
     assert axes[0].get_legend_handles_labels()[1] == ["astarpo (n = 2 seeds)"]
     assert plots.seed_errorbars(axes[0], [], "none", "C1") == []
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "labelled"),
+    [
+        (0.09, 0.75, {"0.1", "0.2", "0.5"}),  # two partial decades: 1, 2 and 5 only
+        (0.22, 0.9, {"0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"}),  # inside one decade
+    ],
+)
+def test_log_y_labels_never_crowd_ticks_of_two_decades(
+    low: float, high: float, labelled: set[str]
+) -> None:
+    """0.09 and 0.1 (or 0.6 and 0.7 beside 0.5) are not both labelled on an axis over two
+    partial decades; inside one decade every tick is."""
+    fig, axes = plots.figure(1)
+    ax = axes[0]
+    ax.plot([0, 1], [low, high])
+    ax.set_yscale("log")
+    ax.set_ylim(low, high)
+    plots.log_y_labels(ax)
+    fig.canvas.draw()
+    ticks = [*ax.yaxis.get_majorticklabels(), *ax.yaxis.get_minorticklabels()]
+    shown = {t.get_text() for t in ticks if t.get_text() and low <= t.get_position()[1] <= high}
+    assert shown == labelled
