@@ -114,7 +114,9 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 def ladder_to_build(cfg: RefreshConfig) -> LadderConfig:
     """The ladder the study builds when no ``ladder`` is given: ``ladder_build`` on the
-    study's ``bins`` (``ValueError`` naming the bins no ladder can hold, before any work)."""
+    study's ``bins``, its reference the study's (``sft``, ``cache_dir``: ``--sft-seed`` and
+    ``--cache-dir`` reach the ladder the runs train from) (``ValueError`` naming the bins no
+    ladder can hold, before any work)."""
     specs = tuple(bin_spec(b) for b in cfg.bins)
     other = [b for b, spec in zip(cfg.bins, specs, strict=True) if spec not in BINS]
     if not cfg.ladder and other:
@@ -123,7 +125,8 @@ def ladder_to_build(cfg: RefreshConfig) -> LadderConfig:
             f"{', '.join(BINS)} only; choose among them, or build a ladder with "
             "`python -m experiments.ladder --bins=...` and pass --ladder DIR."
         )
-    return replace(cfg.ladder_build, bins=specs)
+    protocol = replace(cfg.ladder_build.protocol, sft=cfg.sft, cache_dir=cfg.cache_dir)
+    return replace(cfg.ladder_build, bins=specs, protocol=protocol)
 
 
 def run(
