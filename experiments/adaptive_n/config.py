@@ -5,7 +5,7 @@ pilot, cap and prompts per call)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from astarpo import doc_field
@@ -90,10 +90,12 @@ class AdaptiveNConfig(LadderConfig):
 
     def ladder_config(self) -> LadderConfig:
         """The ladder the study builds when no ``ladder`` folder is given: this config's
-        ladder fields."""
-        return LadderConfig.from_dict(
+        ladder fields, its reference ``protocol`` included (the flat view of the fields leaves
+        the protocol's SFT settings and cache out)."""
+        flat = LadderConfig.from_dict(
             {k: v for k, v in self.to_dict().items() if k in LadderConfig().to_dict()}
         )
+        return replace(flat, protocol=self.protocol)
 
 
 def presets(given: Mapping[str, Any], quick: bool) -> dict[str, Any]:

@@ -195,8 +195,6 @@ class LadderConfig(StudyConfig):
             "generation_batch_size": "train.generation_batch_size",
             "threads": "threads",
             "rerun_slow": "rerun_slow",
-            "cache_dir": "cache_dir",
-            "sft_seed": "sft.seed",
         },
     )
 

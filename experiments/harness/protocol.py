@@ -129,12 +129,7 @@ class Protocol(StudyConfig):
     rebel: REBELConfig = nested(REBELConfig(eta=1e3), ("eta",))
     sft: SFTConfig = nested(
         SFTConfig(steps=2000, learning_rate=2e-3, target_accuracy=0.35),
-        {
-            "sft_steps": "steps",
-            "sft_lr": "learning_rate",
-            "sft_seed": "seed",
-            "reference_target": "target_accuracy",
-        },
+        {"sft_steps": "steps", "sft_lr": "learning_rate", "reference_target": "target_accuracy"},
     )
 
     def __post_init__(self) -> None:

@@ -114,9 +114,9 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 def ladder_to_build(cfg: RefreshConfig) -> LadderConfig:
     """The ladder the study builds when no ``ladder`` is given: ``ladder_build`` on the
-    study's ``bins``, its reference the study's (``sft``, ``cache_dir``: ``--sft-seed`` and
-    ``--cache-dir`` reach the ladder the runs train from) (``ValueError`` naming the bins no
-    ladder can hold, before any work)."""
+    study's ``bins``, its reference the study's (``sft``, ``cache_dir``: ``--sft-steps``,
+    ``--sft-lr``, ``--reference-target`` and ``--cache-dir`` reach the ladder the runs train
+    from) (``ValueError`` naming the bins no ladder can hold, before any work)."""
     specs = tuple(bin_spec(b) for b in cfg.bins)
     other = [b for b, spec in zip(cfg.bins, specs, strict=True) if spec not in BINS]
     if not cfg.ladder and other:

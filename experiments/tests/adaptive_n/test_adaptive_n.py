@@ -85,3 +85,17 @@ def test_the_verdict_rule() -> None:
 def test_bad_configs_are_refused(fields: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         AdaptiveNConfig.from_dict(dict(**fields))
+
+
+def test_the_ladder_it_builds_keeps_its_reference_settings() -> None:
+    """The ladder the study builds has the study's reference (SFT settings and cache), not the
+    ladder's defaults; the defaults give the ladder's own."""
+    from dataclasses import replace
+
+    from experiments.harness.ladder_sets import LadderConfig
+
+    cfg = AdaptiveNConfig()
+    protocol = replace(cfg.protocol, sft=replace(cfg.protocol.sft, seed=3), cache_dir="/tmp/c")
+    built = replace(cfg, protocol=protocol).ladder_config()
+    assert built.protocol.sft.seed == 3 and built.protocol.cache_dir == "/tmp/c"
+    assert cfg.ladder_config().protocol == LadderConfig().protocol

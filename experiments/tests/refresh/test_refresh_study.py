@@ -127,16 +127,20 @@ def test_the_study_runs_its_ladder_with_its_ladder_fields(tmp_path, monkeypatch)
 
 
 def test_the_studys_reference_settings_reach_the_ladder_it_builds() -> None:
-    """``--sft-seed`` and ``--cache-dir`` pick the reference of the ladder the runs train from
-    (they were silently ignored: the ladder took its own defaults); the defaults give the
-    ladder's own reference, so the committed runs keep theirs."""
+    """The study's SFT settings (``--sft-steps``, ``--sft-lr``, ``--reference-target``, the
+    seed) and ``--cache-dir`` pick the reference of the ladder the runs train from (they were
+    silently ignored: the ladder took its own defaults); the defaults give the ladder's own
+    reference, so the committed runs keep theirs."""
+    from dataclasses import replace
+
     from experiments.harness.ladder_sets import LadderConfig
     from experiments.refresh.config import presets
     from experiments.refresh.run import ladder_to_build
 
-    cfg = RefreshConfig.from_dict({**presets({}, True), "sft_seed": 2, "cache_dir": "/tmp/c"})
-    built = ladder_to_build(cfg)
-    assert built.protocol.sft.seed == 2 and built.protocol.cache_dir == "/tmp/c"
+    cfg = RefreshConfig.from_dict({**presets({}, True), "sft_steps": 7, "cache_dir": "/tmp/c"})
+    built = ladder_to_build(replace(cfg, sft=replace(cfg.sft, seed=2)))
+    assert built.protocol.sft.seed == 2 and built.protocol.sft.steps == 7
+    assert built.protocol.cache_dir == "/tmp/c"
     default = ladder_to_build(RefreshConfig.from_dict(presets({}, False)))
     assert (
         default.protocol.sft == LadderConfig().protocol.sft and default.protocol.cache_dir is None
