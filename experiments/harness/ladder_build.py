@@ -27,6 +27,7 @@ from astarpo.llm import (
     make_char_tokenizer,
     sample_and_score,
 )
+from experiments.harness.ladder_search import seek_candidates
 from experiments.harness.ladder_sets import (
     LadderConfig,
     bin_label,
@@ -34,7 +35,6 @@ from experiments.harness.ladder_sets import (
     excluded_prompts,
     fill_bins,
     read_prompts,
-    seek_candidates,
     short_bins,
     write_prompts,
 )
@@ -155,7 +155,7 @@ def draw_for(
 ) -> tuple[list[dict[str, str]], np.ndarray]:
     """``(candidates, their natural-log v_ref)`` under the reference ``ref``: the draw, then
     up to ``top_ups`` rounds of search while a bin holds too few (:func:`short_bins`,
-    :func:`~experiments.harness.ladder_sets.seek_candidates`); the search stops early when a
+    :func:`~experiments.harness.ladder_search.seek_candidates`); the search stops early when a
     round finds nothing new."""
     candidates = draw_candidates(cfg)
     logp = gold_logprobs(ref, tokenizer, candidates, cfg.batch)

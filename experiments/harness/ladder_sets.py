@@ -32,12 +32,12 @@ nearly empty, and no number of draws of the same problems fills them: under a re
 fine-tuned from another SFT seed, 59,515 zero-rich candidates held none in [-4,-6), and a greedy
 descent over one-digit changes stalled at log10 v_ref = -4.06. Problems with shorter operands
 than any SFT example (2 and 3 digits) lie below, from about -5 down. So while a bin is short,
-each round (:func:`seek_candidates`) scores the one-digit neighbours (:func:`neighbours`) of the
-:data:`SEARCH_PARENTS` candidates nearest the bin from above and as many from below, not yet
-expanded: the search walks up from the short operands and down from the 4-digit ones until the
-bin holds enough. The first round also seeds :data:`SHORT_SEEDS` problems of each width of
-:data:`SHORT_DIGITS`. Draw order is kept, so a bin the draw filled keeps the same prompts; a
-searched bin can mix operand widths (each row's prompt says its width).
+each round (:func:`~experiments.harness.ladder_search.seek_candidates`) scores the one-digit
+neighbours of the candidates nearest the bin from above and from below, not yet expanded: the
+search walks up from the short operands and down from the 4-digit ones until the bin holds
+enough. The first round also seeds problems of 2- and 3-digit operands. Draw order is kept, so a
+bin the draw filled keeps the same prompts; a searched bin can mix operand widths (each row's
+prompt says its width).
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ from astarpo.llm import (
     get_task,
     load_pretrained_model,
     load_tokenizer,
-    parse_problem,
     scratchpad_solution,
     scratchpad_task,
 )
@@ -69,9 +68,6 @@ __all__ = [
     "BINS",
     "FIELDS",
     "QUICK",
-    "SEARCH_PARENTS",
-    "SHORT_DIGITS",
-    "SHORT_SEEDS",
     "LadderConfig",
     "bin_label",
     "bin_labels",
@@ -80,10 +76,9 @@ __all__ = [
     "excluded_prompts",
     "fill_bins",
     "load_reference",
-    "neighbours",
+    "new_rows",
     "parse_bin",
     "read_prompts",
-    "seek_candidates",
     "short_bins",
     "write_prompts",
     "zero_rich",
@@ -231,13 +226,6 @@ class LadderConfig(StudyConfig):
 #: ``--quick``: every bin, 6 + 6 prompts each, topped up by search while a bin is short (a
 #: reference SFT'd on another machine can be stronger: fewer hard candidates).
 QUICK: dict[str, Any] = dict(train=6, test=6, candidates=24000, long_candidates=200, top_ups=6)
-#: Parents per short bin and side (nearest above it, nearest below) of a search round.
-SEARCH_PARENTS = 16
-#: Operand widths below the SFT data's seeded by the first search round (their v_ref lies
-#: below the 4-digit problems': from about 10^-5 down).
-SHORT_DIGITS = (SCRATCHPAD_DIGITS - 2, SCRATCHPAD_DIGITS - 1)
-#: Problems of each width of :data:`SHORT_DIGITS` seeded by the first search round.
-SHORT_SEEDS = 1000
 
 
 def zero_rich(n: int, digits: int, low: float, high: float, seed: int) -> list[dict[str, str]]:
@@ -282,63 +270,6 @@ def draw_candidates(cfg: LadderConfig) -> list[dict[str, str]]:
     rows = zero_rich(cfg.candidates, cfg.digits, cfg.zero_low, cfg.zero_high, cfg.seed)
     rows += scratchpad_task(cfg.long_candidates, seed=cfg.seed + 1, digits=cfg.long_digits)
     return new_rows(rows, excluded_prompts(cfg))
-
-
-def neighbours(prompt: str) -> list[dict[str, str]]:
-    """The problems one operand digit away from the scratchpad problem ``prompt`` (same
-    width; ``2 d * 9`` for ``d``-digit operands), in digit then value order, with their worked
-    solutions. ``ValueError`` for a prompt that is no scratchpad problem."""
-    parsed = parse_problem(prompt)
-    if parsed is None:
-        raise ValueError(f"{prompt!r} is not a scratchpad problem such as '0123+4567='.")
-    a, b, d = parsed
-    out = []
-    for which in range(2):
-        for place in range(d):
-            old = ((a, b)[which] // 10**place) % 10
-            for digit in range(10):
-                if digit != old:
-                    ops = [a, b]
-                    ops[which] += (digit - old) * 10**place
-                    out.append({"prompt": f"{ops[0]:0{d}d}+{ops[1]:0{d}d}=",
-                                "answer": scratchpad_solution(ops[0], ops[1], d)})  # fmt: skip
-    return out
-
-
-def seek_candidates(
-    cfg: LadderConfig,
-    rows: Sequence[dict[str, str]],
-    logp: np.ndarray,
-    round_: int,
-    taken: set[str],
-    expanded: set[str],
-) -> list[dict[str, str]]:
-    """One search round for the short bins of ``cfg`` (see the module doc): the new
-    neighbours of the :data:`SEARCH_PARENTS` not-yet-``expanded`` candidates nearest each
-    short bin from above and from below (operands of at most ``cfg.digits`` digits; ``logp``:
-    the natural-log v_ref of ``rows``), after, in round 1, :data:`SHORT_SEEDS` problems of
-    each width of :data:`SHORT_DIGITS`. ``taken`` (prompts drawn or excluded) and
-    ``expanded`` gain what the round used. Returns the new rows (``prompt``, ``answer``)."""
-    seeds: list[dict[str, str]] = []
-    if round_ == 1:
-        for d in SHORT_DIGITS:
-            seeds += scratchpad_task(SHORT_SEEDS, seed=cfg.seed + 2 + d, digits=d)
-    more = new_rows(seeds, taken)
-    log10 = np.asarray(logp, dtype=np.float64) / math.log(10.0)
-    width = np.array([(parse_problem(r["prompt"]) or (0, 0, 99))[2] for r in rows])
-    for label in short_bins(logp, cfg):
-        hi, lo = parse_bin(bin_spec(label))
-        if lo == -math.inf:
-            continue  # the long candidates' bin: nothing to walk from
-        gap = np.maximum(log10 - hi, 0.0) + np.maximum(lo - log10, 0.0)
-        order = np.argsort(gap, kind="stable").tolist()
-        for side in (log10 > lo, log10 <= lo):  # above the bin's floor (or in it), below it
-            free = [i for i in order if side[i] and width[i] <= cfg.digits]
-            free = [i for i in free if rows[i]["prompt"] not in expanded][:SEARCH_PARENTS]
-            for i in free:
-                expanded.add(rows[i]["prompt"])
-                more += new_rows(neighbours(rows[i]["prompt"]), taken)
-    return more
 
 
 def short_bins(logp: np.ndarray, cfg: LadderConfig) -> list[str]:

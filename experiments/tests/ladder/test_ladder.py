@@ -190,7 +190,7 @@ def test_the_study_command_maps_its_flags(tmp_path: Path, monkeypatch) -> None:
 def test_neighbours_are_every_one_digit_change_of_the_same_width() -> None:
     """``2 d * 9`` distinct problems, each one character of one operand away, with their
     worked solutions; a prompt that is no scratchpad problem is refused by value."""
-    from experiments.harness.ladder_sets import neighbours
+    from experiments.harness.ladder_search import neighbours
 
     for prompt in ("0123+4567=", "07+90="):
         d = parse_problem(prompt)[2]
@@ -264,17 +264,18 @@ def test_the_search_runs_at_most_top_ups_rounds_and_stops_when_nothing_is_new(
     """A bin nothing reaches stays short after exactly ``top_ups`` rounds; a round that finds
     no new candidate ends the search."""
     import experiments.harness.ladder_build as build
+    import experiments.harness.ladder_search as search
     import experiments.harness.ladder_sets as sets
 
     monkeypatch.setattr(build, "gold_logprobs", lambda m, t, rows, batch=256: np.zeros(len(rows)))
-    monkeypatch.setattr(sets, "SHORT_SEEDS", 20)
+    monkeypatch.setattr(search, "SHORT_SEEDS", 20)
     bins = dict(bins=("0:-1", "-2:-3"), train=2, test=2, candidates=30, long_candidates=1)
     said: list[str] = []
     cfg = LadderConfig.from_dict(dict(bins, top_ups=3))
     _, logp = build.draw_for(cfg, None, None, said.append)
     assert sets.short_bins(logp, cfg) == ["[-2,-3)"] and len(said) == 3
-    monkeypatch.setattr(sets, "SHORT_SEEDS", 0)
-    monkeypatch.setattr(sets, "neighbours", lambda prompt: [])
+    monkeypatch.setattr(search, "SHORT_SEEDS", 0)
+    monkeypatch.setattr(search, "neighbours", lambda prompt: [])
     said.clear()
     _, logp = build.draw_for(
         LadderConfig.from_dict(dict(bins, top_ups=50)), None, None, said.append
